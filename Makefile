@@ -1,0 +1,37 @@
+# The kit sets itself up: the first `make grade` or `make test` creates .venv and installs the
+# pinned dependencies into it; later runs reuse it (it is rebuilt only when pyproject.toml changes).
+
+PYTHON     ?= python3
+SUBMISSION ?= exercises
+VENV       := .venv
+BIN        := $(VENV)/bin
+READY      := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help grade test bench lint
+
+help: ## List the commands.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+	@echo "  (SUBMISSION=path grades a folder, .zip or .tar.gz; the default is exercises/)"
+
+grade: $(READY) ## Grade SUBMISSION (default exercises/) and write its report.
+	$(BIN)/python -m grader $(SUBMISSION)
+
+test: $(READY) ## Run the kit's own tests (no GPU needed).
+	$(BIN)/python -m pytest
+
+bench: $(READY) ## Run the timing benchmarks (pytest-benchmark).
+	$(BIN)/python -m pytest -m bench --benchmark-columns=min,median,max,rounds
+
+lint: $(READY) ## Check the code with ruff.
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+$(READY): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "The kit needs Python 3.11 or newer; '$(PYTHON)' is older. Run: make PYTHON=python3.11 ..."; exit 1; }
+	@echo "Setting up $(VENV) (first run only; torch is large, this can take a few minutes)..."
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'
+	@touch $@
+	@echo "$(VENV) is ready."

@@ -1,0 +1,1 @@
+"""The candidate's exercises: fill in the stubs, then run `make grade`."""

@@ -1,0 +1,1 @@
+"""The answer key: a self-contained submission (relative imports only, nothing from the kit)."""

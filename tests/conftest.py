@@ -1,0 +1,32 @@
+"""Shared test settings: one Hypothesis profile whatever the environment, and one torch thread.
+
+Hypothesis loads its own `ci` profile whenever `CI` is set; loading ours explicitly keeps a
+run on a laptop and a run in CI the same (same examples, no deadline, no example database).
+The tests' tensors are small: a torch thread pool only adds waiting, and on a busy 2-core
+machine it makes each small op and each benchmark round ten times slower at random.
+"""
+
+import pytest
+import torch
+from hypothesis import settings
+
+settings.register_profile(
+    "kit", derandomize=True, database=None, deadline=None, print_blob=True, max_examples=100
+)
+settings.load_profile("kit")
+torch.set_num_threads(1)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """After `make bench`'s table, the figures each benchmark derived (its `extra_info`)."""
+    session = getattr(config, "_benchmarksession", None)
+    figures = [(b.name, b.extra_info) for b in getattr(session, "benchmarks", []) if b.extra_info]
+    if figures:
+        terminalreporter.section("benchmark figures")
+        for name, extra_info in figures:
+            shown = ", ".join(
+                f"{key}={value:,.{0 if isinstance(value, int) else 1}f}"
+                for key, value in extra_info.items()
+            )
+            terminalreporter.write_line(f"{name}: {shown}")

@@ -1,0 +1,64 @@
+"""exercises/ and solutions/ are submissions as SPEC.md defines them: plain modules that import
+each other relatively and nothing of the kit, loadable as a package under any name."""
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBMISSION_FILES = {
+    "block_allocator.py",
+    "kv_cache_manager.py",
+    "paged_attention.py",
+    "scheduler.py",
+}
+ALLOWED_TOP_LEVEL = set(sys.stdlib_module_names) | {"torch", "triton"}
+
+
+def absolute_imports(path: Path) -> set[str]:
+    """The top-level names a module imports absolutely (`import x.y`, `from x import y`)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("folder", ["exercises", "solutions"])
+def test_submission_imports_only_torch_triton_and_the_standard_library(folder: str) -> None:
+    for path in (ROOT / folder).glob("*.py"):
+        foreign = absolute_imports(path) - ALLOWED_TOP_LEVEL
+        assert not foreign, f"{path.relative_to(ROOT)} imports {sorted(foreign)}"
+
+
+def test_exercises_hold_every_submission_file() -> None:
+    assert {p.name for p in (ROOT / "exercises").glob("*.py")} >= SUBMISSION_FILES
+
+
+def test_answer_key_runs_as_a_package_of_any_name(tmp_path: Path) -> None:
+    """A copy of solutions/ named like a candidate's folder, imported in a fresh interpreter
+    whose working directory is outside the kit: the relative imports hold it together."""
+    shutil.copytree(ROOT / "solutions", tmp_path / "candidate_42")
+    script = (
+        "import candidate_42.kv_cache_manager as m\n"
+        "manager = m.KVCacheManager(4, 2, 3)\n"
+        "req = m.Request(7, 3)\n"
+        "manager.allocate_for_prefill(req)\n"
+        "manager.allocate_for_decode(req)\n"
+        "print(req.seq_len, len(req.block_table), len(manager.free_blocks))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, '.')\n{script}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["4", "2", "2"]
