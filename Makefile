@@ -33,5 +33,7 @@ $(READY): pyproject.toml
 	@echo "Setting up $(VENV) (first run only; torch is large, this can take a few minutes)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'
+	@$(BIN)/python -c 'import triton' 2>/dev/null || echo "Note: Triton installs on Linux only," \
+	  "so part 4 (the Triton kernel) cannot run on this machine; every other part can."
 	@touch $@
 	@echo "$(VENV) is ready."

@@ -11,7 +11,7 @@ Invariant after every call: an id is free exactly when its reference count is 0,
 Error rules (the grader checks every one of them):
 - every call that raises leaves the allocator exactly as it was (nothing half-done);
 - `allocate(n)` with `n > num_free` raises a RuntimeError (use `OutOfBlocks` below);
-- a negative size, and any bad id in `free`/`incref`/`ref_count`, raises ValueError.
+- a negative size, and any bad id in `free` or `incref`, raises ValueError.
 
 Hints:
 - Any free-list policy is right (FIFO, LIFO, lowest id first): the grader never checks which

@@ -8,23 +8,9 @@ import torch
 
 from kernels.reference import gather_reference
 from solutions.kv_cache_manager import KVCacheManager, Request
+from tests.checks import assert_refused
 
 HEAD_DIM = 8
-
-
-def state(manager: KVCacheManager, *requests: Request) -> tuple:
-    """Everything a call may change: the free count, the pool, and each request."""
-    return (
-        len(manager.free_blocks),
-        manager.physical_kv_cache.clone(),
-        [(r.seq_len, list(r.block_table)) for r in requests],
-    )
-
-
-def assert_unchanged(before: tuple, after: tuple) -> None:
-    assert before[0] == after[0], "free block count changed"
-    assert torch.equal(before[1], after[1]), "physical_kv_cache changed"
-    assert before[2] == after[2], "a request's seq_len or block_table changed"
 
 
 def write_token(manager: KVCacheManager, req: Request, position: int, value: float) -> None:
@@ -102,28 +88,19 @@ def test_negative_prompt_is_refused() -> None:
 def test_prefill_out_of_blocks_changes_nothing() -> None:
     manager = KVCacheManager(num_blocks=3, block_size=4, head_dim=HEAD_DIM)
     req = Request(0, 13)  # needs 4 blocks
-    before = state(manager, req)
-    with pytest.raises(RuntimeError):
-        manager.allocate_for_prefill(req)
-    assert_unchanged(before, state(manager, req))
+    assert_refused(RuntimeError, lambda: manager.allocate_for_prefill(req), manager, req)
 
 
 def test_prefill_twice_is_refused() -> None:
     manager = KVCacheManager(num_blocks=4, block_size=4, head_dim=HEAD_DIM)
     req = new_request(manager, 0, 5)
-    before = state(manager, req)
-    with pytest.raises(ValueError):
-        manager.allocate_for_prefill(req)
-    assert_unchanged(before, state(manager, req))
+    assert_refused(ValueError, lambda: manager.allocate_for_prefill(req), manager, req)
 
 
 def test_decode_out_of_blocks_keeps_seq_len() -> None:
     manager = KVCacheManager(num_blocks=2, block_size=4, head_dim=HEAD_DIM)
     req = new_request(manager, 0, 8)  # both blocks full: the next token needs a third
-    before = state(manager, req)
-    with pytest.raises(RuntimeError):
-        manager.allocate_for_decode(req)
-    assert_unchanged(before, state(manager, req))
+    assert_refused(RuntimeError, lambda: manager.allocate_for_decode(req), manager, req)
 
 
 def test_free_of_a_foreign_block_frees_nothing() -> None:
@@ -131,10 +108,7 @@ def test_free_of_a_foreign_block_frees_nothing() -> None:
     owner = new_request(manager, 0, 4)
     impostor = Request(1, 8)
     impostor.block_table = [owner.block_table[0], next(iter(manager.free_blocks))]
-    before = state(manager, owner, impostor)
-    with pytest.raises(ValueError):
-        manager.free(impostor)
-    assert_unchanged(before, state(manager, owner, impostor))
+    assert_refused(ValueError, lambda: manager.free(impostor), manager, owner, impostor)
 
 
 def test_fork_shares_every_block() -> None:
@@ -183,10 +157,7 @@ def test_copy_on_write_out_of_blocks_changes_nothing() -> None:
     manager = KVCacheManager(num_blocks=2, block_size=4, head_dim=HEAD_DIM)
     parent = new_request(manager, 0, 6)  # takes both blocks, the last one half full
     child = manager.fork(parent, 1)
-    before = state(manager, parent, child)
-    with pytest.raises(RuntimeError):
-        manager.allocate_for_decode(child)
-    assert_unchanged(before, state(manager, parent, child))
+    assert_refused(RuntimeError, lambda: manager.allocate_for_decode(child), manager, parent, child)
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))))

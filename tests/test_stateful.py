@@ -5,21 +5,18 @@ outcome: which calls must raise, what every count must be, and what every reques
 must hold. No machine looks at which block id was handed out, only at the properties.
 """
 
+import math
 from collections import Counter
+from collections.abc import Callable
 
 import torch
 from hypothesis import event
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    precondition,
-    rule,
-)
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from solutions.block_allocator import BlockAllocator
 from solutions.kv_cache_manager import KVCacheManager, Request
+from tests.checks import assert_refused
 
 HEAD_DIM = 2
 MAX_LIVE = 4  # more live requests would keep the pool full, and most decodes out of blocks
@@ -40,7 +37,7 @@ class AllocatorMachine(RuleBasedStateMachine):
         extra = [] if free_id is None else [free_id]
         return sorted(self.refs) + extra + [-1, num_blocks]
 
-    def expect(self, call, ok: bool, error: type[Exception]):
+    def expect(self, call: Callable[[], object], ok: bool, error: type[Exception]) -> object:
         """Run `call`; it must succeed when `ok`, else raise `error` and change nothing."""
         if ok:
             return call()
@@ -119,34 +116,17 @@ class ManagerMachine(RuleBasedStateMachine):
         self.next_value += 1.0
         return row
 
-    def snapshot(self) -> tuple:
-        return (
-            len(self.manager.free_blocks),
-            self.manager.physical_kv_cache.clone(),
-            {i: (r.seq_len, list(r.block_table)) for i, r in self.live.items()},
-        )
-
     def holders(self, block_id: int) -> int:
         return sum(r.block_table.count(block_id) for r in self.live.values())
 
-    def assert_out_of_blocks(self, call, req: Request) -> None:
-        before, req_before = self.snapshot(), (req.seq_len, list(req.block_table))
-        try:
-            call()
-        except RuntimeError:
-            after = self.snapshot()
-            assert before[0] == after[0]
-            assert before[2] == after[2]
-            assert torch.equal(before[1], after[1])
-            assert (req.seq_len, req.block_table) == req_before
-        else:
-            raise AssertionError("expected RuntimeError (out of blocks), the call succeeded")
+    def assert_out_of_blocks(self, call: Callable[[], object], req: Request) -> None:
+        assert_refused(RuntimeError, call, self.manager, req, *self.live.values())
 
     @precondition(lambda self: len(self.live) < MAX_LIVE)
     @rule(prompt_len=st.integers(0, 8))
     def prefill(self, prompt_len: int) -> None:
         req = Request(self.new_id(), prompt_len)
-        needed = -(-prompt_len // self.manager.block_size)
+        needed = math.ceil(prompt_len / self.manager.block_size)
         if needed > len(self.manager.free_blocks):
             self.assert_out_of_blocks(lambda: self.manager.allocate_for_prefill(req), req)
             return
@@ -195,7 +175,7 @@ class ManagerMachine(RuleBasedStateMachine):
     @invariant()
     def tables_fit_their_lengths(self) -> None:
         for req in self.live.values():
-            assert len(req.block_table) == -(-req.seq_len // self.manager.block_size)
+            assert len(req.block_table) == math.ceil(req.seq_len / self.manager.block_size)
 
     @invariant()
     def no_block_leaked_or_double_handed(self) -> None:
