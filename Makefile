@@ -29,7 +29,7 @@ lint: $(READY) ## Check the code with ruff.
 
 $(READY): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
-	  { echo "The kit needs Python 3.11 or newer; '$(PYTHON)' is older. Run: make PYTHON=python3.11 ..."; exit 1; }
+	  { echo "The kit needs Python 3.11 or newer: '$(PYTHON)' is missing or older. Try: make PYTHON=python3.11 ..."; exit 1; }
 	@echo "Setting up $(VENV) (first run only; torch is large, this can take a few minutes)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'
