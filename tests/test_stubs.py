@@ -14,6 +14,10 @@ from solutions import block_allocator as solved_block_allocator
 from solutions import kv_cache_manager as solved_kv_cache_manager
 
 
+def allocator() -> block_allocator.BlockAllocator:
+    return block_allocator.BlockAllocator(4)
+
+
 def pool() -> kv_cache_manager.KVCacheManager:
     return kv_cache_manager.KVCacheManager(num_blocks=4, block_size=4, head_dim=8)
 
@@ -28,10 +32,6 @@ def paged_attention_decode(*args: torch.Tensor) -> torch.Tensor:
     from exercises.paged_attention import paged_attention_decode
 
     return paged_attention_decode(*args)
-
-
-def allocator() -> block_allocator.BlockAllocator:
-    return block_allocator.BlockAllocator(4)
 
 
 STUB_CALLS: dict[str, Callable[[], object]] = {
