@@ -1,14 +1,78 @@
-"""`python -m grader SUBMISSION`: placeholder until the grader lands; exits 0."""
+"""`python -m grader SUBMISSION`: grade a submission and write its report.
 
+Exit status 0 whenever the grade ran and its report was written, whatever the score; 2 when the
+grader could not run (a bad argument, a submission it refuses to read).
+"""
+
+import argparse
 import sys
+from pathlib import Path
+
+from grader.grade import Options, grade, print_summary
+from grader.intake import SubmissionRefused, read_submission
+from grader.profiles import PROFILES
+from grader.rubric import DEFAULT_RUBRIC, PARTS, load_rubric
+from grader.sandbox import Limits
+
+
+def parse_parts(text: str) -> tuple[str, ...]:
+    parts = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [part for part in parts if part not in PARTS]
+    if unknown or not parts:
+        raise argparse.ArgumentTypeError(
+            f"unknown part {', '.join(unknown) or '(none)'}: choose from {', '.join(PARTS)}"
+        )
+    return parts
+
+
+def parser() -> argparse.ArgumentParser:
+    cli = argparse.ArgumentParser(
+        prog="python -m grader",
+        description="Grade a submission (a folder, .zip or .tar.gz) and write its report.",
+    )
+    cli.add_argument("submission", type=Path, help="folder, .zip or .tar.gz")
+    cli.add_argument("--out", type=Path, help="report folder (default reports/<submission name>)")
+    cli.add_argument("--parts", type=parse_parts, default=tuple(PARTS),
+                     help=f"comma-separated part ids (default all: {','.join(PARTS)})")  # fmt: skip
+    cli.add_argument("--profile", choices=sorted(PROFILES), default="quick",
+                     help="quick for the candidate loop, full for a hiring decision")  # fmt: skip
+    cli.add_argument("--seed", type=int, help="a private seed: a fresh set of hidden examples")
+    cli.add_argument("--rubric", type=Path, default=DEFAULT_RUBRIC, help="weights and points")
+    cli.add_argument("--memory-limit-gb", type=float, default=Limits.memory_bytes / (1 << 30),
+                     help="address-space limit of each worker process")  # fmt: skip
+    cli.add_argument("--call-timeout", type=float, default=Limits.call_seconds,
+                     help="seconds one call into the submission may take")  # fmt: skip
+    cli.add_argument("--part-timeout", type=float, default=Limits.part_seconds,
+                     help="seconds one part's checks may take in all")  # fmt: skip
+    return cli
 
 
 def main(argv: list[str]) -> int:
-    submission = argv[0] if argv else "exercises"
-    print(
-        f"The grader comes in a later version of the kit; {submission!r} was not graded.\n"
-        "Meanwhile `make test` runs the kit's own tests of the answer key and the stubs."
+    args = parser().parse_args(argv)
+    try:
+        intake = read_submission(args.submission)
+        rubric = load_rubric(args.rubric)
+    except (SubmissionRefused, ValueError, OSError) as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    out = args.out or Path("reports") / intake.name
+    limits = Limits(
+        memory_bytes=int(args.memory_limit_gb * (1 << 30)),
+        call_seconds=args.call_timeout,
+        part_seconds=args.part_timeout,
     )
+    options = Options(
+        parts=args.parts,
+        profile=PROFILES[args.profile],
+        seed=args.seed,
+        limits=limits,
+        rubric=rubric,
+        out=out,
+        live=sys.stderr.isatty(),
+    )
+    print(f"Grading {args.submission} ({args.profile} profile)...", file=sys.stderr)
+    report = grade(intake, options)
+    print_summary(report, out)
     return 0
 
 

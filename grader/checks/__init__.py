@@ -1,0 +1,1 @@
+"""The grader's checks, one module per part; run by `grader.grade`, never by the kit's tests."""

@@ -1,0 +1,191 @@
+"""One grading run: read the submission, run the checks in-process, score, write the reports.
+
+The candidate's code runs only in the workers the checks start (`sandbox.py`); this process
+imports none of it and builds the report from what its own checks concluded, after every worker
+is gone. Whatever happens half-way, a report is written, with the failure as a visible error.
+"""
+
+import contextlib
+import hashlib
+import io
+import os
+import platform
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import hypothesis
+import pytest
+import torch
+
+from grader import reports, scan
+from grader.intake import Intake
+from grader.plugin import CHECKS_DIR, CheckResult, GradingPlugin
+from grader.profiles import Profile
+from grader.rubric import PARTS, Rubric
+from grader.sandbox import Limits
+
+KIT_ROOT = Path(__file__).resolve().parent.parent
+ANSWER_KEY = KIT_ROOT / "solutions"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the command line chose."""
+
+    parts: tuple[str, ...]
+    profile: Profile
+    seed: int | None
+    limits: Limits
+    rubric: Rubric
+    out: Path
+    live: bool = False
+
+
+def answer_key_files() -> dict[str, bytes] | None:
+    """The kit's reference solution, for the timing checks; absent from the candidate bundle."""
+    if not ANSWER_KEY.is_dir():
+        return None
+    return {path.name: path.read_bytes() for path in ANSWER_KEY.glob("*.py")}
+
+
+def worker_environment() -> dict[str, str]:
+    """Where the kernel part runs: natively on CUDA, else under Triton's interpreter on CPU."""
+    return {} if torch.cuda.is_available() else {"TRITON_INTERPRET": "1"}
+
+
+def run_checks(intake: Intake, options: Options) -> GradingPlugin:
+    """Run the check modules of the chosen parts in this process, with the grading plugin."""
+    plugin = GradingPlugin(
+        files=intake.files,
+        package=intake.name if intake.name.isidentifier() else "submission",
+        reference_files=answer_key_files(),
+        grading_profile=options.profile,
+        seeded=options.seed is not None,
+        limits=options.limits,
+        worker_env=worker_environment(),
+        point_overrides=options.rubric.points,
+        live=options.live,
+    )
+    modules = [str(path) for part in options.parts for path in CHECKS_DIR.glob(f"check_{part}*.py")]
+    args = [
+        *modules,
+        "-c", str(CHECKS_DIR / "pytest.ini"),
+        "--rootdir", str(CHECKS_DIR),
+        "-q",
+    ]  # fmt: skip
+    if options.seed is not None:
+        args.append(f"--hypothesis-seed={mixed_seed(options.seed)}")
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log):
+        status = pytest.main(args, plugins=[plugin])
+    plugin.pytest_log = log.getvalue()
+    if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        raise RuntimeError(f"pytest could not run the checks ({status!r}):\n{log.getvalue()}")
+    return plugin
+
+
+def mixed_seed(seed: int) -> int:
+    """A private seed, hashed so that nearby seeds give unrelated example sets."""
+    return int.from_bytes(hashlib.sha256(f"paged-attention-kit:{seed}".encode()).digest()[:8])
+
+
+def score_parts(results: list[CheckResult], options: Options) -> dict[str, dict]:
+    """Each part's score: its weight times the share of its check points that passed."""
+    parts = {}
+    for part in options.parts:
+        checks = [result for result in results if result.part == part]
+        weight = options.rubric.weights[part]
+        total = sum(check.max_points for check in checks)
+        scale = weight / total if total else 0.0
+        rows = []
+        for check in checks:
+            row = asdict(check)
+            row["points"] = round(check.points * scale, 2)
+            row["max_points"] = round(check.max_points * scale, 2)
+            rows.append(row)
+        earned = sum(check.points for check in checks)
+        parts[part] = {
+            "title": PARTS[part],
+            "score": round(earned * scale, 2),
+            "max_score": float(weight) if total else 0.0,
+            "seconds": round(sum(check.seconds for check in checks), 2),
+            "checks": rows,
+        }
+        if not checks:
+            parts[part]["note"] = "not graded by this version of the kit"
+    return parts
+
+
+def environment(options: Options) -> dict:
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    return {
+        "device": device,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "hypothesis": hypothesis.__version__,
+        "pytest": pytest.__version__,
+        "profile": options.profile.name,
+        "seed": options.seed,
+        "parts": list(options.parts),
+    }
+
+
+def grade(intake: Intake, options: Options) -> dict:
+    """Grade `intake`; returns the report, already written to `options.out`."""
+    started = time.time()
+    report = {
+        "score": 0.0,
+        "max_score": 0.0,
+        "parts": {},
+        "benchmarks": [],
+        "integrity": scan.scan_files(intake.files),
+        "ignored_files": intake.ignored,
+        "errors": [],
+        "environment": environment(options),
+        "submission": {"name": intake.name, "path": intake.path, "files": intake.sha256()},
+    }
+    try:
+        plugin = run_checks(intake, options)
+        report["parts"] = score_parts(list(plugin.results.values()), options)
+        report["benchmarks"] = plugin.benchmarks
+        report["integrity"] += [
+            {"part": part, "source": "worker", "message": event}
+            for part, events in plugin.events.items()
+            for event in dict.fromkeys(events)
+        ]
+    except Exception:
+        report["errors"].append(f"the grader failed: {traceback.format_exc()}")
+        report["parts"] = score_parts([], options)
+    report["score"] = round(sum(part["score"] for part in report["parts"].values()), 2)
+    report["max_score"] = round(sum(part["max_score"] for part in report["parts"].values()), 2)
+    report["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started))
+    report["seconds"] = round(time.time() - started, 1)
+    reports.write_all(report, options.out)
+    return report
+
+
+def print_summary(report: dict, out: Path, stream=sys.stdout) -> None:
+    """The table at the end of `make grade`: a line per part, the total, where the report is."""
+    print(file=stream)
+    for part_id, part in report["parts"].items():
+        checks = part["checks"]
+        passed = sum(check["status"] == "passed" for check in checks)
+        shown = part.get("note") or f"{passed}/{len(checks)} checks passed"
+        print(f"  {part_id:<10} {part['score']:6.2f} / {part['max_score']:<6.2f} {shown}",
+              file=stream)  # fmt: skip
+    print(f"  {'total':<10} {report['score']:6.2f} / {report['max_score']:<6.2f}", file=stream)
+    for error in report["errors"]:
+        print(f"\n{error}", file=stream)
+    print(f"\nReport: {out / 'report.html'}  (also report.md, report.json)", file=stream)

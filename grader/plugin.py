@@ -1,0 +1,198 @@
+"""The pytest plugin the grader runs its checks with: fixtures, points, outcomes, progress.
+
+Checks are pytest functions named `check_*` in `grader/checks/check_*.py`; each module marks its
+part (`pytestmark = pytest.mark.part("allocator")`) and each check its points
+(`@pytest.mark.points(3)`). Points are read at collection, so a check that never gets to run
+still counts in the maximum score.
+
+Fixtures: `submission` (the candidate's package in a fresh worker, one per check module),
+`reference` (the kit's answer key in a worker of its own, for timing; the check is skipped where
+the answer key is not shipped), and `profile`.
+"""
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hypothesis
+import pytest
+
+from grader.profiles import Profile, hypothesis_settings
+from grader.proxy import RemoteError, Submission
+from grader.sandbox import Limits, Sandbox, SubmissionFailure
+
+CHECKS_DIR = Path(__file__).parent / "checks"
+
+
+@dataclass
+class CheckResult:
+    """One check's verdict, as `report.json` lists it."""
+
+    id: str
+    part: str
+    name: str
+    status: str  # passed | failed | error | skipped
+    points: float
+    max_points: float
+    message: str = ""
+    counterexample: str = ""
+    hypothesis: str = ""
+    traceback: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class PartProgress:
+    total: int = 0
+    done: int = 0
+    started: float = 0.0
+
+
+@dataclass
+class GradingPlugin:
+    """Everything the checks need from the grader, and what they leave behind."""
+
+    files: dict[str, bytes]
+    package: str
+    reference_files: dict[str, bytes] | None
+    grading_profile: Profile
+    seeded: bool
+    limits: Limits
+    worker_env: dict[str, str]
+    point_overrides: dict[str, float] = field(default_factory=dict)
+    live: bool = False
+    results: dict[str, CheckResult] = field(default_factory=dict)
+    events: dict[str, list[str]] = field(default_factory=dict)
+    benchmarks: list[dict] = field(default_factory=list)
+    progress: dict[str, PartProgress] = field(default_factory=dict)
+    part_of_node: dict[str, str] = field(default_factory=dict)
+
+    # -- collection: every check's part and points ----------------------------------------------
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", "part(id): the part a check module grades")
+        config.addinivalue_line("markers", "points(n): what a check is worth within its part")
+        hypothesis.settings.register_profile(
+            "grader", hypothesis_settings(self.grading_profile, self.seeded)
+        )
+        hypothesis.settings.load_profile("grader")
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            part, name = item.get_closest_marker("part"), item.name.removeprefix("check_")
+            points = item.get_closest_marker("points")
+            if part is None or points is None:
+                raise pytest.UsageError(f"{item.nodeid} lacks a part or points marker")
+            check_id = f"{part.args[0]}/{name}"
+            max_points = float(self.point_overrides.get(check_id, points.args[0]))
+            item.stash[RESULT] = CheckResult(check_id, part.args[0], name, "error", 0, max_points)
+            self.results[check_id] = item.stash[RESULT]
+            self.progress.setdefault(part.args[0], PartProgress()).total += 1
+            self.part_of_node[item.nodeid] = part.args[0]
+
+    # -- fixtures -------------------------------------------------------------------------------
+
+    @pytest.fixture(scope="module")
+    def submission(self, request: pytest.FixtureRequest) -> Any:
+        part = request.node.get_closest_marker("part").args[0]
+        yield from self.worker_for(part, self.files, self.package)
+
+    @pytest.fixture(scope="module")
+    def reference(self, request: pytest.FixtureRequest) -> Any:
+        if self.reference_files is None:
+            pytest.skip("runs only in the full kit: the answer key it is timed against is absent")
+        part = request.node.get_closest_marker("part").args[0]
+        yield from self.worker_for(part, self.reference_files, "solutions")
+
+    def worker_for(self, part: str, files: dict[str, bytes], package: str) -> Any:
+        sandbox = Sandbox(files, self.limits, self.worker_env)
+        try:
+            yield Submission(sandbox, package)
+        finally:
+            sandbox.close()
+            self.events.setdefault(part, []).extend(sandbox.events)
+
+    @pytest.fixture
+    def profile(self) -> Profile:
+        return self.grading_profile
+
+    @pytest.fixture(autouse=True)
+    def fresh_check(self, request: pytest.FixtureRequest) -> Any:
+        """Before each check: a working worker and an empty transcript."""
+        for name in ("submission", "reference"):
+            if name in request.fixturenames:
+                workers = request.getfixturevalue(name)
+                workers.sandbox.next_check()
+                workers.transcript.reset()
+        yield
+
+    # -- outcomes -------------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+        report = yield
+        result = item.stash.get(RESULT, None)
+        if result is None or (call.when != "call" and report.passed):
+            return report
+        result.seconds += call.duration
+        if report.skipped:
+            result.status, result.points = "skipped", 0
+            result.message = skip_reason(report)
+        elif report.passed:
+            result.status, result.points = "passed", result.max_points
+        elif result.status != "failed":  # a teardown error does not hide the call's failure
+            submission = item.funcargs.get("submission")
+            transcript = submission.transcript.render() if submission else ""
+            self.record_failure(result, call.excinfo, transcript)
+        return report
+
+    def record_failure(self, result: CheckResult, excinfo: Any, transcript: str) -> None:
+        error, result.points = excinfo.value, 0
+        notes = "\n".join(getattr(error, "__notes__", ())).split("\nExplanation:")[0]
+        if isinstance(error, SubmissionFailure):
+            result.status, result.message = "failed", f"{error.label}: {error}"
+        elif isinstance(error, AssertionError | RemoteError):
+            result.status, result.message = "failed", first_lines(str(error)) or repr(error)
+            if isinstance(error, RemoteError):
+                result.message = f"unexpected exception from the submission: {error}"
+                result.traceback = error.traceback
+            if transcript:
+                result.counterexample = f"{transcript}\n# fails: {result.message.splitlines()[0]}"
+            result.hypothesis = notes
+        else:
+            result.status = "error"
+            result.message = f"the grader failed in this check: {type(error).__name__}: {error}"
+            result.traceback = str(excinfo.getrepr(style="short"))[-4000:]
+            result.hypothesis = notes
+
+    # -- progress -------------------------------------------------------------------------------
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        part = self.progress[self.part_of_node[nodeid]]
+        part.started = part.started or time.monotonic()
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        part_id = self.part_of_node[nodeid]
+        part = self.progress[part_id]
+        part.done += 1
+        seconds = time.monotonic() - part.started
+        line = f"  {part_id:<10} {part.done:>3}/{part.total} checks  {seconds:6.1f} s"
+        if self.live:
+            end = "\n" if part.done == part.total else ""
+            print(f"\r{line}", end=end, file=sys.stderr, flush=True)
+        elif part.done == part.total:
+            print(line, file=sys.stderr, flush=True)
+
+
+RESULT = pytest.StashKey[CheckResult]()
+
+
+def skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    return longrepr[2].removeprefix("Skipped: ") if isinstance(longrepr, tuple) else str(longrepr)
+
+
+def first_lines(text: str, count: int = 12) -> str:
+    return "\n".join(text.strip().splitlines()[:count])

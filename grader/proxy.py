@@ -1,0 +1,320 @@
+"""Candidate objects as local-looking proxies, so that checks read like ordinary code.
+
+    allocator = submission.module("block_allocator").BlockAllocator(8)   # built in the worker
+    ids = allocator.allocate(3)        # a plain list, decoded from JSON
+    with pytest.raises(ValueError):    # the candidate's ValueError, re-raised here
+        allocator.free([ids[0], ids[0]])
+
+Plain values and tensors come back by value; any other object stays in the worker and comes back
+as a `Remote` handle. An exception the candidate's code raises comes back as a `RemoteError` that
+is also an instance of the nearest built-in class it derives from (so `pytest.raises(ValueError)`
+works), except `NotImplementedError`, which ends the check as "not implemented" (it is a
+`RuntimeError`, and must never pass for the `RuntimeError` of running out of blocks).
+
+Every call is written to a `Transcript`: after a failure it is the counterexample, as code the
+candidate can paste and run.
+"""
+
+import builtins
+import re
+import weakref
+from collections import Counter
+from typing import Any
+
+import torch
+
+from grader.sandbox import (
+    ImportFailed,
+    NotImplementedInSubmission,
+    NotSubmitted,
+    Sandbox,
+    SubmissionFailure,
+)
+from grader.worker import tensor_from_wire, tensor_to_wire
+
+SHOWN_TENSOR_ELEMENTS = 64
+SHOWN_RESULT_CHARS = 160
+VARIABLE_NAMES = {"BlockAllocator": "allocator", "KVCacheManager": "manager", "Request": "req"}
+
+
+class RemoteError(Exception):
+    """An exception raised by the candidate's code in the worker."""
+
+    def __init__(self, type_name: str, message: str, traceback: str) -> None:
+        super().__init__(f"{type_name}: {message}" if message else type_name)
+        self.type_name, self.message, self.traceback = type_name, message, traceback
+
+
+_error_classes: dict[tuple[str, str], type[RemoteError]] = {}
+
+
+def remote_error(info: dict) -> RemoteError:
+    """A `RemoteError` subclass named like the candidate's class, under its nearest built-in."""
+    builtin = getattr(builtins, info["builtin"], Exception)
+    if not (isinstance(builtin, type) and issubclass(builtin, Exception)):
+        builtin = Exception
+    key = (info["type"], builtin.__name__)
+    if key not in _error_classes:
+        bases = (RemoteError,) if builtin is Exception else (RemoteError, builtin)
+        _error_classes[key] = type(info["type"], bases, {})
+    return _error_classes[key](info["type"], info["message"], info["traceback"])
+
+
+def snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class Transcript:
+    """The calls made on the candidate's code in the current example, as runnable Python."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+        self.reset()
+
+    def reset(self) -> None:
+        self.imports: dict[str, set[str]] = {}
+        self.lines: list[str] = []
+        self.counts: Counter[str] = Counter()
+        self.uses_torch = False
+
+    def variable(self, type_name: str) -> str:
+        base = VARIABLE_NAMES.get(type_name) or snake_case(type_name)
+        self.counts[base] += 1
+        return base if self.counts[base] == 1 else f"{base}{self.counts[base]}"
+
+    def code(self, value: Any) -> str:
+        """`value` as Python source, or as a short description where the source would be huge."""
+        if isinstance(value, Remote):
+            return object.__getattribute__(value, "_name")
+        if isinstance(value, torch.Tensor):
+            self.uses_torch = True
+            if value.numel() <= SHOWN_TENSOR_ELEMENTS:
+                return f"torch.tensor({value.tolist()!r}, dtype={value.dtype})"
+            return f"<tensor {list(value.shape)} {value.dtype}>"
+        if isinstance(value, Iter):
+            return f"iter({value.items!r})"
+        if value is Ellipsis:
+            return "..."
+        return repr(value)
+
+    def arguments(self, args: tuple, kwargs: dict) -> str:
+        shown = [self.code(arg) for arg in args]
+        shown += [f"{key}={self.code(arg)}" for key, arg in kwargs.items()]
+        return ", ".join(shown)
+
+    def record(self, line: str, outcome: str = "") -> None:
+        if len(outcome) > SHOWN_RESULT_CHARS:
+            outcome = outcome[: SHOWN_RESULT_CHARS - 3] + "..."
+        self.lines.append(f"{line}  # {outcome}" if outcome else line)
+
+    def render(self) -> str:
+        head = ["import torch"] if self.uses_torch else []
+        head += [
+            f"from {self.package}.{module} import {', '.join(sorted(names))}"
+            for module, names in sorted(self.imports.items())
+        ]
+        return "\n".join([*head, *self.lines])
+
+
+class Iter:
+    """An argument that reaches the candidate as a one-shot iterator over `items`."""
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+
+class Submission:
+    """The candidate's package in one part's worker: modules to build objects from."""
+
+    def __init__(self, sandbox: Sandbox, package: str) -> None:
+        self.sandbox = sandbox
+        self.transcript = Transcript(package)
+        self.import_failures: dict[str, ImportFailed] = {}
+        self.imported: set[str] = set()
+
+    def module(self, name: str) -> "RemoteModule":
+        """`submission.<name>`, imported in the worker once; a failed import sticks for the part."""
+        if f"{name}.py" not in self.sandbox.files:
+            raise NotSubmitted(f"{name}.py was not submitted")
+        if name in self.import_failures:
+            raise self.import_failures[name]
+        if self.sandbox.process is None:
+            self.imported.clear()
+        if name not in self.imported:
+            try:
+                self.call({"op": "import", "module": name}, f"import {name}", import_call=True)
+            except (Exception, SubmissionFailure) as error:
+                failure = ImportFailed(f"{name}.py could not be imported: {error}")
+                self.import_failures[name] = failure
+                raise failure from None
+            self.imported.add(name)
+        return RemoteModule(self, name)
+
+    def call(self, message: dict, description: str, import_call: bool = False) -> Any:
+        """One request to the worker; its value decoded, or the candidate's exception raised."""
+        limits = self.sandbox.limits
+        seconds = limits.import_seconds if import_call else limits.call_seconds
+        reply = self.sandbox.request(message, seconds)
+        if "error" in reply:
+            info = reply["error"]
+            if info["builtin"] == "NotImplementedError":
+                raise NotImplementedInSubmission(f"{description} raises NotImplementedError")
+            raise remote_error(info)
+        return self.decode(reply["ok"])
+
+    def encode(self, value: Any) -> Any:
+        if isinstance(value, Remote):
+            return {"$handle": object.__getattribute__(value, "_handle")}
+        if isinstance(value, torch.Tensor):
+            return tensor_to_wire(value)
+        if isinstance(value, list):
+            return [self.encode(item) for item in value]
+        if isinstance(value, tuple):
+            return {"$tuple": [self.encode(item) for item in value]}
+        if isinstance(value, Iter):
+            return {"$iter": [self.encode(item) for item in value.items]}
+        if isinstance(value, slice):
+            return {"$slice": [value.start, value.stop, value.step]}
+        if value is Ellipsis:
+            return {"$ellipsis": True}
+        if value is None or type(value) in (bool, int, float, str):
+            return value
+        raise TypeError(f"cannot send {type(value).__name__} to the worker")
+
+    def decode(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.decode(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        if "$tuple" in value:
+            return tuple(self.decode(item) for item in value["$tuple"])
+        if "$tensor" in value:
+            return tensor_from_wire(value["$tensor"])
+        if "$handle" in value:
+            return Remote(self, value["$handle"], value["type"], value["methods"])
+        raise ValueError(f"unexpected value from the worker: {sorted(value)}")
+
+    def remote_call(self, message: dict, line: str, name_hint: str | None = None) -> Any:
+        """A call that goes into the transcript as `line`, with its result or exception."""
+        try:
+            value = self.call(message, line.split("(")[0])
+        except RemoteError as error:
+            self.transcript.record(line, f"raises {error}")
+            raise
+        if isinstance(value, Remote):
+            variable = self.transcript.variable(name_hint or value._type)
+            object.__setattr__(value, "_name", variable)
+            self.transcript.record(f"{variable} = {line}")
+        elif value is None:
+            self.transcript.record(line)
+        else:
+            self.transcript.record(line, f"-> {self.transcript.code(value)}")
+        return value
+
+
+class RemoteModule:
+    """A module of the submission; calling one of its attributes builds an object in the worker."""
+
+    def __init__(self, submission: Submission, name: str) -> None:
+        self.submission, self.name = submission, name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+
+        def build(*args: Any, **kwargs: Any) -> Any:
+            submission = self.submission
+            submission.transcript.imports.setdefault(self.name, set()).add(attribute)
+            message = {
+                "op": "new",
+                "module": self.name,
+                "name": attribute,
+                "args": submission.encode(list(args)),
+                "kwargs": {key: submission.encode(arg) for key, arg in kwargs.items()},
+            }
+            line = f"{attribute}({submission.transcript.arguments(args, kwargs)})"
+            return submission.remote_call(message, line)
+
+        return build
+
+
+class Remote:
+    """An object that lives in the worker: attribute reads, method calls, `len`, `[]`."""
+
+    __slots__ = ("__weakref__", "_handle", "_methods", "_name", "_submission", "_type")
+
+    def __init__(self, submission: Submission, handle: int, type_name: str, methods: list) -> None:
+        for slot, value in [
+            ("_submission", submission),
+            ("_handle", handle),
+            ("_type", type_name),
+            ("_methods", frozenset(methods)),
+            ("_name", "obj"),
+        ]:
+            object.__setattr__(self, slot, value)
+        weakref.finalize(self, submission.sandbox.release, handle)
+
+    def _request(self, op: str, line: str, name_hint: str | None = None, **fields: Any) -> Any:
+        message = {"op": op, "handle": self._handle, **fields}
+        return self._submission.remote_call(message, line, name_hint)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in self._methods:
+            return RemoteMethod(self, name)
+        return self._request("getattr", f"{self._name}.{name}", name_hint=name, name=name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        code = self._submission.transcript.code(value)
+        encoded = self._submission.encode([value])
+        self._request("setattr", f"{self._name}.{name} = {code}", name=name, args=encoded)
+
+    def ref(self, name: str) -> "Remote":
+        """The attribute `name` as a handle (e.g. a tensor to write into), not as a value."""
+        line = f"{self._name}.{name}"
+        message = {"op": "getattr", "handle": self._handle, "name": name, "as_handle": True}
+        value = self._submission.call(message, line)
+        object.__setattr__(value, "_name", line)
+        return value
+
+    def __len__(self) -> int:
+        return self._request("len", f"len({self._name})")
+
+    def __getitem__(self, key: Any) -> Any:
+        code = self._submission.transcript.code(key)
+        args = self._submission.encode([key])
+        return self._request("getitem", f"{self._name}[{code}]", args=args)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        transcript = self._submission.transcript
+        line = f"{self._name}[{transcript.code(key)}] = {transcript.code(value)}"
+        self._request("setitem", line, args=self._submission.encode([key, value]))
+
+    def workload(self, name: str, *args: Any) -> Any:
+        """Run one of the worker's timed workloads (`worker.WORKLOADS`) on this object."""
+        line = f"{name}({self._name}, ...)"
+        return self._request("workload", line, name=name, args=self._submission.encode(list(args)))
+
+    def __repr__(self) -> str:
+        return f"<{self._type} {self._name} in the worker>"
+
+
+class RemoteMethod:
+    """A bound method of a `Remote`: one request per call."""
+
+    def __init__(self, owner: Remote, name: str) -> None:
+        self.owner, self.name = owner, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        submission = object.__getattribute__(self.owner, "_submission")
+        owner_name = object.__getattribute__(self.owner, "_name")
+        line = f"{owner_name}.{self.name}({submission.transcript.arguments(args, kwargs)})"
+        message = {
+            "op": "call",
+            "handle": object.__getattribute__(self.owner, "_handle"),
+            "name": self.name,
+            "args": submission.encode(list(args)),
+            "kwargs": {key: submission.encode(arg) for key, arg in kwargs.items()},
+        }
+        return submission.remote_call(message, line)

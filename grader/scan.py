@@ -1,0 +1,5 @@
+"""Placeholder: replaced by the static integrity scan."""
+
+
+def scan_files(files: dict[str, bytes]) -> list[dict]:
+    return []
