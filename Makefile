@@ -3,6 +3,9 @@
 
 PYTHON     ?= python3
 SUBMISSION ?= exercises
+PROFILE    ?= quick
+SEED       ?=
+OUT        ?=
 VENV       := .venv
 BIN        := $(VENV)/bin
 READY      := $(VENV)/.installed
@@ -12,10 +15,11 @@ READY      := $(VENV)/.installed
 
 help: ## List the commands.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
-	@echo "  (SUBMISSION=path grades a folder, .zip or .tar.gz; the default is exercises/)"
+	@echo "  make grade SUBMISSION=path (a folder, .zip or .tar.gz; default exercises/)"
+	@echo "             PROFILE=quick|full  SEED=N (a private set of examples)  OUT=report folder"
 
 grade: $(READY) ## Grade SUBMISSION (default exercises/) and write its report.
-	$(BIN)/python -m grader $(SUBMISSION)
+	$(BIN)/python -m grader $(SUBMISSION) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT))
 
 test: $(READY) ## Run the kit's own tests (no GPU needed).
 	$(BIN)/python -m pytest

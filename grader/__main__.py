@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
                      help="address-space limit of each worker process")  # fmt: skip
     cli.add_argument("--call-timeout", type=float, default=Limits.call_seconds,
                      help="seconds one call into the submission may take")  # fmt: skip
+    cli.add_argument("--import-timeout", type=float, default=Limits.import_seconds,
+                     help="seconds importing one submission file may take")  # fmt: skip
     cli.add_argument("--part-timeout", type=float, default=Limits.part_seconds,
                      help="seconds one part's checks may take in all")  # fmt: skip
     return cli
@@ -59,6 +61,7 @@ def main(argv: list[str]) -> int:
     limits = Limits(
         memory_bytes=int(args.memory_limit_gb * (1 << 30)),
         call_seconds=args.call_timeout,
+        import_seconds=args.import_timeout,
         part_seconds=args.part_timeout,
     )
     options = Options(

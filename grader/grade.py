@@ -75,6 +75,7 @@ def run_checks(intake: Intake, options: Options) -> GradingPlugin:
         "-c", str(CHECKS_DIR / "pytest.ini"),
         "--rootdir", str(CHECKS_DIR),
         "-q",
+        "--assert=plain",
     ]  # fmt: skip
     if options.seed is not None:
         args.append(f"--hypothesis-seed={mixed_seed(options.seed)}")

@@ -2,9 +2,9 @@
 
 Only the four files of SPEC.md are taken, as bytes; everything else is listed as ignored. Nothing
 is extracted to disk and nothing is followed: archives with absolute paths, `..`, links or
-special files are refused, as are symlinks in a folder, oversized files and archives that
-unpack to more than `MAX_TOTAL_BYTES`. Each worker later writes the bytes into a temp folder of
-its own, so no process ever runs the candidate's files in place.
+special files are refused, as are symlinks in a folder, a SPEC file over `MAX_FILE_BYTES` and
+submissions that unpack to more than `MAX_TOTAL_BYTES`. Each worker later writes the bytes into
+a temp folder of its own, so no process ever runs the candidate's files in place.
 """
 
 import hashlib
@@ -22,7 +22,7 @@ SUBMISSION_FILES = (
 )
 MAX_FILE_BYTES = 1 << 20
 MAX_TOTAL_BYTES = 64 << 20
-CLUTTER = ("__pycache__", ".DS_Store", ".git")
+CLUTTER = ("__pycache__", ".DS_Store", ".git", ".venv", ".ipynb_checkpoints")
 
 
 class SubmissionRefused(ValueError):
@@ -87,26 +87,39 @@ def checked_path(name: str) -> str:
 
 
 def checked_size(size: int, total: int, name: str) -> int:
+    """The running total with this entry; refused past the limits (a zip bomb, a stray dataset)."""
+    if PurePosixPath(name).name in SUBMISSION_FILES and size > MAX_FILE_BYTES:
+        raise SubmissionRefused(
+            f"{name} holds {size:,} bytes: a submission file may hold {MAX_FILE_BYTES:,} at most"
+        )
     if total + size > MAX_TOTAL_BYTES:
-        raise SubmissionRefused(f"the archive unpacks to more than {MAX_TOTAL_BYTES >> 20} MiB")
+        raise SubmissionRefused(
+            f"the submission unpacks to more than {MAX_TOTAL_BYTES >> 20} MiB: "
+            "submit the four files (and little else)"
+        )
     return total + size
 
 
-def wanted(name: str, size: int) -> bool:
-    """Whether the bytes of this entry are read (a SPEC file of sensible size)."""
-    return PurePosixPath(name).name in SUBMISSION_FILES and size <= MAX_FILE_BYTES
+def wanted(name: str) -> bool:
+    """Whether the bytes of this entry are read: a SPEC file name, at any depth."""
+    return PurePosixPath(name).name in SUBMISSION_FILES
 
 
 def folder_entries(folder: Path) -> dict[str, bytes | None]:
+    """The files under `folder` (version control and caches skipped); links are refused."""
     entries, total = {}, 0
-    for path in sorted(folder.rglob("*")):
-        name = path.relative_to(folder).as_posix()
-        if path.is_symlink():
-            raise SubmissionRefused(f"{name} is a symbolic link: submit the file itself")
-        if path.is_file():
-            size = path.stat().st_size
-            total = checked_size(size, total, name)
-            entries[name] = path.read_bytes() if wanted(name, size) else None
+    try:
+        for path in sorted(folder.rglob("*")):
+            name = path.relative_to(folder).as_posix()
+            if any(part in CLUTTER for part in PurePosixPath(name).parts):
+                continue
+            if path.is_symlink():
+                raise SubmissionRefused(f"{name} is a symbolic link: submit the file itself")
+            if path.is_file():
+                total = checked_size(path.stat().st_size, total, name)
+                entries[name] = path.read_bytes() if wanted(name) else None
+    except OSError as error:
+        raise SubmissionRefused(f"{folder} could not be read: {error}") from None
     return entries
 
 
@@ -121,8 +134,10 @@ def zip_entries(archive: Path) -> dict[str, bytes | None]:
                 if info.is_dir():
                     continue
                 total = checked_size(info.file_size, total, name)
-                entries[name] = bundle.read(info) if wanted(name, info.file_size) else None
-    except (zipfile.BadZipFile, OSError) as error:
+                entries[name] = bundle.read(info) if wanted(name) else None
+    except SubmissionRefused:
+        raise
+    except Exception as error:  # zipfile's, zlib's and lzma's errors, encryption, unknown methods
         raise SubmissionRefused(f"{archive} is not a readable .zip: {error}") from None
     return entries
 
@@ -141,7 +156,7 @@ def tar_entries(archive: Path) -> dict[str, bytes | None]:
                         "repack it with plain files only"
                     )
                 total = checked_size(member.size, total, name)
-                data = bundle.extractfile(member).read() if wanted(name, member.size) else None
+                data = bundle.extractfile(member).read() if wanted(name) else None
                 entries[name] = data
     except (tarfile.TarError, OSError, EOFError) as error:
         raise SubmissionRefused(f"{archive} is not a readable .tar.gz: {error}") from None

@@ -68,6 +68,7 @@ class GradingPlugin:
     benchmarks: list[dict] = field(default_factory=list)
     progress: dict[str, PartProgress] = field(default_factory=dict)
     part_of_node: dict[str, str] = field(default_factory=dict)
+    deadlines: dict[str, float] = field(default_factory=dict)
 
     # -- collection: every check's part and points ----------------------------------------------
 
@@ -97,36 +98,60 @@ class GradingPlugin:
     @pytest.fixture(scope="module")
     def submission(self, request: pytest.FixtureRequest) -> Any:
         part = request.node.get_closest_marker("part").args[0]
-        yield from self.worker_for(part, self.files, self.package)
+        sandbox = self.sandbox_for(part, self.files)
+        try:
+            yield Submission(sandbox, self.package)
+        finally:
+            sandbox.close()
+            self.events.setdefault(part, []).extend(sandbox.events)
 
     @pytest.fixture(scope="module")
     def reference(self, request: pytest.FixtureRequest) -> Any:
         if self.reference_files is None:
             pytest.skip("runs only in the full kit: the answer key it is timed against is absent")
         part = request.node.get_closest_marker("part").args[0]
-        yield from self.worker_for(part, self.reference_files, "solutions")
-
-    def worker_for(self, part: str, files: dict[str, bytes], package: str) -> Any:
-        sandbox = Sandbox(files, self.limits, self.worker_env)
+        sandbox = self.sandbox_for(part, self.reference_files)
         try:
-            yield Submission(sandbox, package)
+            yield Submission(sandbox, "solutions")
         finally:
             sandbox.close()
-            self.events.setdefault(part, []).extend(sandbox.events)
+
+    def sandbox_for(self, part: str, files: dict[str, bytes]) -> Sandbox:
+        """A worker for `part`; all of a part's workers share its wall-clock budget."""
+        deadline = self.deadlines.setdefault(part, time.monotonic() + self.limits.part_seconds)
+        return Sandbox(files, self.limits, self.worker_env, deadline)
 
     @pytest.fixture
     def profile(self) -> Profile:
         return self.grading_profile
 
+    @pytest.fixture
+    def record_benchmark(self, request: pytest.FixtureRequest) -> Any:
+        """`record_benchmark(name, candidate_s, reference_s, ratio, limit)`, for the report."""
+        part = request.node.get_closest_marker("part").args[0]
+
+        def record(name: str, candidate: float, reference: float, ratio: float, limit: float):
+            self.benchmarks.append({
+                "name": name,
+                "part": part,
+                "candidate_seconds": candidate,
+                "reference_seconds": reference,
+                "ratio": round(ratio, 3),
+                "limit": limit,
+                "rounds": self.grading_profile.timing_rounds,
+                "passed": ratio <= limit,
+            })  # fmt: skip
+
+        return record
+
     @pytest.fixture(autouse=True)
-    def fresh_check(self, request: pytest.FixtureRequest) -> Any:
+    def fresh_check(self, request: pytest.FixtureRequest) -> None:
         """Before each check: a working worker and an empty transcript."""
         for name in ("submission", "reference"):
             if name in request.fixturenames:
                 workers = request.getfixturevalue(name)
                 workers.sandbox.next_check()
                 workers.transcript.reset()
-        yield
 
     # -- outcomes -------------------------------------------------------------------------------
 

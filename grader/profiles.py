@@ -20,8 +20,8 @@ class Profile:
 
 
 PROFILES = {
-    "quick": Profile("quick", max_examples=40, stateful_steps=30, timing_rounds=7),
-    "full": Profile("full", max_examples=200, stateful_steps=50, timing_rounds=25),
+    "quick": Profile("quick", max_examples=40, stateful_steps=30, timing_rounds=15),
+    "full": Profile("full", max_examples=200, stateful_steps=50, timing_rounds=60),
 }
 
 

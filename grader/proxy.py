@@ -95,7 +95,17 @@ class Transcript:
             return f"iter({value.items!r})"
         if value is Ellipsis:
             return "..."
+        if isinstance(value, list):
+            return f"[{', '.join(self.code(item) for item in value)}]"
+        if isinstance(value, tuple):
+            return f"({self.subscript(value)}{',' if len(value) == 1 else ''})"
         return repr(value)
+
+    def subscript(self, key: Any) -> str:
+        """`key` as written between brackets: `pool[1, ...]`, not `pool[(1, ...)]`."""
+        if isinstance(key, tuple):
+            return ", ".join(self.code(item) for item in key)
+        return self.code(key)
 
     def arguments(self, args: tuple, kwargs: dict) -> str:
         shown = [self.code(arg) for arg in args]
@@ -188,6 +198,8 @@ class Submission:
             return value
         if "$tuple" in value:
             return tuple(self.decode(item) for item in value["$tuple"])
+        if "$dict" in value:
+            return {key: self.decode(item) for key, item in value["$dict"].items()}
         if "$tensor" in value:
             return tensor_from_wire(value["$tensor"])
         if "$handle" in value:
@@ -282,13 +294,13 @@ class Remote:
         return self._request("len", f"len({self._name})")
 
     def __getitem__(self, key: Any) -> Any:
-        code = self._submission.transcript.code(key)
+        code = self._submission.transcript.subscript(key)
         args = self._submission.encode([key])
         return self._request("getitem", f"{self._name}[{code}]", args=args)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         transcript = self._submission.transcript
-        line = f"{self._name}[{transcript.code(key)}] = {transcript.code(value)}"
+        line = f"{self._name}[{transcript.subscript(key)}] = {transcript.code(value)}"
         self._request("setitem", line, args=self._submission.encode([key, value]))
 
     def workload(self, name: str, *args: Any) -> Any:

@@ -10,6 +10,7 @@ it ends the check at once (hypothesis does not shrink through it) and the check 
 message. The failure repeats for the rest of the check; the next check starts a fresh worker.
 """
 
+import contextlib
 import json
 import os
 import resource
@@ -96,12 +97,12 @@ class Sandbox:
     """The worker of one part: lazily started, restarted after a crash, stopped by `close()`."""
 
     def __init__(
-        self, files: dict[str, bytes], limits: Limits, extra_env: dict[str, str] | None = None
+        self, files: dict[str, bytes], limits: Limits, extra_env: dict[str, str], deadline: float
     ) -> None:
         self.files = files
         self.limits = limits
-        self.extra_env = extra_env or {}
-        self.part_deadline = time.monotonic() + limits.part_seconds
+        self.extra_env = extra_env
+        self.part_deadline = deadline
         self.events: list[str] = []
         self.failure: SubmissionFailure | None = None
         self.process: subprocess.Popen | None = None
@@ -145,10 +146,8 @@ class Sandbox:
     def close(self) -> None:
         """Kill the worker's whole process group and delete its files."""
         if self.process is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.process.wait()
             for stream in (self.process.stdin, self.process.stdout):
                 stream.close()
@@ -212,7 +211,7 @@ class Sandbox:
         return line
 
     def release(self, handle: int) -> None:
-        """Let the worker drop an object the grader no longer refers to (sent with the next call)."""
+        """Let the worker drop an object the grader no longer holds (sent with the next call)."""
         self.pending_release.append(handle)
 
     # -- what went wrong -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ was its stdout; the candidate's own prints go to stderr (a log file the grader r
 Values cross as JSON: None, bool, int, float, str, lists, and the tags below; everything else
 stays here and crosses as a numbered handle.
 
-    {"$tuple": [...]}                                   a tuple
+    {"$tuple": [...]}, {"$dict": {...}}                 a tuple, a dict with str keys
     {"$tensor": {"dtype", "shape", "data": base64}}     a tensor's raw bytes (CPU, contiguous)
     {"$handle": n, "type": name, "methods": [...]}      an object that stays in the worker
     {"$ellipsis": true}, {"$slice": [start, stop, step]}, {"$iter": [...]}  (arguments only)
@@ -94,6 +94,8 @@ class Worker:
             return [self.encode(item) for item in value]
         if kind is tuple:
             return {"$tuple": [self.encode(item) for item in value]}
+        if kind is dict and all(type(key) is str for key in value):
+            return {"$dict": {key: self.encode(item) for key, item in value.items()}}
         if "torch" in sys.modules and isinstance(value, sys.modules["torch"].Tensor):
             return tensor_to_wire(value)
         return self.handle(value)
@@ -174,12 +176,15 @@ def error_reply(error: BaseException) -> dict:
     builtin = next(
         (name for name in names if isinstance(getattr(builtins, name, None), type)), "Exception"
     )
-    frames = traceback.format_exception(error, limit=-8)
+    frames = error.__traceback__
+    while frames is not None and frames.tb_frame.f_code.co_filename == __file__:
+        frames = frames.tb_next  # the worker's own frames say nothing to the candidate
+    shown = traceback.format_exception(type(error), error, frames, limit=-8)
     return {
         "type": type(error).__qualname__,
         "builtin": builtin,
         "message": str(error)[:2000],
-        "traceback": "".join(frames)[-6000:],
+        "traceback": "".join(shown)[-6000:],
     }
 
 
@@ -197,17 +202,32 @@ def allocate_free_rounds(allocator: Any, batch: int, rounds: int) -> int:
 
 
 def gather_rounds(manager: Any, requests: list, rounds: int) -> list:
-    """`rounds` times: the gather and the slot mapping of every request; returns the last ones."""
-    gathered, slots = [], []
+    """`rounds` times: bump one cached value, then gather every request.
+
+    Returns the bumped value as the last gather read it (== `rounds`: a gather that serves stale
+    results is caught) and the shapes of the last gathers.
+    """
+    pool, first_block = manager.physical_kv_cache, requests[0].block_table[0]
+    pool[first_block, 0, 0] = 0.0
+    gathered = []
     for _ in range(rounds):
+        pool[first_block, 0, 0] += 1.0
         gathered = [manager.get_physical_cache(request) for request in requests]
+    return [float(gathered[0][0, 0]), [list(tensor.shape) for tensor in gathered]]
+
+
+def slot_mapping_rounds(manager: Any, requests: list, rounds: int) -> list:
+    """`rounds` times: the slot mapping of every request; returns the shapes of the last ones."""
+    slots = []
+    for _ in range(rounds):
         slots = [manager.slot_mapping(request) for request in requests]
-    return [tensor_to_wire(tensor) for tensor in gathered + slots]
+    return [list(tensor.shape) for tensor in slots]
 
 
 WORKLOADS: dict[str, Callable[..., Any]] = {
     "allocate_free_rounds": allocate_free_rounds,
     "gather_rounds": gather_rounds,
+    "slot_mapping_rounds": slot_mapping_rounds,
 }
 
 
@@ -217,6 +237,7 @@ def main() -> None:
     channel_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)  # a candidate's print() lands in the log, never on the channel
+    sys.stdout = sys.stderr  # line-buffered: the log is complete when the grader reads it
     sys.path[:] = [path for path in sys.path if path] + config["site"]
     sys.path.insert(0, config["package_parent"])
     events: list[str] = []

@@ -33,7 +33,7 @@ def drain(allocator, held: set[int], num_blocks: int) -> None:
     expected = set(range(num_blocks)) - held
     assert len(free) == len(set(free)), f"allocate handed out an id twice: {free}"
     missing, extra = sorted(expected - set(free)), sorted(set(free) - expected)
-    assert not missing and not extra, (
+    assert (missing, extra) == ([], []), (
         f"the free blocks are wrong: blocks {missing[:10]} should be free, blocks {extra[:10]} "
         "should be held"
     )

@@ -1,0 +1,87 @@
+"""Part 1's cost rule: allocate and free cost O(n), whatever the pool's size.
+
+The worker runs a fixed workload per call (`worker.allocate_free_rounds`: allocate 8 blocks and
+free them, ROUNDS times) on a pool whose other half is held, for the candidate and for the
+reference in the same rounds. A free list that costs O(num_blocks) per call (`list.pop(0)`, a
+scan from block 0) is tens of times slower on 100 000 blocks than on 1 000, on any machine.
+"""
+
+import pytest
+
+from grader.checks.expect import plain_int
+from grader.timing import time_interleaved, time_once
+
+pytestmark = pytest.mark.part("allocator")
+
+BATCH, ROUNDS = 8, 300
+SMALL_POOL, LARGE_POOL = 1_000, 200_000
+SPEED_LIMIT = 5.0  # candidate / reference on the small pool
+GROWTH_LIMIT = 3.0  # the candidate's large/small cost over the reference's
+HOPELESS = 100.0  # a probe this many times slower than the reference is not timed further
+
+
+def half_held_pool(submission, num_blocks: int):
+    """An allocator of `num_blocks` whose first half is held for the whole measurement."""
+    allocator = submission.module("block_allocator").BlockAllocator(num_blocks)
+    allocator.allocate(num_blocks // 2)
+    return allocator
+
+
+def workload(allocator, rounds: int = ROUNDS):
+    def run() -> None:
+        handed = allocator.workload("allocate_free_rounds", BATCH, rounds)
+        assert plain_int(handed, "the allocate/free workload") == BATCH * rounds
+
+    return run
+
+
+@pytest.mark.points(2)
+def check_allocate_and_free_speed(submission, reference, benchmark, profile, record_benchmark):
+    candidate = workload(half_held_pool(submission, SMALL_POOL))
+    best = time_interleaved(
+        benchmark, candidate, {"reference": workload(half_held_pool(reference, SMALL_POOL))},
+        profile.timing_rounds,
+    )  # fmt: skip
+    ratio = best["target"] / best["reference"]
+    name = f"allocate/free, {SMALL_POOL:,}-block pool"
+    record_benchmark(name, best["target"], best["reference"], ratio, SPEED_LIMIT)
+    assert ratio <= SPEED_LIMIT, (
+        f"allocate(8) + free on a {SMALL_POOL:,}-block pool takes {ratio:.1f}x the reference's "
+        f"time (the limit is {SPEED_LIMIT:.0f}x)"
+    )
+
+
+@pytest.mark.points(3)
+def check_cost_does_not_grow_with_the_pool(
+    submission, reference, benchmark, profile, record_benchmark
+):
+    large = half_held_pool(submission, LARGE_POOL)
+    reference_large = half_held_pool(reference, LARGE_POOL)
+    probe = time_once({"c": workload(large, 4), "r": workload(reference_large, 4)})
+    assert probe["c"] <= HOPELESS * probe["r"], (
+        f"allocate(8) + free on a {LARGE_POOL:,}-block pool takes over {HOPELESS:.0f}x the "
+        "reference's time: the cost must not depend on num_blocks"
+    )
+    best = time_interleaved(
+        benchmark,
+        workload(large),
+        {
+            "candidate small": workload(half_held_pool(submission, SMALL_POOL)),
+            "reference large": workload(reference_large),
+            "reference small": workload(half_held_pool(reference, SMALL_POOL)),
+        },
+        profile.timing_rounds,
+    )
+    growth = best["target"] / best["candidate small"]
+    reference_growth = best["reference large"] / best["reference small"]
+    ratio = growth / reference_growth
+    name = (
+        f"allocate/free cost growth from {SMALL_POOL:,} to {LARGE_POOL:,} blocks "
+        "(ratio: the candidate's growth over the reference's)"
+    )
+    record_benchmark(name, best["target"], best["reference large"], ratio, GROWTH_LIMIT)
+    assert ratio <= GROWTH_LIMIT, (
+        f"allocate(8) + free costs {growth:.1f}x more on {LARGE_POOL:,} blocks than on "
+        f"{SMALL_POOL:,} (the reference: {reference_growth:.1f}x): the cost must not depend "
+        "on num_blocks (a list.pop(0) or a scan over the pool?)"
+    )
