@@ -10,6 +10,7 @@ Fixtures: `submission` (the candidate's package in a fresh worker, one per check
 the answer key is not shipped), and `profile`.
 """
 
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -175,7 +176,9 @@ class GradingPlugin:
 
     def record_failure(self, result: CheckResult, excinfo: Any, transcript: str) -> None:
         error, result.points = excinfo.value, 0
-        notes = "\n".join(getattr(error, "__notes__", ())).split("\nExplanation:")[0]
+        notes = "\n".join(
+            note.strip() for note in getattr(error, "__notes__", ()) if not is_coverage(note)
+        )
         if isinstance(error, SubmissionFailure):
             result.status, result.message = "failed", f"{error.label}: {error}"
         elif isinstance(error, AssertionError | RemoteError):
@@ -217,6 +220,14 @@ RESULT = pytest.StashKey[CheckResult]()
 def skip_reason(report: pytest.TestReport) -> str:
     longrepr = report.longrepr
     return longrepr[2].removeprefix("Skipped: ") if isinstance(longrepr, tuple) else str(longrepr)
+
+
+def is_coverage(note: str) -> bool:
+    """Hypothesis' explanation of which grader lines failing cases ran: no help to a candidate."""
+    note = note.strip()
+    return note.startswith(("Explanation", "These lines")) or bool(
+        re.fullmatch(r"\S+\.py:\d+", note)
+    )
 
 
 def first_lines(text: str, count: int = 12) -> str:

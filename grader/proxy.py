@@ -19,6 +19,8 @@ import builtins
 import re
 import weakref
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -43,6 +45,14 @@ class RemoteError(Exception):
     def __init__(self, type_name: str, message: str, traceback: str) -> None:
         super().__init__(f"{type_name}: {message}" if message else type_name)
         self.type_name, self.message, self.traceback = type_name, message, traceback
+        self.recorded: tuple[Transcript, int] | None = None
+
+    def expected(self, kind: type[Exception]) -> None:
+        """The check wanted this exception: the counterexample's line goes on past it."""
+        if self.recorded is not None:
+            transcript, index = self.recorded
+            transcript.lines[index] = f"with suppress({kind.__name__}): {transcript.lines[index]}"
+            transcript.uses_suppress = True
 
 
 _error_classes: dict[tuple[str, str], type[RemoteError]] = {}
@@ -73,9 +83,11 @@ class Transcript:
 
     def reset(self) -> None:
         self.imports: dict[str, set[str]] = {}
+        self.aliases: dict[int, str] = {}
         self.lines: list[str] = []
         self.counts: Counter[str] = Counter()
         self.uses_torch = False
+        self.uses_suppress = False
 
     def variable(self, type_name: str) -> str:
         base = VARIABLE_NAMES.get(type_name) or snake_case(type_name)
@@ -84,6 +96,8 @@ class Transcript:
 
     def code(self, value: Any) -> str:
         """`value` as Python source, or as a short description where the source would be huge."""
+        if id(value) in self.aliases:
+            return self.aliases[id(value)]
         if isinstance(value, Remote):
             return object.__getattribute__(value, "_name")
         if isinstance(value, torch.Tensor):
@@ -112,13 +126,26 @@ class Transcript:
         shown += [f"{key}={self.code(arg)}" for key, arg in kwargs.items()]
         return ", ".join(shown)
 
+    def define(self, line: str, **values: Any) -> None:
+        """Record `line`, code that makes `values`; from then on they are shown by their names."""
+        self.lines.append(line)
+        self.aliases.update({id(value): name for name, value in values.items()})
+
     def record(self, line: str, outcome: str = "") -> None:
         if len(outcome) > SHOWN_RESULT_CHARS:
             outcome = outcome[: SHOWN_RESULT_CHARS - 3] + "..."
         self.lines.append(f"{line}  # {outcome}" if outcome else line)
 
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Calls made inside stay out of the transcript unless one of them fails."""
+        mark = len(self.lines)
+        yield
+        del self.lines[mark:]
+
     def render(self) -> str:
-        head = ["import torch"] if self.uses_torch else []
+        head = ["from contextlib import suppress"] if self.uses_suppress else []
+        head += ["import torch"] if self.uses_torch else []
         head += [
             f"from {self.package}.{module} import {', '.join(sorted(names))}"
             for module, names in sorted(self.imports.items())
@@ -212,6 +239,7 @@ class Submission:
             value = self.call(message, line.split("(")[0])
         except RemoteError as error:
             self.transcript.record(line, f"raises {error}")
+            error.recorded = (self.transcript, len(self.transcript.lines) - 1)
             raise
         if isinstance(value, Remote):
             variable = self.transcript.variable(name_hint or value._type)
@@ -229,6 +257,28 @@ class RemoteModule:
 
     def __init__(self, submission: Submission, name: str) -> None:
         self.submission, self.name = submission, name
+
+    def call_counting_launches(self, function: str, *args: Any, **kwargs: Any) -> tuple[int, Any]:
+        """`function(*args, **kwargs)`, and how many `@triton.jit` kernels it launched."""
+        submission = self.submission
+        submission.transcript.imports.setdefault(self.name, set()).add(function)
+        message = {
+            "op": "launch",
+            "module": self.name,
+            "name": function,
+            "args": submission.encode(list(args)),
+            "kwargs": {key: submission.encode(arg) for key, arg in kwargs.items()},
+        }
+        transcript = submission.transcript
+        line = f"{function}({transcript.arguments(args, kwargs)})"
+        try:
+            launches, value = submission.call(message, function)
+        except RemoteError as error:
+            transcript.record(line, f"raises {error}")
+            error.recorded = (transcript, len(transcript.lines) - 1)
+            raise
+        transcript.record(line, f"-> {transcript.code(value)}, {launches} Triton kernel launch(es)")
+        return launches, value
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__"):

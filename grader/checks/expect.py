@@ -12,7 +12,9 @@ def raises(kind: type[Exception], call: str) -> Iterator[None]:
     """The block must raise `kind` (the candidate's exception, re-raised here)."""
     try:
         yield
-    except kind:
+    except kind as error:
+        if isinstance(error, RemoteError):
+            error.expected(kind)
         return
     except RemoteError as error:
         raise AssertionError(f"{call} must raise {kind.__name__}, but raised {error}") from None

@@ -1,0 +1,161 @@
+"""Part 4: the Triton paged-attention kernel, against the float64 oracle.
+
+Each case is a decode batch from `kernels.cases.make_case`: ragged lengths with partial last
+blocks, shuffled block tables, NaN in every slot the kernel must not read (the tails of last
+blocks, blocks no sequence owns, the block padding entries name). The output must have q's
+shape and dtype, hold no NaN or Inf, be exact zeros for empty sequences, and stay within SPEC's
+relative tolerance elsewhere. Every call must launch at least one `@triton.jit` kernel: a
+pure-torch answer scores nothing here.
+
+Without CUDA the worker runs the kernel under Triton's interpreter on CPU tensors (a few ms per
+loop iteration of a program), so the cases are small; with CUDA they run natively.
+"""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernels.cases import TOLERANCE, Case, make_case, relative_error
+from kernels.reference import paged_attention_decode_reference
+
+pytestmark = pytest.mark.part("kernel")
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+HEAD_DIMS = (32, 64, 80, 96, 128, 256)
+BLOCK_SIZES = (1, 8, 16, 32)
+DTYPES = tuple(TOLERANCE)
+# Interpreter cost grows with programs x loop iterations: keep each case to a few dozen.
+MAX_BLOCKS_PER_SEQ = 3
+
+
+def kernel_examples() -> settings:
+    """A quarter of the profile's examples: each costs a kernel launch (interpreted on CPU)."""
+    return settings(settings.default, max_examples=max(5, settings.default.max_examples // 4))
+
+
+def run_kernel(submission, case: Case, description: str, scale: float | None = None):
+    """The candidate's output for `case`, checked against the oracle; fails with `description`."""
+    transcript = submission.transcript
+    transcript.define("from kernels.cases import make_case")
+    transcript.define(
+        f"q, k_cache, v_cache, block_tables, seq_lens = make_case({description})",
+        q=case.q, k_cache=case.k_cache, v_cache=case.v_cache,
+        block_tables=case.block_tables, seq_lens=case.seq_lens,
+    )  # fmt: skip
+    kwargs = {} if scale is None else {"scale": scale}
+    module = submission.module("paged_attention")
+    launches, out = module.call_counting_launches("paged_attention_decode", *case.inputs, **kwargs)
+    assert launches > 0, (
+        "paged_attention_decode launched no @triton.jit kernel: the work must be done by a "
+        "Triton kernel (a pure-torch answer scores nothing in this part)"
+    )
+    assert isinstance(out, torch.Tensor), f"paged_attention_decode returned {type(out).__name__}"
+    assert out.shape == case.q.shape, f"the output's shape is {list(out.shape)}, not q's"
+    assert out.dtype == case.q.dtype, f"the output is {out.dtype}, not q's dtype {case.q.dtype}"
+    out = out.to(case.q.device)
+    assert torch.isfinite(out).all(), (
+        "the output holds NaN or Inf: the kernel read a slot it must not (a tail slot, a padding "
+        "entry's block) or divided 0 by 0 for an empty sequence"
+    )
+    empty = case.seq_lens == 0
+    assert torch.equal(out[empty], torch.zeros_like(out[empty])), (
+        "a sequence of length 0 must give zeros"
+    )
+    if not empty.all():
+        reference = paged_attention_decode_reference(*case.inputs, scale=scale)
+        error = relative_error(out[~empty], reference[~empty])
+        tolerance = TOLERANCE[case.q.dtype]
+        assert error <= tolerance, (
+            f"relative error {error:.3g} against the float64 reference (tolerance {tolerance:g} "
+            f"for {str(case.q.dtype).removeprefix('torch.')})"
+        )
+
+
+def described(**params) -> str:
+    return ", ".join(f"{key}={value!r}" for key, value in params.items())
+
+
+def build(params: dict) -> tuple[Case, str]:
+    """The case `params` describe, on this machine's device, and the call that makes it."""
+    return make_case(**params, device=DEVICE), described(**params)
+
+
+@st.composite
+def cases(draw, dtypes=DTYPES, head_dims=(32, 64), block_sizes=(8, 16)) -> dict:
+    """Parameters of a small decode batch: MHA, GQA 2/4/8 or MQA, ragged lengths, 0 and 1."""
+    num_kv_heads = draw(st.sampled_from([1, 2]))
+    group = draw(st.sampled_from([1, 2, 4, 8] if num_kv_heads == 1 else [1, 2, 4]))
+    block_size = draw(st.sampled_from(block_sizes))
+    lengths = st.integers(0, MAX_BLOCKS_PER_SEQ * block_size)
+    return {
+        "seq_lens": draw(st.lists(lengths, min_size=1, max_size=3)),
+        "num_heads": num_kv_heads * group,
+        "num_kv_heads": num_kv_heads,
+        "head_dim": draw(st.sampled_from(head_dims)),
+        "block_size": block_size,
+        "dtype": draw(st.sampled_from(dtypes)),
+        "seed": draw(st.integers(0, 2**16)),
+    }
+
+
+@pytest.mark.points(2)
+def check_launches_a_triton_kernel(submission):
+    case, description = build({"seq_lens": [5, 12]})
+    run_kernel(submission, case, description)
+
+
+@pytest.mark.points(5)
+def check_head_layouts_in_float32(submission):
+    @kernel_examples()
+    @given(cases(dtypes=(torch.float32,)))
+    def layouts(params):
+        submission.transcript.reset()
+        run_kernel(submission, *build(params))
+
+    layouts()
+
+
+@pytest.mark.points(4)
+def check_float16_and_bfloat16(submission):
+    @kernel_examples()
+    @given(cases(dtypes=(torch.float16, torch.bfloat16)))
+    def half_precision(params):
+        submission.transcript.reset()
+        run_kernel(submission, *build(params))
+
+    half_precision()
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+def check_every_head_dim(submission, head_dim):
+    dtype = DTYPES[HEAD_DIMS.index(head_dim) % len(DTYPES)]
+    run_kernel(submission, *build({"seq_lens": [7, 3], "head_dim": head_dim, "dtype": dtype}))
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("block_size", BLOCK_SIZES)
+def check_every_block_size(submission, block_size):
+    seq_lens = [2 * block_size + 1, block_size, 1]
+    run_kernel(submission, *build({"seq_lens": seq_lens, "block_size": block_size}))
+
+
+@pytest.mark.points(3)
+def check_empty_and_one_token_sequences(submission):
+    run_kernel(submission, *build({"seq_lens": [0, 1, 0, 6]}))
+    run_kernel(submission, *build({"seq_lens": [0, 0]}))
+
+
+@pytest.mark.points(3)
+def check_padding_and_shared_blocks_are_handled(submission):
+    # Block 4 holds NaN: only padding entries name it. Blocks 1 and 4 repeat within a table.
+    tables = [[3, 1, 1, 4, 4], [1, 0, 4, 4, 4]]
+    run_kernel(submission, *build({"seq_lens": [19, 10], "tables": tables}))
+
+
+@pytest.mark.points(2)
+def check_scale(submission):
+    case, description = build({"seq_lens": [9, 4], "seed": 3})
+    run_kernel(submission, case, description, scale=0.37)
+    run_kernel(submission, case, description)

@@ -1,0 +1,406 @@
+"""The abstract model behind the manager's checks (parts 2, 3 and 6), and how to drive it.
+
+`ManagerModel` holds what SPEC.md lets a checker know of a `KVCacheManager`: each live request's
+`seq_len` and `block_table`, how many live tables hold each block, and the row written for each
+token. It never predicts a block id: a new block is right whenever it was free (in range and in
+no live table), and the model adopts it. Each operation runs on the candidate and is checked at
+once; `check_tables` and `check_rows` then compare everything observable, after every step of a
+state machine, so that a call that changes another request, or one that raises and still changes
+something, is caught too.
+"""
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    MultipleResults,
+    RuleBasedStateMachine,
+    consumes,
+    multiple,
+    precondition,
+    rule,
+)
+
+from grader.checks.expect import plain_int, raises
+from grader.proxy import Remote, RemoteError, Submission
+
+RAISED = "a call that raises must leave everything as it was"
+OTHERS = "a call may change only the request it is given"
+
+
+def cdiv(a: int, b: int) -> int:
+    """The number of size-`b` blocks that `a` tokens fill."""
+    return (a + b - 1) // b
+
+
+@contextmanager
+def succeeds(call: str, why: str) -> Iterator[None]:
+    """`call`, made inside, must not raise: the model says it is allowed, because `why`."""
+    try:
+        yield
+    except RemoteError as error:
+        raise AssertionError(f"{call} must succeed ({why}), but raised {error}") from None
+
+
+def new_manager(submission: Submission, num_blocks: int, block_size: int, head_dim: int) -> Remote:
+    return submission.module("kv_cache_manager").KVCacheManager(num_blocks, block_size, head_dim)
+
+
+def new_request(submission: Submission, request_id: int, prompt_len: int) -> Remote:
+    return submission.module("kv_cache_manager").Request(request_id, prompt_len)
+
+
+def num_free(manager: Remote) -> int:
+    """`len(manager.free_blocks)`, read afresh: it may be a property, or rebound by any call."""
+    return len(manager.ref("free_blocks"))
+
+
+def seq_len_of(req: Remote, name: str) -> int:
+    return plain_int(req.seq_len, f"{name}.seq_len")
+
+
+def table_of(req: Remote, name: str) -> list[int]:
+    table = req.block_table
+    ints = type(table) is list and all(type(block) is int for block in table)
+    assert ints, f"{name}.block_table must be a list of ints, got {table!r}"
+    return table
+
+
+def expected_slots(table: list[int], seq_len: int, block_size: int) -> torch.Tensor:
+    """Token `i`'s flat slot: `table[i // block_size] * block_size + i % block_size`."""
+    positions = torch.arange(seq_len)
+    blocks = torch.tensor(table, dtype=torch.int64)[positions // block_size]
+    return blocks * block_size + positions % block_size
+
+
+def assert_rows(
+    got: object, expected: torch.Tensor, what: str, table: list[int], block_size: int
+) -> None:
+    """A gather: a float32 tensor shaped like `expected`, equal to it bit for bit."""
+    assert isinstance(got, torch.Tensor), f"{what} must return a tensor, got {got!r}"
+    assert got.dtype == torch.float32, f"{what} must return float32 rows, got {got.dtype}"
+    assert got.shape == expected.shape, (
+        f"{what} must have shape [seq_len, head_dim] = {list(expected.shape)}, "
+        f"got {list(got.shape)}"
+    )
+    wrong = (got != expected).any(dim=1).nonzero().flatten().tolist()
+    if wrong:
+        i = wrong[0]
+        raise AssertionError(
+            f"{what}: row {i} is {got[i].tolist()}, expected {expected[i].tolist()} (token {i} "
+            f"lives in block block_table[{i // block_size}] = {table[i // block_size]} at "
+            f"offset {i % block_size}); {len(wrong)} of {len(got)} rows are wrong"
+        )
+
+
+def assert_slots(got: object, table: list[int], seq_len: int, block_size: int, what: str) -> None:
+    """A slot mapping: an int64 tensor `[seq_len]` that follows the block table."""
+    assert isinstance(got, torch.Tensor), f"{what} must return a tensor, got {got!r}"
+    assert got.dtype == torch.int64, f"{what} must be a LongTensor (int64), got {got.dtype}"
+    assert list(got.shape) == [seq_len], (
+        f"{what} must have shape [seq_len] = [{seq_len}], got {list(got.shape)}"
+    )
+    expected = expected_slots(table, seq_len, block_size)
+    wrong = (got != expected).nonzero().flatten().tolist()
+    if wrong:
+        i, block = wrong[0], table[wrong[0] // block_size]
+        raise AssertionError(
+            f"{what}[{i}] is {got[i].item()}, expected block_table[{i} // {block_size}] * "
+            f"{block_size} + {i} % {block_size} = {block} * {block_size} + {i % block_size} = "
+            f"{expected[i].item()}"
+        )
+
+
+@dataclass(repr=False)
+class Tracked:
+    """What the model knows of one live request."""
+
+    req: Remote  # the candidate's Request
+    name: str  # its variable in the counterexample
+    table: list[int]
+    rows: torch.Tensor  # [seq_len, head_dim]: the value written for each token
+
+    @property
+    def seq_len(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class ManagerModel:
+    """A candidate's KVCacheManager and the model it must agree with after every call.
+
+    With `writes`, each new token's row gets a fresh value in `physical_kv_cache`, at the slot
+    its block table gives it (as a model's forward pass would), so that `check_rows` can tell
+    whether every request reads back exactly its own tokens. Token `k`'s row holds
+    `k, k + 1/8, k + 2/8, ...` (exact floats); the unused tail of a prompt's last block, -1.
+    """
+
+    def __init__(
+        self,
+        submission: Submission,
+        num_blocks: int,
+        block_size: int,
+        head_dim: int,
+        writes: bool = False,
+    ) -> None:
+        self.submission = submission
+        self.num_blocks, self.block_size, self.head_dim = num_blocks, block_size, head_dim
+        self.writes = writes
+        self.manager = new_manager(submission, num_blocks, block_size, head_dim)
+        self.live: dict[str, Tracked] = {}
+        self.requests_made = 0
+        self.tokens_made = 0
+        self.last_call = f"KVCacheManager({num_blocks}, {block_size}, {head_dim})"
+        self.hint = OTHERS
+
+    # -- the model's view -------------------------------------------------------------------------
+
+    def held(self) -> Counter[int]:
+        """How many live tables hold each block (more than one only after a fork)."""
+        return Counter(block for tracked in self.live.values() for block in tracked.table)
+
+    def expected_free(self) -> int:
+        return self.num_blocks - len(self.held())
+
+    def holders(self, block: int, but: Tracked | None = None) -> list[str]:
+        return [t.name for t in self.live.values() if block in t.table and t is not but]
+
+    def new_rows(self, count: int) -> torch.Tensor:
+        first = self.tokens_made + 1
+        self.tokens_made += count
+        tokens = torch.arange(first, first + count, dtype=torch.float32)
+        return tokens[:, None] + torch.arange(self.head_dim, dtype=torch.float32) / 8
+
+    def done(self, call: str, hint: str = OTHERS) -> None:
+        """Remember the last call, for the messages of the checks that follow it."""
+        self.last_call, self.hint = call, hint
+
+    # -- operations, each checked at once ---------------------------------------------------------
+
+    def prefill(self, prompt_len: int) -> Tracked | None:
+        """Prefill a new request; None when the pool is short, which the candidate must refuse."""
+        self.requests_made += 1
+        req = new_request(self.submission, self.requests_made, prompt_len)
+        name = self.submission.transcript.code(req)
+        call = f"manager.allocate_for_prefill({name})"
+        needed, free = cdiv(prompt_len, self.block_size), self.expected_free()
+        if needed > free:
+            with raises(RuntimeError, f"{call}, which needs {needed} blocks with {free} free,"):
+                self.manager.allocate_for_prefill(req)
+            self.done(f"{call} (which raised)", RAISED)
+            got = (seq_len_of(req, name), table_of(req, name))
+            assert got == (prompt_len, []), (
+                f"{call} raised but left {name} with seq_len, block_table = {got}, "
+                f"not ({prompt_len}, []) ({RAISED})"
+            )
+            return None
+        with succeeds(call, f"it needs {needed} of the {free} free blocks"):
+            self.manager.allocate_for_prefill(req)
+        self.done(call)
+        table = table_of(req, name)
+        assert len(table) == needed, (
+            f"{call} must give {name} ceil(seq_len / block_size) = ceil({prompt_len} / "
+            f"{self.block_size}) = {needed} blocks, got block_table {table}"
+        )
+        self.assert_were_free(table, call)
+        tracked = Tracked(req, name, table, self.new_rows(prompt_len))
+        self.live[name] = tracked
+        if self.writes:
+            self.write_prompt(tracked)
+        return tracked
+
+    def prefill_again(self, tracked: Tracked) -> None:
+        """Prefill a request whose block table is not empty: ValueError, and nothing changes."""
+        call = f"manager.allocate_for_prefill({tracked.name})"
+        with raises(ValueError, f"{call}, on a non-empty block_table,"):
+            self.manager.allocate_for_prefill(tracked.req)
+        self.done(f"{call} (which raised)", RAISED)
+
+    def decode(self, tracked: Tracked) -> bool:
+        """One more token: a new block exactly when it starts one, and a private copy of the last
+        block when that is shared and not full. False when no free block is left for that, which
+        the candidate must refuse."""
+        call = f"manager.allocate_for_decode({tracked.name})"
+        position, table, size = tracked.seq_len, tracked.table, self.block_size
+        opens_block = position % size == 0
+        sharers = [] if opens_block else self.holders(table[-1], but=tracked)
+        if (opens_block or sharers) and self.expected_free() == 0:
+            why = "starts a new block" if opens_block else f"goes into shared block {table[-1]}"
+            with raises(RuntimeError, f"{call}, whose token {position} {why}, with no block free,"):
+                self.manager.allocate_for_decode(tracked.req)
+            self.done(f"{call} (which raised)", RAISED)
+            return False
+        with succeeds(call, self.decode_needs(position, sharers)):
+            self.manager.allocate_for_decode(tracked.req)
+        self.done(call)
+        got = seq_len_of(tracked.req, tracked.name)
+        assert got == position + 1, (
+            f"{call} must add one to seq_len ({position} -> {position + 1}), got {got}"
+        )
+        new_table = table_of(tracked.req, tracked.name)
+        if opens_block:
+            appended = len(new_table) == len(table) + 1 and new_table[:-1] == table
+            assert appended, (
+                f"token {position} starts a new block ({position} % block_size {size} == 0): "
+                f"{call} must append one free block to block_table {table}, got {new_table}"
+            )
+            self.assert_were_free(new_table[-1:], call)
+        elif sharers:
+            same_length = len(new_table) == len(table)
+            replaced = same_length and new_table[:-1] == table[:-1] and new_table[-1] != table[-1]
+            assert replaced, (
+                f"token {position} goes into block {table[-1]}, which {', '.join(sharers)} also "
+                f"holds and which is not full: {call} must first copy it into a free block "
+                f"(copy-on-write) in its place, so block_table {table} must become "
+                f"{table[:-1]} + [a free block], got {new_table}"
+            )
+            self.assert_were_free(new_table[-1:], call)
+            self.done(f"{call} (which copied block {table[-1]} into block {new_table[-1]})")
+        else:
+            assert new_table == table, (
+                f"token {position} goes into the last block ({position} % block_size {size} != 0, "
+                f"and no other request holds it): {call} must leave block_table {table} as it "
+                f"is, got {new_table}"
+            )
+        row = self.new_rows(1)
+        tracked.table, tracked.rows = new_table, torch.cat([tracked.rows, row])
+        if self.writes:
+            pool = self.manager.ref("physical_kv_cache")
+            pool[new_table[position // size], position % size] = row[0]
+        return True
+
+    def decode_needs(self, position: int, sharers: list[str]) -> str:
+        free = self.expected_free()
+        if position % self.block_size == 0:
+            return f"token {position} starts a new block, and {free} blocks are free"
+        if sharers:
+            return f"token {position} needs a copy of a shared block, and {free} blocks are free"
+        return f"token {position} fits in the last block, which no other request holds"
+
+    def free(self, tracked: Tracked) -> None:
+        """Free a request: its table empties and each of its blocks loses one reference."""
+        call = f"manager.free({tracked.name})"
+        with succeeds(call, f"{tracked.name} holds blocks {tracked.table}"):
+            self.manager.free(tracked.req)
+        self.done(call)
+        del self.live[tracked.name]
+        table = table_of(tracked.req, tracked.name)
+        assert table == [], f"{call} must empty {tracked.name}.block_table, got {table}"
+
+    def fork(self, parent: Tracked) -> Tracked:
+        """A child that shares every block of `parent`: the same seq_len, table and rows."""
+        self.requests_made += 1
+        child_id = self.requests_made
+        call = f"manager.fork({parent.name}, {child_id})"
+        with succeeds(call, f"{parent.name} holds blocks {parent.table}"):
+            child = self.manager.fork(parent.req, child_id)
+        self.done(call)
+        assert isinstance(child, Remote), f"{call} must return the new Request, got {child!r}"
+        name = self.submission.transcript.code(child)
+        got = (child.request_id, seq_len_of(child, name), table_of(child, name))
+        expected = (child_id, parent.seq_len, parent.table)
+        assert got == expected, (
+            f"{call} must return a request whose request_id, seq_len, block_table are "
+            f"{expected} (the parent's length and blocks), got {got}"
+        )
+        tracked = Tracked(child, name, list(parent.table), parent.rows)
+        self.live[name] = tracked
+        return tracked
+
+    def assert_were_free(self, blocks: list[int], call: str) -> None:
+        """`call` handed out `blocks`: distinct, in range, and in no live table."""
+        assert len(set(blocks)) == len(blocks), f"{call} handed out a block twice: {blocks}"
+        for block in blocks:
+            assert 0 <= block < self.num_blocks, (
+                f"{call} handed out block {block}, outside 0..{self.num_blocks - 1}"
+            )
+            holders = self.holders(block)
+            assert not holders, f"{call} handed out block {block}, which {holders[0]} holds"
+
+    def write_prompt(self, tracked: Tracked) -> None:
+        """Write a prompt's rows block by block (each block is the request's own)."""
+        size, width = self.block_size, self.head_dim
+        padding = torch.full((len(tracked.table) * size - tracked.seq_len, width), -1.0)
+        blocks = torch.cat([tracked.rows, padding]).view(-1, size, width)
+        pool = self.manager.ref("physical_kv_cache")
+        for block, rows in zip(tracked.table, blocks, strict=True):
+            pool[block] = rows
+
+    # -- everything observable against the model ------------------------------------------------
+
+    def check_tables(self) -> None:
+        """Every live request's seq_len and block table, and the free count, match the model."""
+        with self.submission.transcript.quiet():
+            for tracked in self.live.values():
+                got = seq_len_of(tracked.req, tracked.name)
+                assert got == tracked.seq_len, (
+                    f"after {self.last_call}, {tracked.name}.seq_len is {got}, "
+                    f"expected {tracked.seq_len} ({self.hint})"
+                )
+                table = table_of(tracked.req, tracked.name)
+                assert table == tracked.table, (
+                    f"after {self.last_call}, {tracked.name}.block_table is {table}, "
+                    f"expected {tracked.table} ({self.hint})"
+                )
+            held, free = len(self.held()), num_free(self.manager)
+            assert free == self.num_blocks - held, (
+                f"after {self.last_call}, len(manager.free_blocks) is {free}, expected "
+                f"{self.num_blocks - held}: num_blocks ({self.num_blocks}) minus the {held} "
+                "blocks the live requests hold" + (f" ({RAISED})" if self.hint == RAISED else "")
+            )
+
+    def check_rows(self, slots: bool = False) -> None:
+        """Every live request gathers exactly the rows written for its tokens; with `slots`, its
+        slot mapping follows its block table too."""
+        with self.submission.transcript.quiet():
+            for tracked in self.live.values():
+                args = (tracked.table, self.block_size)
+                what = f"after {self.last_call}, manager.get_physical_cache({tracked.name})"
+                rows = self.manager.get_physical_cache(tracked.req)
+                assert_rows(rows, tracked.rows, what, *args)
+                if slots:
+                    got = self.manager.slot_mapping(tracked.req)
+                    what = f"manager.slot_mapping({tracked.name})"
+                    assert_slots(got, tracked.table, tracked.seq_len, self.block_size, what)
+
+
+REQUESTS: Bundle[Tracked] = Bundle("requests")
+
+
+class ManagerMachine(RuleBasedStateMachine):
+    """Random prefill, decode and free calls on a few requests, each checked by the model.
+
+    A subclass sets `self.model` in an `@initialize` rule, and adds its invariants and rules.
+    The live requests are a bundle, so that hypothesis shrinks a failure to its fewest steps.
+    """
+
+    max_live = 4
+
+    def __init__(self, submission: Submission) -> None:
+        super().__init__()
+        self.submission = submission
+        submission.transcript.reset()
+        self.model: ManagerModel
+
+    @precondition(lambda self: len(self.model.live) < self.max_live)
+    @rule(target=REQUESTS, prompt_len=st.integers(0, 12))
+    def prefill(self, prompt_len: int) -> Tracked | MultipleResults[Tracked]:
+        tracked = self.model.prefill(prompt_len)
+        return multiple() if tracked is None else tracked
+
+    @rule(tracked=REQUESTS, tokens=st.integers(1, 5))
+    def decode(self, tracked: Tracked, tokens: int) -> None:
+        for _ in range(tokens):
+            if not self.model.decode(tracked):
+                break
+
+    @rule(tracked=consumes(REQUESTS))
+    def free(self, tracked: Tracked) -> None:
+        self.model.free(tracked)
