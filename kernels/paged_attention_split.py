@@ -1,0 +1,303 @@
+"""Split-KV paged-attention decode (flash-decoding) for long contexts and small batches.
+
+`solutions/paged_attention.py` runs one program per (sequence, query head), each walking its
+whole sequence. With few sequences and long contexts that grid has too few programs to fill a
+GPU, and each one loops for a long time. Flash-decoding also splits the sequence: each split
+runs the same online softmax over its own range of blocks, and a second kernel merges the
+partial results. Same contract as SPEC.md part 4, plus `blocks_per_split`.
+
+Memory layout
+-------------
+The inputs are laid out as in `solutions/paged_attention.py`: `k_cache`, `v_cache`
+`[num_blocks, block_size, num_kv_heads, head_dim]` (any strides), token `t` of sequence `s` in
+block `block_tables[s, t // block_size]` at slot `t % block_size`. Two float32 scratch buffers
+carry the partial results from the first kernel to the second:
+
+    partial_out  [num_seqs, num_heads, num_splits, head_dim]   softmax(scores) @ V of the split
+    partial_lse  [num_seqs, num_heads, num_splits]             log(sum(exp(scores))) of the split
+
+Grid
+----
+1. `_split_kernel`, grid `(num_seqs, num_heads, num_splits)` with
+   `num_splits = cdiv(max_blocks_per_seq, blocks_per_split)`: program `(s, h, i)` covers the
+   blocks `[i * blocks_per_split, (i + 1) * blocks_per_split)` clipped to the
+   `cdiv(seq_lens[s], block_size)` blocks sequence `s` holds. A split past the sequence's end
+   runs no iteration and stores zeros and `lse = -inf` (the softmax of nothing).
+2. `_merge_kernel`, grid `(num_seqs, num_heads)`: program `(s, h)` reads only the splits that
+   hold tokens of sequence `s`, so the `-inf` of an empty split never reaches an `exp`.
+
+Algorithm
+---------
+Within a split, the online softmax of FlashAttention (running max `m`, running sum `l`,
+rescaled accumulator `acc`, all float32), ending with `out_i = acc / l` and
+`lse_i = m + log(l)`. The merge is the same online softmax one level up, with one "score"
+`lse_i` and one "value" `out_i` per split:
+
+    out = sum_i exp(lse_i - M) * out_i / sum_i exp(lse_i - M),    M = max_i lse_i
+
+which equals the softmax over all the sequence's tokens because `exp(lse_i)` is split `i`'s
+share of the softmax denominator. Masking is as in the single-pass kernel: head-dim lanes past
+`head_dim` and slots past `seq_len` are masked loads (other=0) with scores of -inf, padding
+table entries are never loaded, and an empty sequence merges no split and gives zeros.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# Tokens per split by default, as vLLM's v2 paged attention: long enough to amortise the
+# merge, short enough that a 4k-token context already fills 8 splits per head.
+SPLIT_TOKENS = 512
+
+
+@triton.jit
+def _split_kernel(
+    partial_out_ptr,
+    partial_lse_ptr,
+    q_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    block_tables_ptr,
+    seq_lens_ptr,
+    scale,
+    head_dim,
+    group_size,
+    blocks_per_split,
+    stride_qs,
+    stride_qh,
+    stride_qd,
+    stride_kb,
+    stride_kt,
+    stride_kh,
+    stride_kd,
+    stride_vb,
+    stride_vt,
+    stride_vh,
+    stride_vd,
+    stride_bs,
+    stride_bj,
+    stride_ps,
+    stride_ph,
+    stride_pi,
+    stride_ls,
+    stride_lh,
+    BLOCK_SIZE: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+):
+    """Split `i` of `(s, h)`: the normalised attention output over its blocks, and its LSE."""
+    seq = tl.program_id(0)
+    head = tl.program_id(1)
+    split = tl.program_id(2)
+    kv_head = head // group_size
+
+    dims = tl.arange(0, HEAD_DIM)  # HEAD_DIM is head_dim rounded up to a power of two
+    dim_mask = dims < head_dim
+    slots = tl.arange(0, BLOCK_SIZE)
+
+    q = tl.load(q_ptr + seq * stride_qs + head * stride_qh + dims * stride_qd, mask=dim_mask)
+    q = q.to(tl.float32)
+    seq_len = tl.load(seq_lens_ptr + seq)
+    first_block = split * blocks_per_split
+    end_block = tl.minimum(first_block + blocks_per_split, tl.cdiv(seq_len, BLOCK_SIZE))
+
+    k_tile = slots[:, None] * stride_kt + kv_head * stride_kh + dims[None, :] * stride_kd
+    v_tile = slots[:, None] * stride_vt + kv_head * stride_vh + dims[None, :] * stride_vd
+
+    m_i = float("-inf")
+    l_i = 0.0
+    acc = tl.zeros([HEAD_DIM], dtype=tl.float32)
+    for j in range(first_block, end_block):
+        # int64: block * stride can pass 2**31 elements on a large pool.
+        block = tl.load(block_tables_ptr + seq * stride_bs + j * stride_bj).to(tl.int64)
+        token_mask = j * BLOCK_SIZE + slots < seq_len
+        tile_mask = token_mask[:, None] & dim_mask[None, :]
+
+        k = tl.load(k_cache_ptr + block * stride_kb + k_tile, mask=tile_mask, other=0.0)
+        scores = tl.sum(k.to(tl.float32) * q[None, :], axis=1) * scale
+        scores = tl.where(token_mask, scores, float("-inf"))
+
+        # Every block in the loop holds at least one token, so m_new is finite.
+        m_new = tl.maximum(tl.max(scores, axis=0), m_i)
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(scores - m_new)
+
+        v = tl.load(v_cache_ptr + block * stride_vb + v_tile, mask=tile_mask, other=0.0)
+        acc = acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), axis=0)
+        l_i = l_i * alpha + tl.sum(p, axis=0)
+        m_i = m_new
+
+    # An empty split keeps m_i = -inf and l_i = 0: it stores zeros and lse = -inf.
+    l_safe = tl.where(l_i > 0, l_i, 1.0)
+    out_offsets = seq * stride_ps + head * stride_ph + split * stride_pi + dims
+    tl.store(partial_out_ptr + out_offsets, acc / l_safe, mask=dim_mask)
+    tl.store(partial_lse_ptr + seq * stride_ls + head * stride_lh + split, m_i + tl.log(l_safe))
+
+
+@triton.jit
+def _merge_kernel(
+    out_ptr,
+    partial_out_ptr,
+    partial_lse_ptr,
+    seq_lens_ptr,
+    head_dim,
+    blocks_per_split,
+    stride_ps,
+    stride_ph,
+    stride_pi,
+    stride_ls,
+    stride_lh,
+    stride_os,
+    stride_oh,
+    stride_od,
+    BLOCK_SIZE: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+):
+    """`out[s, h]`: the LSE-weighted mean of the partial outputs of the non-empty splits."""
+    seq = tl.program_id(0)
+    head = tl.program_id(1)
+    dims = tl.arange(0, HEAD_DIM)
+    dim_mask = dims < head_dim
+
+    seq_len = tl.load(seq_lens_ptr + seq)
+    num_splits = tl.cdiv(tl.cdiv(seq_len, BLOCK_SIZE), blocks_per_split)
+    partial_row = partial_out_ptr + seq * stride_ps + head * stride_ph + dims
+    lse_row = partial_lse_ptr + seq * stride_ls + head * stride_lh
+
+    # The online softmax again, one split per step: every split read holds a token, so its
+    # lse is finite and so is m_new.
+    m_i = float("-inf")
+    l_i = 0.0
+    acc = tl.zeros([HEAD_DIM], dtype=tl.float32)
+    for i in range(num_splits):
+        lse = tl.load(lse_row + i)
+        partial = tl.load(partial_row + i * stride_pi, mask=dim_mask, other=0.0)
+        m_new = tl.maximum(lse, m_i)
+        alpha = tl.exp(m_i - m_new)
+        weight = tl.exp(lse - m_new)
+        acc = acc * alpha + weight * partial
+        l_i = l_i * alpha + weight
+        m_i = m_new
+
+    out = acc / tl.where(l_i > 0, l_i, 1.0)  # l_i == 0 only for an empty sequence: zeros
+    out_offsets = seq * stride_os + head * stride_oh + dims * stride_od
+    tl.store(out_ptr + out_offsets, out.to(out_ptr.dtype.element_ty), mask=dim_mask)
+
+
+def paged_attention_decode_split(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    seq_lens: torch.Tensor,
+    scale: float | None = None,
+    blocks_per_split: int | None = None,
+) -> torch.Tensor:
+    """One decode step of attention over a paged KV cache, split along the sequence.
+
+    Arguments, result and errors as `paged_attention_decode` (SPEC.md part 4).
+    `blocks_per_split` is how many cache blocks one program of the first kernel walks;
+    it defaults to `SPLIT_TOKENS` tokens' worth (at least one block). Raises ValueError when
+    it is below 1.
+    """
+    check_inputs(q, k_cache, v_cache, block_tables, seq_lens)
+    num_seqs, num_heads, head_dim = q.shape
+    block_size, num_kv_heads = k_cache.shape[1:3]
+    scale = head_dim**-0.5 if scale is None else float(scale)
+    if blocks_per_split is None:
+        blocks_per_split = max(1, SPLIT_TOKENS // block_size)
+    if blocks_per_split < 1:
+        raise ValueError(f"blocks_per_split must be >= 1, got {blocks_per_split}")
+
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    num_splits = triton.cdiv(block_tables.shape[1], blocks_per_split)
+    if out.numel() == 0 or num_splits == 0:
+        return out.zero_()
+    # Contiguous scratch: the kernels address their last dimension with unit stride.
+    partial_out = q.new_empty(num_seqs, num_heads, num_splits, head_dim, dtype=torch.float32)
+    partial_lse = q.new_empty(num_seqs, num_heads, num_splits, dtype=torch.float32)
+    meta = {"BLOCK_SIZE": block_size, "HEAD_DIM": triton.next_power_of_2(head_dim)}
+
+    _split_kernel[(num_seqs, num_heads, num_splits)](
+        partial_out,
+        partial_lse,
+        q,
+        k_cache,
+        v_cache,
+        block_tables,
+        seq_lens,
+        scale,
+        head_dim,
+        num_heads // num_kv_heads,
+        blocks_per_split,
+        *q.stride(),
+        *k_cache.stride(),
+        *v_cache.stride(),
+        *block_tables.stride(),
+        *partial_out.stride()[:3],
+        *partial_lse.stride()[:2],
+        **meta,
+    )
+    _merge_kernel[(num_seqs, num_heads)](
+        out,
+        partial_out,
+        partial_lse,
+        seq_lens,
+        head_dim,
+        blocks_per_split,
+        *partial_out.stride()[:3],
+        *partial_lse.stride()[:2],
+        *out.stride(),
+        **meta,
+    )
+    return out
+
+
+def check_inputs(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    seq_lens: torch.Tensor,
+) -> None:
+    """Raise ValueError unless the inputs have SPEC.md part 4's shapes, dtypes and one device.
+
+    The same checks as the answer key's wrapper, which a kit module cannot import (a
+    submission is self-contained, and the answer key is absent from the candidate bundle).
+    """
+    if q.dim() != 3:
+        raise ValueError(f"q must be [num_seqs, num_heads, head_dim], got {tuple(q.shape)}")
+    if k_cache.dim() != 4 or k_cache.shape != v_cache.shape:
+        raise ValueError(
+            "k_cache and v_cache must both be [num_blocks, block_size, num_kv_heads, head_dim], "
+            f"got {tuple(k_cache.shape)} and {tuple(v_cache.shape)}"
+        )
+    num_seqs, num_heads, head_dim = q.shape
+    _, block_size, num_kv_heads, cache_head_dim = k_cache.shape
+    if cache_head_dim != head_dim:
+        raise ValueError(f"q's head_dim is {head_dim}, the caches' is {cache_head_dim}")
+    if head_dim == 0 or block_size == 0 or block_size & (block_size - 1):
+        raise ValueError(
+            f"need head_dim > 0 and a power-of-two block_size, got {head_dim} and {block_size}"
+        )
+    if num_kv_heads == 0 or num_heads % num_kv_heads:
+        raise ValueError(f"num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}")
+    if block_tables.dim() != 2 or block_tables.shape[0] != num_seqs:
+        raise ValueError(
+            f"block_tables must be [{num_seqs}, max_blocks_per_seq], "
+            f"got {tuple(block_tables.shape)}"
+        )
+    if seq_lens.shape != (num_seqs,):
+        raise ValueError(f"seq_lens must be [{num_seqs}], got {tuple(seq_lens.shape)}")
+    if q.dtype not in SUPPORTED_DTYPES or {k_cache.dtype, v_cache.dtype} != {q.dtype}:
+        raise ValueError(
+            "q, k_cache and v_cache must share one dtype of float32, float16, bfloat16; "
+            f"got {q.dtype}, {k_cache.dtype}, {v_cache.dtype}"
+        )
+    if block_tables.dtype != torch.int32 or seq_lens.dtype != torch.int32:
+        raise ValueError(
+            f"block_tables and seq_lens must be int32, got {block_tables.dtype}, {seq_lens.dtype}"
+        )
+    devices = {t.device for t in (q, k_cache, v_cache, block_tables, seq_lens)}
+    if len(devices) != 1:
+        raise ValueError(f"all inputs must be on one device, got {sorted(map(str, devices))}")
