@@ -24,8 +24,10 @@ from grader import reports, scan
 from grader.intake import Intake
 from grader.plugin import CHECKS_DIR, CheckResult, GradingPlugin
 from grader.profiles import Profile
+from grader.report_html import tally
 from grader.rubric import PARTS, Rubric
 from grader.sandbox import Limits
+from grader.timing import IMPLAUSIBLE_SPEEDUP
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 ANSWER_KEY = KIT_ROOT / "solutions"
@@ -94,29 +96,36 @@ def mixed_seed(seed: int) -> int:
 
 
 def score_parts(results: list[CheckResult], options: Options) -> dict[str, dict]:
-    """Each part's score: its weight times the share of its check points that passed."""
+    """Each part's score: its weight times the share of its check points that passed.
+
+    Skipped checks (a timing without a CUDA device or without the answer key) are left out of
+    the part's maximum, and the part's score is marked provisional.
+    """
     parts = {}
     for part in options.parts:
         checks = [result for result in results if result.part == part]
+        counted = [check for check in checks if check.status != "skipped"]
         weight = options.rubric.weights[part]
-        total = sum(check.max_points for check in checks)
+        total = sum(check.max_points for check in counted)
         scale = weight / total if total else 0.0
         rows = []
         for check in checks:
             row = asdict(check)
             row["points"] = round(check.points * scale, 2)
-            row["max_points"] = round(check.max_points * scale, 2)
+            row["max_points"] = round(check.max_points * scale, 2) if check in counted else 0.0
             rows.append(row)
-        earned = sum(check.points for check in checks)
         parts[part] = {
             "title": PARTS[part],
-            "score": round(earned * scale, 2),
+            "score": round(sum(check.points for check in counted) * scale, 2),
             "max_score": float(weight) if total else 0.0,
             "seconds": round(sum(check.seconds for check in checks), 2),
             "checks": rows,
         }
+        skipped = sorted({check.message for check in checks if check.status == "skipped"})
         if not checks:
             parts[part]["note"] = "not graded by this version of the kit"
+        elif skipped:
+            parts[part]["provisional"] = f"provisional: checks skipped ({'; '.join(skipped)})"
     return parts
 
 
@@ -166,6 +175,15 @@ def grade(intake: Intake, options: Options) -> dict:
             for part, events in plugin.events.items()
             for event in dict.fromkeys(events)
         ]
+        report["integrity"] += [
+            {
+                "part": bench["part"],
+                "source": "timing",
+                "message": f"implausibly fast: {bench['name']}",
+            }
+            for bench in plugin.benchmarks
+            if bench["ratio"] * IMPLAUSIBLE_SPEEDUP < 1
+        ]
     except Exception:
         report["errors"].append(f"the grader failed: {traceback.format_exc()}")
         report["parts"] = score_parts([], options)
@@ -181,9 +199,7 @@ def print_summary(report: dict, out: Path, stream=sys.stdout) -> None:
     """The table at the end of `make grade`: a line per part, the total, where the report is."""
     print(file=stream)
     for part_id, part in report["parts"].items():
-        checks = part["checks"]
-        passed = sum(check["status"] == "passed" for check in checks)
-        shown = part.get("note") or f"{passed}/{len(checks)} checks passed"
+        shown = tally(part)
         print(f"  {part_id:<10} {part['score']:6.2f} / {part['max_score']:<6.2f} {shown}",
               file=stream)  # fmt: skip
     print(f"  {'total':<10} {report['score']:6.2f} / {report['max_score']:<6.2f}", file=stream)

@@ -19,10 +19,12 @@ from typing import Any
 
 import hypothesis
 import pytest
+from hypothesis.internal.conjecture import engine as conjecture_engine
 
 from grader.profiles import Profile, hypothesis_settings
 from grader.proxy import RemoteError, Submission
 from grader.sandbox import Limits, Sandbox, SubmissionFailure
+from grader.timing import IMPLAUSIBLE_SPEEDUP
 
 CHECKS_DIR = Path(__file__).parent / "checks"
 
@@ -80,6 +82,8 @@ class GradingPlugin:
             "grader", hypothesis_settings(self.grading_profile, self.seeded)
         )
         hypothesis.settings.load_profile("grader")
+        # Shrinking a failure through a worker is slow: bound it (hypothesis' default is 300 s).
+        conjecture_engine.MAX_SHRINKING_SECONDS = self.grading_profile.shrink_seconds
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -140,7 +144,7 @@ class GradingPlugin:
                 "ratio": round(ratio, 3),
                 "limit": limit,
                 "rounds": self.grading_profile.timing_rounds,
-                "passed": ratio <= limit,
+                "passed": ratio <= limit and ratio * IMPLAUSIBLE_SPEEDUP >= 1,
             })  # fmt: skip
 
         return record
@@ -171,11 +175,17 @@ class GradingPlugin:
         elif result.status != "failed":  # a teardown error does not hide the call's failure
             submission = item.funcargs.get("submission")
             transcript = submission.transcript.render() if submission else ""
-            self.record_failure(result, call.excinfo, transcript)
+            error = call.excinfo.value
+            failure = submission.sandbox.failure if submission else None
+            if failure is not None and not isinstance(error, SubmissionFailure):
+                error = failure  # hypothesis met it while shrinking, and reported a flaky test
+            self.record_failure(result, error, transcript, call.excinfo)
         return report
 
-    def record_failure(self, result: CheckResult, excinfo: Any, transcript: str) -> None:
-        error, result.points = excinfo.value, 0
+    def record_failure(
+        self, result: CheckResult, error: BaseException, transcript: str, excinfo: Any
+    ) -> None:
+        result.points = 0
         notes = "\n".join(
             note.strip() for note in getattr(error, "__notes__", ()) if not is_coverage(note)
         )

@@ -181,6 +181,8 @@ class Submission:
             try:
                 self.call({"op": "import", "module": name}, f"import {name}", import_call=True)
             except (Exception, SubmissionFailure) as error:
+                if self.sandbox.budget_spent():
+                    raise
                 failure = ImportFailed(f"{name}.py could not be imported: {error}")
                 self.import_failures[name] = failure
                 raise failure from None

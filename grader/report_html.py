@@ -82,11 +82,13 @@ def part_score(part: dict) -> str:
 
 
 def tally(part: dict) -> str:
-    """How many of a part's checks passed, or the part's note when it has one."""
+    """How many of a part's checks passed (and why the score is provisional), or its note."""
     if "note" in part:
         return part["note"]
     checks = part["checks"]
-    return f"{sum(check['status'] == 'passed' for check in checks)} of {len(checks)} checks passed"
+    count = sum(check["status"] == "passed" for check in checks)
+    passed = f"{count} of {len(checks)} checks passed"
+    return f"{passed}; {part['provisional']}" if "provisional" in part else passed
 
 
 def verdict(benchmark: dict) -> str:

@@ -11,6 +11,7 @@ message. The failure repeats for the rest of the check; the next check starts a 
 """
 
 import contextlib
+import ctypes
 import json
 import os
 import resource
@@ -87,6 +88,14 @@ def worker_environment(home: Path, extra: dict[str, str]) -> dict[str, str]:
     return env | extra
 
 
+def die_with_the_grader() -> None:
+    """In the worker, before it runs anything: be killed when the grading process dies
+    (Linux's parent-death signal), so that a grader stopped by Ctrl-C leaves no worker spinning."""
+    if sys.platform == "linux":
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def site_packages() -> list[str]:
     """Where this interpreter's third-party packages (torch, triton) live, without `.pth` files."""
     paths = sysconfig.get_paths()
@@ -125,6 +134,7 @@ class Sandbox:
         limits = self.limits
 
         def apply_limits() -> None:
+            die_with_the_grader()
             resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
@@ -169,8 +179,8 @@ class Sandbox:
         """Send one request; its reply: `{"ok": value}` or `{"error": exception info}`."""
         if self.failure is not None:
             raise self.failure
-        if time.monotonic() >= self.part_deadline:
-            self.failure = CallTimedOut("the part's time budget is spent")
+        if self.budget_spent():
+            self.failure = CallTimedOut(self.timeout_message())
             raise self.failure
         if self.process is None:
             self.start()
@@ -216,8 +226,11 @@ class Sandbox:
 
     # -- what went wrong -------------------------------------------------------------------------
 
+    def budget_spent(self) -> bool:
+        return time.monotonic() >= self.part_deadline
+
     def timeout_message(self) -> str:
-        if time.monotonic() >= self.part_deadline:
+        if self.budget_spent():
             return f"the part's time budget ({self.limits.part_seconds:.0f} s) is spent"
         return "the call did not return in time (an infinite loop?)"
 

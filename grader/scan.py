@@ -21,6 +21,7 @@ MODULES = {
     "signal": "handles signals",
     "socket": "opens connections",
     **dict.fromkeys(["gc", "inspect", "builtins", "importlib"], "introspection"),
+    "__main__": "reaches the worker's own code",
     **dict.fromkeys(["pathlib", "shutil"], "file access"),
 }
 # Attributes flagged when used or imported (fnmatch patterns of dotted names), and why.

@@ -10,6 +10,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+# A candidate this much faster than the reference is flagged for review and not rewarded: the
+# reference is no straw man, and the timed loop runs in the candidate's own process.
+IMPLAUSIBLE_SPEEDUP = 10.0
+
+
+def assert_plausible(ratio: float, what: str) -> None:
+    """`ratio` (candidate / reference) must not be implausibly small."""
+    assert ratio * IMPLAUSIBLE_SPEEDUP >= 1, (
+        f"{what} ran {1 / ratio:.0f}x faster than the reference's, which is not plausible: "
+        "flagged for review, not rewarded"
+    )
+
 
 def time_interleaved(
     benchmark: Any, target: Callable[[], Any], others: dict[str, Callable[[], Any]], rounds: int

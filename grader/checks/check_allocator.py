@@ -116,6 +116,11 @@ def check_bad_frees_raise_and_free_nothing(submission):
     with raises(ValueError, f"freeing block {held[2]} a second time"):
         allocator.free([held[2]])
     drain(allocator, set(held) - {held[2]}, 8)
+    full = new_allocator(submission, 3)
+    int_list(full.allocate(3), "allocate(3)")
+    with raises(ValueError, "free([-1]) on a full pool (-1 is not a block id, not the last block)"):
+        full.free([-1])
+    assert full.num_free == 0, "free([-1]) raised but still freed a block"
 
 
 class AllocatorMachine(RuleBasedStateMachine):

@@ -1,0 +1,178 @@
+"""Helpers of the grader's end-to-end tests: build a submission, run the CLI, read its report.
+
+A submission is built in a test's temp folder from a base (the answer key by default), with
+whole files replaced and exact text edits applied; every edit's old text must occur exactly once,
+so that a table of mutants cannot rot silently when the answer key changes. The grader runs as
+the command a hiring team types (`python -m grader ...`, from the kit's root), in a subprocess
+with a timeout, and the test reads the `report.json` it wrote.
+"""
+
+import ast
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+KIT_ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = KIT_ROOT / "solutions"
+EXERCISES = KIT_ROOT / "exercises"
+FIXTURES = Path(__file__).resolve().parent / "submissions"
+CHECKS_DIR = KIT_ROOT / "grader" / "checks"
+GRADED_PARTS = ("allocator", "decode", "gather", "sharing")
+CLI_TIMEOUT = 300.0
+CONCURRENT_GRADINGS = 2  # CI has 2 cores; each grading is mostly one busy process at a time
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace `old`, which must occur exactly once in `file`, by `new`."""
+
+    file: str
+    old: str
+    new: str
+
+
+def apply_edit(text: str, edit: Edit) -> str:
+    """`text` with `edit` applied; fails the test if the old text is not there exactly once."""
+    count = text.count(edit.old)
+    assert count == 1, f"{edit.file}: the old text occurs {count} times, not once:\n{edit.old}"
+    return text.replace(edit.old, edit.new)
+
+
+def build_submission(
+    folder: Path,
+    base: Path = SOLUTIONS,
+    files: Mapping[str, Path | str] | None = None,
+    edits: Iterable[Edit] = (),
+) -> Path:
+    """`folder` holding `base`'s modules, some replaced (by a file or by text), then edited."""
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = {path.name: path.read_text() for path in sorted(base.glob("*.py"))}
+    for name, source in (files or {}).items():
+        texts[name] = source.read_text() if isinstance(source, Path) else source
+    for edit in edits:
+        texts[edit.file] = apply_edit(texts[edit.file], edit)
+    for name, text in texts.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+@dataclass
+class Graded:
+    """One run of the grader's CLI: its exit status, its output and the report it wrote."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    report: dict[str, Any] = field(default_factory=dict)
+
+    def part(self, part: str) -> dict[str, Any]:
+        assert part in self.report.get("parts", {}), f"no part {part!r} in the report\n{self}"
+        return self.report["parts"][part]
+
+    def score(self, part: str) -> float:
+        return self.part(part)["score"]
+
+    def max_score(self, part: str) -> float:
+        return self.part(part)["max_score"]
+
+    def not_passed(self, part: str) -> list[str]:
+        """Ids of the part's checks that did not pass."""
+        return [check["id"] for check in self.part(part)["checks"] if check["status"] != "passed"]
+
+    def describe(self, part: str) -> str:
+        """The part's score and each check's status and message, for an assertion message."""
+        lines = [f"{part}: {self.score(part)} / {self.max_score(part)}"]
+        for check in self.part(part)["checks"]:
+            message = check["message"].splitlines()[0] if check["message"] else ""
+            lines.append(f"  {check['id']}: {check['status']} {message}"[:200])
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return (
+            f"exit status {self.returncode}\nstdout:\n{self.stdout[-3000:]}\n"
+            f"stderr:\n{self.stderr[-3000:]}\nerrors: {self.report.get('errors')}"
+        )
+
+
+def run_grader(submission: Path, out: Path, *options: str) -> Graded:
+    """`python -m grader SUBMISSION --out OUT OPTIONS...`, run from the kit's root."""
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", str(submission), "--out", str(out), *options],
+        cwd=KIT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT,
+        check=False,
+    )
+    report_path = out / "report.json"
+    report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    return Graded(done.returncode, done.stdout, done.stderr, report)
+
+
+def grade(submission: Path, *options: str, out: Path | None = None) -> Graded:
+    """Grade `submission` (the report goes to `out`, else beside it); fails if none was written."""
+    out = out or submission.parent / f"{submission.name}-report"
+    graded = run_grader(submission, out, *options)
+    assert graded.returncode == 0, f"the grader failed\n{graded}"
+    assert graded.report, f"the grader wrote no report\n{graded}"
+    return graded
+
+
+def concurrently(jobs: Mapping[str, Callable[[], T]]) -> dict[str, Future[T]]:
+    """Every job run, a few at a time; each done future holds a result or the job's exception."""
+    with ThreadPoolExecutor(CONCURRENT_GRADINGS) as pool:
+        return {name: pool.submit(job) for name, job in jobs.items()}
+
+
+def module_items(request: pytest.FixtureRequest) -> list[pytest.Item]:
+    """The tests of the requesting module that this session runs (after `-k`, `-m`...)."""
+    return [item for item in request.session.items if item.module is request.module]
+
+
+def selected_params(request: pytest.FixtureRequest, argname: str) -> list[Any]:
+    """The values of `argname` in the requesting module's tests that this session runs."""
+    values = {}
+    for item in module_items(request):
+        callspec = getattr(item, "callspec", None)
+        if callspec and argname in callspec.params:
+            values[callspec.id] = callspec.params[argname]
+    return list(values.values())
+
+
+def check_names(module: str) -> set[str]:
+    """The check names (function names without `check_`) that `grader/checks/<module>` defines."""
+    tree = ast.parse((CHECKS_DIR / module).read_text())
+    return {
+        node.name.removeprefix("check_")
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("check_")
+    }
+
+
+def without_times(report: dict[str, Any]) -> dict[str, Any]:
+    """`report` without what a rerun may change: times, and the measured benchmark figures."""
+    kept = {key: value for key, value in report.items() if key not in ("seconds", "started_at")}
+    kept["parts"] = {
+        part_id: {
+            **{key: value for key, value in part.items() if key != "seconds"},
+            "checks": [
+                {key: value for key, value in check.items() if key != "seconds"}
+                for check in part["checks"]
+            ],
+        }
+        for part_id, part in report["parts"].items()
+    }
+    kept["benchmarks"] = [
+        {key: value for key, value in benchmark.items() if not key.endswith(("seconds", "ratio"))}
+        for benchmark in report["benchmarks"]
+    ]
+    return kept

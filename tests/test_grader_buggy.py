@@ -1,0 +1,267 @@
+"""Buggy submissions lose points: mutants of the answer key, one or more per rule of SPEC parts 1,
+2, 3 and 6, each graded on the part whose rule it breaks.
+
+A mutant is the answer key with exact text edits (each old text must occur exactly once, so the
+table fails loudly when the answer key changes). Its part must score below its maximum through
+at least one real failure, with no grader error. The slow-but-correct mutants (a `list.pop(0)`
+free list, a Python loop over tokens) must lose points through the part's timing checks only.
+
+The grader shrinks every failure of a random property to a minimal counterexample, for up to the
+profile's shrink budget per check; to keep these tests short, `--part-timeout` caps the part's
+time. A check cut short by it says "the part's time budget ... is spent" and does not count as
+catching the mutant.
+"""
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.grading import Edit, Graded, build_submission, check_names, concurrently, grade
+from tests.grading import selected_params as selected
+
+SHRINK_CAP = "5"  # seconds for the whole part (--part-timeout): shrinking takes longer
+CUT_SHORT = "time budget"  # in the message (or traceback) of a check cut short by --part-timeout
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    part: str  # the part that must lose points
+    edits: tuple[Edit, ...]
+    timing_only: bool = False  # correct but slow: only the part's timing checks may fail
+    search_only: bool = False  # only a random property finds it: let its search finish
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        capped = not (self.timing_only or self.search_only)
+        return ("--parts", self.part, *(("--part-timeout", SHRINK_CAP) if capped else ()))
+
+
+def allocator(*changes: tuple[str, str]) -> tuple[Edit, ...]:
+    return tuple(Edit("block_allocator.py", old, new) for old, new in changes)
+
+
+def manager(*changes: tuple[str, str]) -> tuple[Edit, ...]:
+    return tuple(Edit("kv_cache_manager.py", old, new) for old, new in changes)
+
+
+NEGATIVE_POOL = """\
+        if num_blocks < 0:
+            raise ValueError(f"num_blocks must be >= 0, got {num_blocks}")
+"""
+OOM_CHECK = """\
+        if n > len(self._free):
+            raise OutOfBlocks(f"OOM: asked for {n} blocks, {len(self._free)} free")
+"""
+POP_ITEMS = "        block_ids = [self._free.popitem()[0] for _ in range(n)]\n"
+TAKE_THE_FIRST_TWICE = "        if n > 1:\n            block_ids[1] = block_ids[0]\n"
+KEEP_THE_FIRST_FREE = "        if block_ids:\n            self._free[block_ids[0]] = None\n"
+FREE_CHECKS = """\
+        drops = Counter(self._checked_id(block_id) for block_id in block_ids)
+        for block_id, count in drops.items():
+            if count > self._ref_counts[block_id]:
+                raise ValueError(
+                    f"block {block_id} freed {count} time(s) but holds "
+                    f"{self._ref_counts[block_id]} reference(s) (double free?)"
+                )
+        for block_id, count in drops.items():
+            self._ref_counts[block_id] -= count
+            if self._ref_counts[block_id] == 0:
+                self._free[block_id] = None
+"""
+FREE_ONE_BY_ONE = """\
+        for block_id in block_ids:
+            block_id = self._checked_id(block_id)
+            if self._ref_counts[block_id] == 0:
+                raise ValueError(f"block {block_id} is not allocated")
+            self._ref_counts[block_id] -= 1
+            if self._ref_counts[block_id] == 0:
+                self._free[block_id] = None
+"""
+INCREF_CHECK = """\
+        if self._ref_counts[block_id] == 0:
+            raise ValueError(f"block {block_id} is free: only an allocated block can be shared")
+"""
+NEGATIVE_PROMPT = """\
+        if prompt_len < 0:
+            raise ValueError(f"prompt_len must be >= 0, got {prompt_len}")
+"""
+BLOCK_SIZE_CHECK = """\
+        if block_size < 1:
+            raise ValueError(f"block_size must be >= 1, got {block_size}")
+"""
+PREFILL_CHECK = """\
+        if req.block_table:
+            raise ValueError(f"request {req.request_id} already has blocks: prefill it only once")
+"""
+PREFILL = "req.block_table.extend(self.allocator.allocate(cdiv(req.seq_len, self.block_size)))"
+PREFILL_SIZE = "allocate(cdiv(req.seq_len, self.block_size))"
+DECODE_RULE = """\
+        if req.seq_len % self.block_size == 0:
+            req.block_table.extend(self.allocator.allocate(1))
+"""
+DECODE_RULE_AFTER_INCREMENT = """\
+        req.seq_len += 1
+        if (req.seq_len - 1) % self.block_size == 0:
+            req.block_table.extend(self.allocator.allocate(1))
+"""
+GATHER = """\
+        blocks = torch.tensor(req.block_table, dtype=torch.long)
+        rows = self.physical_kv_cache.index_select(0, blocks).view(-1, self.head_dim)
+        return rows[: req.seq_len]
+"""
+GATHER_PER_TOKEN = """\
+        rows = [
+            self.physical_kv_cache[req.block_table[i // self.block_size], i % self.block_size]
+            for i in range(req.seq_len)
+        ]
+        return torch.stack(rows) if rows else self.physical_kv_cache.new_zeros(0, self.head_dim)
+"""
+FORK_INCREF = """\
+        for block_id in parent.block_table:
+            self.allocator.incref(block_id)
+"""
+COPY_ON_WRITE = """\
+        elif self.allocator.ref_count(req.block_table[-1]) > 1:
+            req.block_table[-1] = self._copy_on_write(req.block_table[-1])
+"""
+COPY_ROWS = "        self.physical_kv_cache[private_block] = self.physical_kv_cache[shared_block]\n"
+
+# fmt: off
+MUTANTS = [
+    # Part 1: the allocator's rules.
+    Mutant("negative_pool_accepted", "allocator", allocator(
+        (NEGATIVE_POOL, "        num_blocks = max(num_blocks, 0)\n"))),
+    Mutant("allocate_negative_returns_empty", "allocator", allocator(
+        ('raise ValueError(f"cannot allocate a negative number of blocks ({n})")', "return []"))),
+    Mutant("allocate_past_free_count_gives_a_partial_list", "allocator", allocator(
+        (OOM_CHECK, "        n = min(n, len(self._free))\n"))),
+    Mutant("allocate_returns_a_duplicate", "allocator", allocator(
+        (POP_ITEMS, f"{POP_ITEMS}{TAKE_THE_FIRST_TWICE}"))),
+    Mutant("allocate_returns_an_id_already_held", "allocator", allocator(
+        (POP_ITEMS, f"{POP_ITEMS}{KEEP_THE_FIRST_FREE}"))),
+    Mutant("free_accepts_a_double_free_within_one_call", "allocator", allocator(
+        ("if count > self._ref_counts[block_id]:", "if self._ref_counts[block_id] == 0:"))),
+    Mutant("free_accepts_a_never_allocated_id", "allocator", allocator(
+        ("if count > self._ref_counts[block_id]:",
+         "if self._ref_counts[block_id] and count > self._ref_counts[block_id]:"))),
+    # Only the random allocate/free sequences reach a negative id while the last block is held.
+    Mutant("free_accepts_a_negative_id_which_wraps", "allocator", search_only=True, edits=allocator(
+        ("if not 0 <= block_id < self.num_blocks:", "if block_id >= self.num_blocks:"))),
+    Mutant("free_frees_the_valid_ids_before_raising", "allocator", allocator(
+        (FREE_CHECKS, FREE_ONE_BY_ONE))),
+    Mutant("free_list_with_pop0", "allocator", timing_only=True, edits=allocator(
+        ("dict.fromkeys(range(num_blocks - 1, -1, -1))", "list(range(num_blocks))"),
+        ("return self._free.keys()", "return self._free"),
+        ("self._free.popitem()[0]", "self._free.pop(0)"),
+        ("self._free[block_id] = None", "self._free.append(block_id)"))),
+    # Part 2: prefill, decode and free.
+    Mutant("request_negative_prompt_accepted", "decode", manager((NEGATIVE_PROMPT, ""))),
+    Mutant("manager_block_size_zero_accepted", "decode", manager((BLOCK_SIZE_CHECK, ""))),
+    Mutant("prefill_one_block_too_many", "decode", manager(
+        (PREFILL_SIZE, "allocate(cdiv(req.seq_len, self.block_size) + 1)"))),
+    Mutant("prefill_one_block_too_few", "decode", manager(
+        (PREFILL_SIZE, "allocate(req.seq_len // self.block_size)"))),
+    Mutant("prefill_on_a_non_empty_table_accepted", "decode", manager((PREFILL_CHECK, ""))),
+    Mutant("prefill_keeps_the_blocks_it_got_before_an_oom", "decode", manager(
+        (PREFILL, "for _ in range(cdiv(req.seq_len, self.block_size)):\n"
+                  "            req.block_table.extend(self.allocator.allocate(1))"))),
+    Mutant("decode_uses_the_tutorial_rule", "decode", manager(
+        ("if req.seq_len % self.block_size == 0:",
+         "if (req.seq_len + 1) % self.block_size == 1:"))),
+    Mutant("decode_increments_before_an_oom", "decode", manager(
+        (DECODE_RULE, DECODE_RULE_AFTER_INCREMENT),
+        ("self._copy_on_write(req.block_table[-1])\n        req.seq_len += 1\n",
+         "self._copy_on_write(req.block_table[-1])\n"))),
+    Mutant("free_does_not_clear_the_table", "decode", manager(
+        ("        req.block_table.clear()\n", ""))),
+    # Part 3: the gather and the slot mapping.
+    Mutant("gather_does_not_slice", "gather", manager(
+        ("        return rows[: req.seq_len]\n", "        return rows\n"))),
+    Mutant("slot_mapping_without_block_size", "gather", manager(
+        ("blocks[:, None] * self.block_size + torch.arange", "blocks[:, None] + torch.arange"))),
+    Mutant("slot_mapping_int32", "gather", manager(
+        ("return slots.flatten()[: req.seq_len]", "return slots.flatten()[: req.seq_len].int()"))),
+    Mutant("gather_loops_over_tokens", "gather", timing_only=True, edits=manager(
+        (GATHER, GATHER_PER_TOKEN))),
+    # Part 6: reference counts, fork and copy-on-write.
+    Mutant("incref_of_a_free_block_accepted", "sharing", allocator((INCREF_CHECK, ""))),
+    Mutant("ref_count_off_by_one_after_incref", "sharing", allocator(
+        ("self._ref_counts[block_id] += 1", "self._ref_counts[block_id] += 2"))),
+    Mutant("free_ignores_other_references", "sharing", allocator(
+        ("self._ref_counts[block_id] -= count", "self._ref_counts[block_id] = 0"))),
+    Mutant("fork_without_incref", "sharing", manager((FORK_INCREF, ""))),
+    Mutant("copy_on_write_missing", "sharing", manager((COPY_ON_WRITE, ""))),
+    Mutant("copy_on_write_copies_nothing", "sharing", manager((COPY_ROWS, ""))),
+    Mutant("copy_on_write_keeps_the_old_reference", "sharing", manager(
+        ("        self.allocator.free([shared_block])\n", ""))),
+]
+# fmt: on
+MUTANTS_BY_ID = {mutant.id: mutant for mutant in MUTANTS}
+
+
+def timing_check_ids(part: str) -> set[str]:
+    return {f"{part}/{name}" for name in check_names(f"check_{part}_timing.py")}
+
+
+@pytest.fixture(scope="module")
+def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future[Graded]]:
+    """Every selected mutant graded on its part, two at a time (keyed by id), and each mutant
+    of the time budget test graded with a tight budget (keyed by id + "-cut")."""
+    root: Path = tmp_path_factory.mktemp("mutants")
+
+    def job(mutant: Mutant, name: str, *options: str):
+        folder = build_submission(root / name, edits=mutant.edits)
+        return lambda: grade(folder, *options)
+
+    jobs = {m.id: job(m, m.id, *m.options) for m in selected(request, "mutant")}
+    for m in selected(request, "shrinking"):
+        jobs[f"{m.id}-cut"] = job(m, f"{m.id}-cut", "--parts", m.part, "--part-timeout", "4")
+    return concurrently(jobs)
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[mutant.id for mutant in MUTANTS])
+def test_mutant_loses_points_in_its_part(mutant: Mutant, graded: dict[str, Future[Graded]]):
+    result = graded[mutant.id].result()
+    part, checks = mutant.part, result.part(mutant.part)["checks"]
+    assert not result.report["errors"], result.report["errors"]
+    assert result.max_score(part) > 0, f"part {part} has no checks: nothing can catch it"
+    caught = [
+        check["id"]
+        for check in checks
+        if check["status"] == "failed" and CUT_SHORT not in check["message"]
+    ]
+    assert caught, f"no check of part {part} catches {mutant.id}\n{result.describe(part)}"
+    assert result.score(part) < result.max_score(part), result.describe(part)
+    # A search cut short may end as an error: test_a_search_cut_short_by_the_time_budget_...
+    errored = [
+        check["id"]
+        for check in checks
+        if check["status"] == "error" and CUT_SHORT not in check["traceback"]
+    ]
+    assert not errored, f"checks the grader could not run: {errored}\n{result.describe(part)}"
+    if mutant.timing_only:
+        beyond_timing = set(result.not_passed(part)) - timing_check_ids(part)
+        assert not beyond_timing, (
+            f"{mutant.id} is correct, only slow, but lost points in {sorted(beyond_timing)}\n"
+            f"{result.describe(part)}"
+        )
+
+
+@pytest.mark.parametrize(
+    "shrinking", [MUTANTS_BY_ID["free_ignores_other_references"]], ids=lambda mutant: mutant.id
+)
+def test_a_search_cut_short_by_the_time_budget_fails_as_timed_out(
+    shrinking: Mutant, graded: dict[str, Future[Graded]]
+) -> None:
+    """A random search still shrinking its failure when the part's time budget runs out fails
+    with "timed out", like every later check of the part: not as a grader error, nor as an
+    import failure."""
+    result = graded[f"{shrinking.id}-cut"].result()
+    checks = result.part(shrinking.part)["checks"]
+    cut = [check for check in checks if CUT_SHORT in check["message"] + check["traceback"]]
+    assert cut, f"the time budget cut nothing short\n{result.describe(shrinking.part)}"
+    wrong = [check["id"] for check in cut if not check["message"].startswith("timed out")]
+    assert not wrong, f"checks cut short that say otherwise\n{result.describe(shrinking.part)}"

@@ -1,0 +1,260 @@
+"""Hostile submissions: the answer key (or a stub) with one file edited to attack the grader.
+
+Each one must score 0 in the parts whose checks reach its code and keep full marks in a part they
+do not reach (the allocator's checks import only `block_allocator.py`), and the grader must
+write its own report with no error of its own. Every allocator method is reached by every other
+part too (the manager allocates through it), so an allocator attack has no untouched part.
+"""
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.grading import (
+    EXERCISES,
+    KIT_ROOT,
+    Edit,
+    Graded,
+    build_submission,
+    concurrently,
+    grade,
+)
+from tests.grading import selected_params as selected
+
+ALLOCATE_BODY = '"""Take `n` free blocks (reference count 1 each); all or nothing. O(n)."""\n'
+MANAGER_IMPORTS = "from .block_allocator import BlockAllocator\n"  # solutions/kv_cache_manager.py
+STUB_IMPORTS = "\nimport torch\n"  # exercises/kv_cache_manager.py
+MANAGER_INIT = "        if block_size < 1:\n"
+GATHER_TAIL = "        return rows[: req.seq_len]\n"
+ALLOCATOR_IMPORTS = "from operator import index\n"
+POP_ITEMS = "        block_ids = [self._free.popitem()[0] for _ in range(n)]\n"
+LOOP_IN_A_METHOD = "        while True:\n            pass\n"
+SEGFAULT_IN_A_METHOD = "        ctypes.string_at(0)\n"
+FAKE_REPLY = '{"ok": null, "events": []}'
+FAKE_SCORE = "score 100 / 100: all checks passed"
+FAKE_REPORT = '{"score": 100.0, "max_score": 100.0, "parts": {}, "errors": []}'
+
+
+@dataclass(frozen=True)
+class Hostile:
+    id: str
+    edits: tuple[Edit, ...]
+    zero: tuple[str, ...]  # parts whose checks reach the hostile code: they must score 0
+    full: tuple[str, ...] = ("allocator",)  # parts they do not reach: full marks
+    says: str = ""  # what each failed check of a zero part must say
+    options: tuple[str, ...] = ()
+    on_stub: bool = False  # kv_cache_manager.py is the exercise stub, not the answer key
+
+    @property
+    def parts(self) -> str:
+        return ",".join(self.zero + self.full)
+
+
+def at_import(code: str, stub: bool = False) -> tuple[Edit, ...]:
+    """`code` run when kv_cache_manager.py is imported."""
+    anchor = STUB_IMPORTS if stub else MANAGER_IMPORTS
+    return (Edit("kv_cache_manager.py", anchor, f"{anchor}\n{code}\n"),)
+
+
+HOSTILES = [
+    Hostile(
+        "infinite_loop_in_allocate",
+        (Edit("block_allocator.py", ALLOCATE_BODY, f"{ALLOCATE_BODY}{LOOP_IN_A_METHOD}"),),
+        zero=("allocator",),
+        full=(),
+        says="time",  # "did not return in time", or the part's "time budget" once it is spent
+        options=("--call-timeout", "3", "--part-timeout", "8"),
+    ),
+    Hostile(
+        "infinite_loop_at_import",
+        at_import("while True:\n    pass"),
+        zero=("decode",),
+        says="could not be imported",
+        options=("--import-timeout", "10"),
+    ),
+    Hostile(
+        "exit_at_import", at_import("import os\n\nos._exit(0)"), zero=("gather",), says="exited"
+    ),
+    Hostile(
+        "segfault_in_a_method",
+        (
+            Edit("kv_cache_manager.py", MANAGER_INIT, f"{SEGFAULT_IN_A_METHOD}{MANAGER_INIT}"),
+            Edit("kv_cache_manager.py", MANAGER_IMPORTS, f"import ctypes\n\n{MANAGER_IMPORTS}"),
+        ),
+        zero=("decode",),
+        says="SIGSEGV",
+    ),
+    Hostile(
+        "allocates_64_gib_at_import",
+        at_import("BALLAST = torch.empty(64 << 30, dtype=torch.uint8)"),
+        zero=("gather",),
+        says="could not be imported",
+    ),
+    Hostile(
+        "imports_the_answer_key",
+        at_import("import solutions"),
+        zero=("decode",),
+        says="could not be imported",
+    ),
+    Hostile(
+        "prints_fake_replies_and_scores",
+        at_import(
+            "import os\nimport sys\n\n"
+            f"for line in ({FAKE_REPLY!r}, {FAKE_SCORE!r}):\n"
+            "    print(line, flush=True)\n"
+            "    sys.__stdout__.write(line + '\\n')\n"
+            "    sys.__stdout__.flush()\n"
+            "    os.write(1, (line + '\\n').encode())",
+            stub=True,
+        ),
+        zero=("decode",),
+        says="not implemented",
+        on_stub=True,
+    ),
+    Hostile(
+        "writes_fake_reports",
+        at_import(
+            "from pathlib import Path\n\n"
+            "for folder in (Path.cwd(), Path.cwd().parent):\n"
+            f"    (folder / 'report.json').write_text({FAKE_REPORT!r})",
+            stub=True,
+        ),
+        zero=("decode",),
+        says="not implemented",
+        on_stub=True,
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Attack:
+    """A buggy submission graded with and without `patch`, which must gain nothing in `part`."""
+
+    part: str
+    bug: tuple[Edit, ...]
+    patch: tuple[Edit, ...]
+
+    def hostiles(self, name: str) -> tuple[Hostile, Hostile]:
+        """The buggy submission alone and with the patch, each graded on `part` alone."""
+        plain = Hostile(f"{name}_plain", self.bug, zero=(self.part,), full=())
+        return plain, Hostile(f"{name}_patched", self.bug + self.patch, zero=(self.part,), full=())
+
+
+TORCH_PATCHES = """\
+torch.equal = lambda *args, **kwargs: True
+torch.allclose = lambda *args, **kwargs: True
+torch.Tensor.equal = lambda *args, **kwargs: True
+torch.Tensor.allclose = lambda *args, **kwargs: True
+torch.testing.assert_close = lambda *args, **kwargs: None"""
+WORKLOAD_PATCH = """\
+import __main__
+
+if hasattr(__main__, "WORKLOADS"):
+    __main__.WORKLOADS["allocate_free_rounds"] = lambda allocator, n, rounds: n * rounds
+"""
+ATTACKS = {
+    # A gather whose every row is off by one, with torch's comparisons patched to say "equal"
+    # (in the worker: the grader compares in its own process).
+    "torch_comparisons": Attack(
+        "gather",
+        (Edit("kv_cache_manager.py", GATHER_TAIL, "        return rows[: req.seq_len] + 1.0\n"),),
+        at_import(TORCH_PATCHES),
+    ),
+    # An allocator that copies its free set on each allocate (O(num_blocks)) and replaces the
+    # worker's timed workload with one that returns the expected count without allocating.
+    "timed_workload": Attack(
+        "allocator",
+        (Edit("block_allocator.py", POP_ITEMS, f"        list(self._free)\n{POP_ITEMS}"),),
+        (Edit("block_allocator.py", ALLOCATOR_IMPORTS, f"{ALLOCATOR_IMPORTS}\n{WORKLOAD_PATCH}"),),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future[Graded]]:
+    """Every selected hostile, and both twins of each selected attack, graded two at a time."""
+    root: Path = tmp_path_factory.mktemp("hostile")
+
+    def job(hostile: Hostile):
+        stub = {"kv_cache_manager.py": EXERCISES / "kv_cache_manager.py"}
+        files = stub if hostile.on_stub else {}
+        folder = build_submission(root / hostile.id, files=files, edits=hostile.edits)
+        return lambda: grade(folder, "--parts", hostile.parts, *hostile.options)
+
+    hostiles = selected(request, "hostile")
+    for name in selected(request, "attack"):
+        hostiles += ATTACKS[name].hostiles(name)
+    return concurrently({hostile.id: job(hostile) for hostile in hostiles})
+
+
+def assert_clean(result: Graded) -> None:
+    """The grader wrote its own report, with no error and no check it could not run."""
+    assert not result.report["errors"], result.report["errors"]
+    errored = [
+        check["id"]
+        for part in result.report["parts"].values()
+        for check in part["checks"]
+        if check["status"] == "error"
+    ]
+    assert not errored, f"checks that errored: {errored}\n{result}"
+
+
+@pytest.mark.parametrize("hostile", HOSTILES, ids=[hostile.id for hostile in HOSTILES])
+def test_hostile_scores_zero_where_it_reaches_and_harms_nothing_else(
+    hostile: Hostile, graded: dict[str, Future[Graded]]
+) -> None:
+    result = graded[hostile.id].result()
+    assert_clean(result)
+    for part in hostile.zero:
+        assert result.max_score(part) > 0, f"part {part} has no checks\n{result.describe(part)}"
+        assert result.score(part) == 0, f"{hostile.id} scored\n{result.describe(part)}"
+        silent = [
+            check["id"]
+            for check in result.part(part)["checks"]
+            if hostile.says not in check["message"]
+        ]
+        assert not silent, f"checks that do not say {hostile.says!r}\n{result.describe(part)}"
+    for part in hostile.full:
+        assert 0 < result.score(part) == result.max_score(part), (
+            f"{hostile.id} cost points in part {part}, which never runs its code\n"
+            f"{result.describe(part)}"
+        )
+
+
+def test_importing_the_answer_key_is_flagged(graded: dict[str, Future[Graded]]) -> None:
+    integrity = graded["imports_the_answer_key"].result().report["integrity"]
+    assert any("solutions" in str(flag) for flag in integrity), integrity
+
+
+def test_fake_output_reaches_neither_the_grader_nor_its_summary(
+    graded: dict[str, Future[Graded]],
+) -> None:
+    result = graded["prints_fake_replies_and_scores"].result()
+    for fake in (FAKE_REPLY, FAKE_SCORE):
+        assert fake not in result.stdout + result.stderr, f"{fake!r} reached the grader\n{result}"
+    assert result.report["score"] == result.max_score("allocator"), result.report["score"]
+
+
+def test_fake_reports_replace_neither_the_report_nor_land_in_the_kit(
+    graded: dict[str, Future[Graded]],
+) -> None:
+    result = graded["writes_fake_reports"].result()
+    assert result.report["score"] == result.max_score("allocator"), result.report["score"]
+    assert result.report["environment"]["parts"] == ["decode", "allocator"], result.report
+    for folder in (KIT_ROOT, KIT_ROOT.parent):
+        fake = folder / "report.json"
+        assert not (fake.exists() and FAKE_REPORT in fake.read_text()), f"{fake} was written"
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_patching_gains_nothing(attack: str, graded: dict[str, Future[Graded]]) -> None:
+    plain, patched = (graded[hostile.id].result() for hostile in ATTACKS[attack].hostiles(attack))
+    part = ATTACKS[attack].part
+    assert_clean(patched)
+    assert plain.score(part) < plain.max_score(part), plain.describe(part)
+    assert patched.score(part) <= plain.score(part), (
+        f"the patch raised the score\n{patched.describe(part)}\nwithout it:\n{plain.describe(part)}"
+    )
+    assert set(plain.not_passed(part)) <= set(patched.not_passed(part))

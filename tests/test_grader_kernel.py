@@ -1,0 +1,173 @@
+"""Buggy kernels lose points in SPEC part 4, and none takes the grader down; the answer key's
+kernel gets full marks (tests/test_grader_answer_key.py grades the kit's other parts).
+
+A buggy kernel is the answer key's `paged_attention.py` with exact text edits (each old text must
+occur exactly once, so the table fails loudly when the answer key changes), or a whole file from
+`submissions/kernels/`. Its kernel part must score below its maximum through at least one failed
+check, with no grader error. A kernel that reads or writes memory it does not own may crash its
+worker: it is graded beside the allocator part, whose checks never import `paged_attention.py`,
+and that part must keep full marks. A buggy kernel that no check catches yet is a strict expected
+failure, whose reason says why.
+"""
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.grading import (
+    FIXTURES,
+    SOLUTIONS,
+    Edit,
+    Graded,
+    build_submission,
+    concurrently,
+    grade,
+    module_items,
+)
+from tests.grading import selected_params as selected
+
+PART = "kernel"
+UNTOUCHED = "allocator"  # its checks never import paged_attention.py
+CRASH_CAP = "10"  # seconds for each part (--part-timeout) where every check restarts a worker
+CUT_SHORT = "time budget"  # in the message of a check cut short by --part-timeout
+NO_LAUNCH = "launched no @triton.jit kernel"
+
+SCORES_MASK = '        scores = tl.where(token_mask, scores, float("-inf"))\n'
+TILE_MASK = "tile_mask = token_mask[:, None] & dim_mask[None, :]"
+TABLE_ENTRY = "block_tables_ptr + seq * stride_bs + j * stride_bj"
+HEAD_DIM_ARGUMENT = "        head_dim,\n        num_heads // num_kv_heads,\n"
+TABLE_READS_UNSEEN = (
+    "the checks see a stray read only through the NaN it loads: a read of a padding entry, or "
+    "past the table's end, whose block is then loaded fully masked, changes no output"
+)
+
+
+@dataclass(frozen=True)
+class Buggy:
+    id: str
+    edits: tuple[Edit, ...] = ()
+    replaced_by: Path | None = None  # a whole paged_attention.py instead of the answer key's
+    wild: bool = False  # may crash its worker (reaches far outside its tensors): graded beside
+    # the untouched part
+    crashes: bool = False  # crashes its worker in every check: the parts' time is capped
+    says: str = ""  # what every kernel check must fail saying (empty: no such rule)
+    uncaught: str = ""  # why no kernel check catches it yet: its test is an expected failure
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        parts = f"{PART},{UNTOUCHED}" if self.wild else PART
+        return ("--parts", parts, *(("--part-timeout", CRASH_CAP) if self.crashes else ()))
+
+
+def kernel(old: str, new: str) -> tuple[Edit, ...]:
+    return (Edit("paged_attention.py", old, new),)
+
+
+def param(buggy: Buggy) -> pytest.ParameterSet:
+    """`buggy` as a test parameter: an expected failure (strict) while it is uncaught."""
+    uncaught = pytest.mark.xfail(strict=True, raises=AssertionError, reason=buggy.uncaught)
+    return pytest.param(buggy, id=buggy.id, marks=[uncaught] if buggy.uncaught else [])
+
+
+# fmt: off
+BUGGY = [
+    # The tail slots load as 0 and keep score 0 instead of -inf: they take a share of the softmax.
+    Buggy("no_tail_mask", kernel(SCORES_MASK, "")),
+    # The tail slots' NaN is loaded, and reaches the output through `p * v` with p == 0.
+    Buggy("unmasked_loads_of_the_tail", kernel(TILE_MASK, "tile_mask = dim_mask[None, :]")),
+    # Right for MHA and MQA only: under GQA query head h reads kv head h % num_kv_heads.
+    Buggy("gqa_head_mapping_by_modulo", kernel(
+        "kv_head = head // group_size", "kv_head = head % (tl.num_programs(1) // group_size)")),
+    Buggy("default_scale_one_over_head_dim", kernel(
+        "scale = head_dim**-0.5 if scale is None", "scale = 1.0 / head_dim if scale is None")),
+    # 0 / 0 for a sequence of length 0.
+    Buggy("nan_for_an_empty_sequence", kernel(
+        "out = acc / tl.where(l_i > 0, l_i, 1.0)", "out = acc / l_i")),
+    # The padded lanes count as real: head dim 80 loads 128 lanes of each row and stores 128,
+    # over the next head's output and, for the last head, past the end of the output.
+    Buggy("head_dim_80_treated_as_128", wild=True, edits=kernel(
+        HEAD_DIM_ARGUMENT,
+        "        triton.next_power_of_2(head_dim),\n        num_heads // num_kv_heads,\n")),
+    # Block j's id comes from table entry j + 1: the last one from a padding entry, whose block
+    # holds NaN.
+    Buggy("reads_a_padding_entry", kernel(
+        TABLE_ENTRY, "block_tables_ptr + seq * stride_bs + (j + 1) * stride_bj")),
+    # The int32 table read as int64: two entries make one block id, terabytes past the pool.
+    Buggy("reads_far_out_of_bounds", wild=True, crashes=True, edits=kernel(
+        TABLE_ENTRY,
+        "block_tables_ptr.to(tl.pointer_type(tl.int64)) + seq * stride_bs + j * stride_bj")),
+    # One iteration per token, not per block: reads table entries past the sequence's blocks,
+    # and past the table's end, but loads through them only masked slots.
+    Buggy("loops_over_tokens_reads_past_the_table", uncaught=TABLE_READS_UNSEEN, edits=kernel(
+        "for j in range(tl.cdiv(seq_len, BLOCK_SIZE)):", "for j in range(seq_len):")),
+    Buggy("pure_torch", replaced_by=FIXTURES / "kernels" / "pure_torch" / "paged_attention.py",
+          says=NO_LAUNCH),
+]
+# fmt: on
+ANSWER_KEY = "answer_key"
+
+
+@pytest.fixture(scope="module")
+def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future[Graded]]:
+    """Every selected buggy kernel graded (keyed by id), and the answer key on the kernel part
+    when its test runs (keyed by ANSWER_KEY), two at a time."""
+    root: Path = tmp_path_factory.mktemp("kernels")
+
+    def job(buggy: Buggy):
+        files = {"paged_attention.py": buggy.replaced_by} if buggy.replaced_by else {}
+        folder = build_submission(root / buggy.id, files=files, edits=buggy.edits)
+        return lambda: grade(folder, *buggy.options)
+
+    jobs = {buggy.id: job(buggy) for buggy in selected(request, "buggy")}
+    if any(
+        item.function is test_answer_key_gets_full_kernel_marks for item in module_items(request)
+    ):
+        jobs[ANSWER_KEY] = lambda: grade(SOLUTIONS, "--parts", PART, out=root / ANSWER_KEY)
+    return concurrently(jobs)
+
+
+def assert_no_grader_error(result: Graded) -> None:
+    """The grader wrote its own report, with no error and no check it could not run."""
+    assert not result.report["errors"], result.report["errors"]
+    errored = [
+        check["id"]
+        for part in result.report["parts"].values()
+        for check in part["checks"]
+        if check["status"] == "error"
+    ]
+    assert not errored, f"checks the grader could not run: {errored}\n{result}"
+
+
+@pytest.mark.parametrize("buggy", [param(buggy) for buggy in BUGGY])
+def test_buggy_kernel_loses_points(buggy: Buggy, graded: dict[str, Future[Graded]]) -> None:
+    result = graded[buggy.id].result()
+    assert_no_grader_error(result)
+    checks = result.part(PART)["checks"]
+    caught = [
+        check["id"]
+        for check in checks
+        if check["status"] == "failed" and CUT_SHORT not in check["message"]
+    ]
+    assert caught, f"no kernel check catches {buggy.id}\n{result.describe(PART)}"
+    assert result.score(PART) < result.max_score(PART), result.describe(PART)
+    if buggy.says:
+        silent = [
+            check["id"]
+            for check in checks
+            if check["status"] != "failed" or buggy.says not in check["message"]
+        ]
+        assert not silent, f"checks that do not fail saying {buggy.says!r}\n{result.describe(PART)}"
+    if buggy.wild:
+        assert 0 < result.score(UNTOUCHED) == result.max_score(UNTOUCHED), (
+            f"{buggy.id} cost points in part {UNTOUCHED}, which never imports its kernel\n"
+            f"{result.describe(UNTOUCHED)}"
+        )
+
+
+def test_answer_key_gets_full_kernel_marks(graded: dict[str, Future[Graded]]) -> None:
+    result = graded[ANSWER_KEY].result()
+    assert_no_grader_error(result)
+    assert 0 < result.score(PART) == result.max_score(PART), result.describe(PART)
+    assert not result.not_passed(PART), result.describe(PART)
