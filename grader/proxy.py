@@ -201,6 +201,11 @@ class Submission:
             raise remote_error(info)
         return self.decode(reply["ok"])
 
+    def call_message(self, op: str, args: tuple, kwargs: dict, **fields: Any) -> dict:
+        """A request to call something in the worker with `args` and `kwargs`, encoded."""
+        encoded = {key: self.encode(arg) for key, arg in kwargs.items()}
+        return {"op": op, **fields, "args": self.encode(list(args)), "kwargs": encoded}
+
     def encode(self, value: Any) -> Any:
         if isinstance(value, Remote):
             return {"$handle": object.__getattribute__(value, "_handle")}
@@ -264,13 +269,7 @@ class RemoteModule:
         """`function(*args, **kwargs)`, and how many `@triton.jit` kernels it launched."""
         submission = self.submission
         submission.transcript.imports.setdefault(self.name, set()).add(function)
-        message = {
-            "op": "launch",
-            "module": self.name,
-            "name": function,
-            "args": submission.encode(list(args)),
-            "kwargs": {key: submission.encode(arg) for key, arg in kwargs.items()},
-        }
+        message = submission.call_message("launch", args, kwargs, module=self.name, name=function)
         transcript = submission.transcript
         line = f"{function}({transcript.arguments(args, kwargs)})"
         try:
@@ -289,13 +288,7 @@ class RemoteModule:
         def build(*args: Any, **kwargs: Any) -> Any:
             submission = self.submission
             submission.transcript.imports.setdefault(self.name, set()).add(attribute)
-            message = {
-                "op": "new",
-                "module": self.name,
-                "name": attribute,
-                "args": submission.encode(list(args)),
-                "kwargs": {key: submission.encode(arg) for key, arg in kwargs.items()},
-            }
+            message = submission.call_message("new", args, kwargs, module=self.name, name=attribute)
             line = f"{attribute}({submission.transcript.arguments(args, kwargs)})"
             return submission.remote_call(message, line)
 
@@ -374,11 +367,6 @@ class RemoteMethod:
         submission = object.__getattribute__(self.owner, "_submission")
         owner_name = object.__getattribute__(self.owner, "_name")
         line = f"{owner_name}.{self.name}({submission.transcript.arguments(args, kwargs)})"
-        message = {
-            "op": "call",
-            "handle": object.__getattribute__(self.owner, "_handle"),
-            "name": self.name,
-            "args": submission.encode(list(args)),
-            "kwargs": {key: submission.encode(arg) for key, arg in kwargs.items()},
-        }
+        handle = object.__getattribute__(self.owner, "_handle")
+        message = submission.call_message("call", args, kwargs, handle=handle, name=self.name)
         return submission.remote_call(message, line)

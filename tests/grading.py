@@ -26,6 +26,7 @@ FIXTURES = Path(__file__).resolve().parent / "submissions"
 CHECKS_DIR = KIT_ROOT / "grader" / "checks"
 GRADED_PARTS = ("allocator", "decode", "gather", "sharing")
 CLI_TIMEOUT = 300.0
+CUT_SHORT = "time budget"  # in the message of a check cut short by --part-timeout
 CONCURRENT_GRADINGS = 2  # CI has 2 cores; each grading is mostly one busy process at a time
 
 T = TypeVar("T")
@@ -87,6 +88,25 @@ class Graded:
     def not_passed(self, part: str) -> list[str]:
         """Ids of the part's checks that did not pass."""
         return [check["id"] for check in self.part(part)["checks"] if check["status"] != "passed"]
+
+    def caught(self, part: str) -> list[str]:
+        """Ids of the part's checks that failed on their own, not cut short by --part-timeout."""
+        return [
+            check["id"]
+            for check in self.part(part)["checks"]
+            if check["status"] == "failed" and CUT_SHORT not in check["message"]
+        ]
+
+    def assert_clean(self) -> None:
+        """The grader wrote its own report, with no error and no check it could not run."""
+        assert not self.report["errors"], self.report["errors"]
+        errored = [
+            check["id"]
+            for part in self.report["parts"].values()
+            for check in part["checks"]
+            if check["status"] == "error"
+        ]
+        assert not errored, f"checks the grader could not run: {errored}\n{self}"
 
     def describe(self, part: str) -> str:
         """The part's score and each check's status and message, for an assertion message."""

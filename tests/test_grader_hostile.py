@@ -189,24 +189,12 @@ def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future
     return concurrently({hostile.id: job(hostile) for hostile in hostiles})
 
 
-def assert_clean(result: Graded) -> None:
-    """The grader wrote its own report, with no error and no check it could not run."""
-    assert not result.report["errors"], result.report["errors"]
-    errored = [
-        check["id"]
-        for part in result.report["parts"].values()
-        for check in part["checks"]
-        if check["status"] == "error"
-    ]
-    assert not errored, f"checks that errored: {errored}\n{result}"
-
-
 @pytest.mark.parametrize("hostile", HOSTILES, ids=[hostile.id for hostile in HOSTILES])
 def test_hostile_scores_zero_where_it_reaches_and_harms_nothing_else(
     hostile: Hostile, graded: dict[str, Future[Graded]]
 ) -> None:
     result = graded[hostile.id].result()
-    assert_clean(result)
+    result.assert_clean()
     for part in hostile.zero:
         assert result.max_score(part) > 0, f"part {part} has no checks\n{result.describe(part)}"
         assert result.score(part) == 0, f"{hostile.id} scored\n{result.describe(part)}"
@@ -252,7 +240,7 @@ def test_fake_reports_replace_neither_the_report_nor_land_in_the_kit(
 def test_patching_gains_nothing(attack: str, graded: dict[str, Future[Graded]]) -> None:
     plain, patched = (graded[hostile.id].result() for hostile in ATTACKS[attack].hostiles(attack))
     part = ATTACKS[attack].part
-    assert_clean(patched)
+    patched.assert_clean()
     assert plain.score(part) < plain.max_score(part), plain.describe(part)
     assert patched.score(part) <= plain.score(part), (
         f"the patch raised the score\n{patched.describe(part)}\nwithout it:\n{plain.describe(part)}"
