@@ -71,7 +71,9 @@ def run_checks(intake: Intake, options: Options) -> GradingPlugin:
         point_overrides=options.rubric.points,
         live=options.live,
     )
-    modules = [str(path) for part in options.parts for path in CHECKS_DIR.glob(f"check_{part}*.py")]
+    modules = [
+        str(path) for part in options.parts for path in sorted(CHECKS_DIR.glob(f"check_{part}*.py"))
+    ]
     args = [
         *modules,
         "-c", str(CHECKS_DIR / "pytest.ini"),
@@ -84,7 +86,6 @@ def run_checks(intake: Intake, options: Options) -> GradingPlugin:
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
         status = pytest.main(args, plugins=[plugin])
-    plugin.pytest_log = log.getvalue()
     if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(f"pytest could not run the checks ({status!r}):\n{log.getvalue()}")
     return plugin

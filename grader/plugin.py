@@ -7,7 +7,11 @@ still counts in the maximum score.
 
 Fixtures: `submission` (the candidate's package in a fresh worker, one per check module),
 `reference` (the kit's answer key in a worker of its own, for timing; the check is skipped where
-the answer key is not shipped), and `profile`.
+the answer key is not shipped), `profile`, and `record_benchmark` (a timing, for the report).
+
+A check fails when the submission made it fail: an assertion, an exception from its code, or a
+`SubmissionFailure` (not submitted, not implemented, crashed, timed out). Any other exception is
+the grader's own fault and shows as status "error".
 """
 
 import re
@@ -192,10 +196,12 @@ class GradingPlugin:
         if isinstance(error, SubmissionFailure):
             result.status, result.message = "failed", f"{error.label}: {error}"
         elif isinstance(error, AssertionError | RemoteError):
-            result.status, result.message = "failed", first_lines(str(error)) or repr(error)
+            result.status = "failed"
             if isinstance(error, RemoteError):
                 result.message = f"unexpected exception from the submission: {error}"
                 result.traceback = error.traceback
+            else:
+                result.message = first_lines(str(error)) or repr(error)
             if transcript:
                 result.counterexample = f"{transcript}\n# fails: {result.message.splitlines()[0]}"
             result.hypothesis = notes

@@ -11,6 +11,8 @@ Without CUDA the worker runs the kernel under Triton's interpreter on CPU tensor
 loop iteration of a program), so the cases are small; with CUDA they run natively.
 """
 
+import importlib.util
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -19,7 +21,13 @@ from hypothesis import strategies as st
 from kernels.cases import TOLERANCE, Case, make_case, relative_error
 from kernels.reference import paged_attention_decode_reference
 
-pytestmark = pytest.mark.part("kernel")
+pytestmark = [
+    pytest.mark.part("kernel"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("triton") is None,
+        reason="needs Triton, which installs on Linux only",
+    ),
+]
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 HEAD_DIMS = (32, 64, 80, 96, 128, 256)
