@@ -7,13 +7,13 @@ pool blocks, slots past a sequence's length — so a stray read surfaces as NaN.
 """
 
 import math
-from dataclasses import dataclass
 
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kernels.cases import Case
 from kernels.reference import gather_reference, paged_attention_decode_reference, token_slots
 
 TIGHT = {"rtol": 1e-12, "atol": 1e-12}
@@ -95,19 +95,6 @@ def nan_pool(
     return pool
 
 
-@dataclass(frozen=True)
-class DecodeCase:
-    q: torch.Tensor
-    k_cache: torch.Tensor
-    v_cache: torch.Tensor
-    block_tables: torch.Tensor
-    seq_lens: torch.Tensor
-
-    @property
-    def inputs(self) -> tuple[torch.Tensor, ...]:
-        return self.q, self.k_cache, self.v_cache, self.block_tables, self.seq_lens
-
-
 def make_case(
     seq_lens: list[int],
     *,
@@ -120,7 +107,7 @@ def make_case(
     padding_columns: int = 1,
     order: list[int] | None = None,
     seed: int = 0,
-) -> DecodeCase:
+) -> Case:
     """A decode batch on a pool of the blocks the sequences need plus `spare_blocks` NaN ones.
 
     Physical blocks go to the sequences in `order`, a permutation of the pool (random when
@@ -143,7 +130,7 @@ def make_case(
     k_cache = nan_pool(shape, tables, seq_lens, generator)
     v_cache = nan_pool(shape, tables, seq_lens, generator)
     q = torch.randn(len(seq_lens), num_heads, head_dim, generator=generator)
-    return DecodeCase(
+    return Case(
         q.to(dtype),
         k_cache.to(dtype),
         v_cache.to(dtype),
@@ -152,7 +139,7 @@ def make_case(
     )
 
 
-def assert_matches_direct(case: DecodeCase, scale: float | None = None) -> torch.Tensor:
+def assert_matches_direct(case: Case, scale: float | None = None) -> torch.Tensor:
     """The oracle's output is float64, of the right shape, NaN-free and equal to the direct
     computation; returned for further checks."""
     out = paged_attention_decode_reference(*case.inputs, scale=scale)
@@ -164,7 +151,7 @@ def assert_matches_direct(case: DecodeCase, scale: float | None = None) -> torch
 
 
 @st.composite
-def decode_cases(draw: st.DrawFn) -> tuple[DecodeCase, float | None]:
+def decode_cases(draw: st.DrawFn) -> tuple[Case, float | None]:
     block_size = draw(st.sampled_from(BLOCK_SIZES))
     seq_lens = draw(st.lists(st.integers(0, 70), min_size=1, max_size=3))
     num_kv_heads = draw(st.integers(1, 2))
@@ -189,7 +176,7 @@ def decode_cases(draw: st.DrawFn) -> tuple[DecodeCase, float | None]:
 
 
 @given(decode_cases())
-def test_decode_matches_direct(drawn: tuple[DecodeCase, float | None]) -> None:
+def test_decode_matches_direct(drawn: tuple[Case, float | None]) -> None:
     case, scale = drawn
     assert_matches_direct(case, scale)
 
@@ -215,7 +202,7 @@ def test_decode_query_head_reads_kv_head_h_div_group() -> None:
     case = make_case([5, 12], num_heads=num_heads, num_kv_heads=num_kv_heads)
     kv_index = torch.arange(num_kv_heads, dtype=torch.float32).view(1, 1, -1, 1)
     v_cache = torch.where(case.v_cache.isnan(), case.v_cache, kv_index)
-    case = DecodeCase(case.q, case.k_cache, v_cache, case.block_tables, case.seq_lens)
+    case = Case(case.q, case.k_cache, v_cache, case.block_tables, case.seq_lens)
 
     out = assert_matches_direct(case)
     heads = torch.arange(num_heads, dtype=torch.float64)
@@ -264,7 +251,7 @@ def test_decode_block_table_may_repeat_a_block() -> None:
     v_cache = nan_pool(shape, [[1, 0]], [11], generator)
     q = torch.randn(1, 4, 32, generator=generator)
     table = torch.tensor([[1, 1, 0, 2]], dtype=torch.int32)
-    case = DecodeCase(q, k_cache, v_cache, table, torch.tensor([19], dtype=torch.int32))
+    case = Case(q, k_cache, v_cache, table, torch.tensor([19], dtype=torch.int32))
     assert_matches_direct(case)
 
 
@@ -284,7 +271,7 @@ def test_decode_softmax_is_stable_for_large_scores(shift: float) -> None:
     q[..., 0] = 1.0  # with scale 1, each score is the key's first lane
     k_cache = case.k_cache.clone()
     k_cache[..., 0] += shift
-    case = DecodeCase(q, k_cache, case.v_cache, case.block_tables, case.seq_lens)
+    case = Case(q, k_cache, case.v_cache, case.block_tables, case.seq_lens)
     out = assert_matches_direct(case, scale=1.0)
     assert torch.isfinite(out).all()
 
