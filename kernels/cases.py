@@ -44,6 +44,24 @@ def shuffled_tables(seq_lens: list[int], block_size: int, seed: int) -> list[lis
     return tables
 
 
+def nan_pool(
+    shape: tuple[int, ...],
+    tables: list[list[int]],
+    seq_lens: list[int],
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """A `[num_blocks, block_size, ...]` pool: random rows in the slots the sequences own, NaN
+    everywhere else."""
+    pool = torch.full(shape, math.nan)
+    block_size = shape[1]
+    for table, seq_len in zip(tables, seq_lens, strict=True):
+        for t in range(seq_len):
+            pool[table[t // block_size], t % block_size] = torch.randn(
+                shape[2:], generator=generator
+            )
+    return pool
+
+
 def make_case(
     seq_lens: list[int],
     *,
@@ -64,12 +82,8 @@ def make_case(
     generator = torch.Generator().manual_seed(seed)
     num_blocks = max(max(table) for table in tables) + 1
     shape = (num_blocks, block_size, num_kv_heads, head_dim)
-    k_cache, v_cache = torch.full(shape, math.nan), torch.full(shape, math.nan)
-    for table, seq_len in zip(tables, seq_lens, strict=True):
-        for t in range(seq_len):
-            slot = (table[t // block_size], t % block_size)
-            k_cache[slot] = torch.randn(num_kv_heads, head_dim, generator=generator)
-            v_cache[slot] = torch.randn(num_kv_heads, head_dim, generator=generator)
+    k_cache = nan_pool(shape, tables, seq_lens, generator)
+    v_cache = nan_pool(shape, tables, seq_lens, generator)
     q = torch.randn(len(seq_lens), num_heads, head_dim, generator=generator)
     return Case(
         q.to(device, dtype),

@@ -13,7 +13,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernels.cases import Case
+from kernels.cases import Case, nan_pool
 from kernels.reference import gather_reference, paged_attention_decode_reference, token_slots
 
 TIGHT = {"rtol": 1e-12, "atol": 1e-12}
@@ -75,24 +75,6 @@ def direct_decode(
 
 def blocks_for(seq_len: int, block_size: int) -> int:
     return math.ceil(seq_len / block_size)
-
-
-def nan_pool(
-    shape: tuple[int, ...],
-    tables: list[list[int]],
-    seq_lens: list[int],
-    generator: torch.Generator,
-) -> torch.Tensor:
-    """A `[num_blocks, block_size, ...]` pool: random rows in the slots the sequences own, NaN
-    everywhere else."""
-    pool = torch.full(shape, math.nan)
-    block_size = shape[1]
-    for table, seq_len in zip(tables, seq_lens, strict=True):
-        for t in range(seq_len):
-            pool[table[t // block_size], t % block_size] = torch.randn(
-                shape[2:], generator=generator
-            )
-    return pool
 
 
 def make_case(
