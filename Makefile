@@ -6,20 +6,38 @@ SUBMISSION ?= exercises
 PROFILE    ?= quick
 SEED       ?=
 OUT        ?=
+ARGS       ?=
+SUBMISSIONS ?= submissions
 VENV       := .venv
 BIN        := $(VENV)/bin
 READY      := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade test bench lint
+.PHONY: help grade grade-all test bench lint simulate demo gpu-check candidate-kit
 
 help: ## List the commands.
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 	@echo "  make grade SUBMISSION=path (a folder, .zip or .tar.gz; default exercises/)"
 	@echo "             PROFILE=quick|full  SEED=N (a private set of examples)  OUT=report folder"
+	@echo "             ARGS='--lang zh' (any other option of python -m grader)"
 
 grade: $(READY) ## Grade SUBMISSION (default exercises/) and write its report.
-	$(BIN)/python -m grader $(SUBMISSION) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT))
+	$(BIN)/python -m grader $(SUBMISSION) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT)) $(ARGS)
+
+grade-all: $(READY) ## Grade every submission in SUBMISSIONS (a folder) and write a leaderboard.
+	$(BIN)/python -m grader grade-all $(SUBMISSIONS) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT)) $(ARGS)
+
+candidate-kit: $(READY) ## Build the bundle for candidates (no answer key) under dist/.
+	$(BIN)/python -m grader.bundle
+
+simulate: $(READY) ## Static vs continuous batching, contiguous vs paged memory: table and plots.
+	$(BIN)/python -m grader.simulate $(if $(OUT),--out $(OUT))
+
+demo: $(READY) ## Serve a trace with a tiny transformer built on the answer key's parts.
+	$(BIN)/python -m kernels.engine
+
+gpu-check: $(READY) ## On a CUDA machine: kernel checks natively, then the timing suite's table.
+	$(BIN)/python -m kernels.gpu_check $(if $(OUT),--out $(OUT))
 
 test: $(READY) ## Run the kit's own tests (no GPU needed).
 	$(BIN)/python -m pytest

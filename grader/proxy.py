@@ -189,6 +189,17 @@ class Submission:
             self.imported.add(name)
         return RemoteModule(self, name)
 
+    def tool(self, tool: str, function: str, *args: Any, modules: tuple[str, ...] = (),
+             **kwargs: Any) -> Any:  # fmt: skip
+        """`function(*modules, *args, **kwargs)` of the kit's helper `tool` (`sandbox.TOOLS`),
+        run in the worker on the submission's `modules` (imported there first)."""
+        for name in modules:
+            self.module(name)
+        message = self.call_message("tool", args, kwargs, tool=tool, name=function)
+        message["modules"] = list(modules)
+        shown = ", ".join([*modules, self.transcript.arguments(args, kwargs)]).strip(", ")
+        return self.remote_call(message, f"{tool}.{function}({shown})")
+
     def call(self, message: dict, description: str, import_call: bool = False) -> Any:
         """One request to the worker; its value decoded, or the candidate's exception raised."""
         limits = self.sandbox.limits

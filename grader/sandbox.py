@@ -30,6 +30,10 @@ from typing import Any
 from grader import worker
 
 WORKER_SCRIPT = Path(worker.__file__)
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+# The kit's standalone helpers (torch only, no kit imports) that checks may run in the worker
+# (`Submission.tool`): each is copied into the worker's folder, never imported from the kit.
+TOOLS = {"gpu_timing": KERNELS_DIR / "gpu_timing.py", "engine": KERNELS_DIR / "engine.py"}
 LOG_TAIL_CHARS = 3000
 
 
@@ -130,7 +134,16 @@ class Sandbox:
             (package / name).write_bytes(content)
         cwd = self.home / "cwd"
         cwd.mkdir()
-        config = {"site": site_packages(), "package_parent": str(package.parent)}
+        tools = self.home / "tools"
+        tools.mkdir()
+        for name, path in TOOLS.items():
+            if path.is_file():
+                shutil.copyfile(path, tools / path.name)
+        config = {
+            "site": site_packages(),
+            "package_parent": str(package.parent),
+            "tools": {name: str(tools / path.name) for name, path in TOOLS.items()},
+        }
         limits = self.limits
 
         def apply_limits() -> None:

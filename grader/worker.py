@@ -24,6 +24,7 @@ import builtins
 import contextlib
 import importlib
 import importlib.abc
+import importlib.util
 import json
 import os
 import sys
@@ -79,10 +80,21 @@ class KitImportBlocker(importlib.abc.MetaPathFinder):
 class Worker:
     """The objects the grader holds handles to, and the operations it may ask for."""
 
-    def __init__(self, events: list[str]) -> None:
+    def __init__(self, events: list[str], tools: dict[str, str]) -> None:
         self.events = events
+        self.tool_paths = tools
+        self.tools: dict[str, Any] = {}
         self.objects: dict[int, Any] = {}
         self.next_handle = 1
+
+    def tool(self, name: str) -> Any:
+        """One of the kit's standalone helper modules (`sandbox.TOOLS`), loaded from its copy."""
+        if name not in self.tools:
+            spec = importlib.util.spec_from_file_location(f"kit_tool_{name}", self.tool_paths[name])
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self.tools[name] = module
+        return self.tools[name]
 
     # -- values in and out -------------------------------------------------------------------
 
@@ -150,6 +162,12 @@ class Worker:
         if op == "new":
             module = importlib.import_module(f"{PACKAGE}.{request['module']}")
             return self.encode(getattr(module, request["name"])(*args, **kwargs))
+        if op == "tool":
+            modules = [
+                importlib.import_module(f"{PACKAGE}.{name}") for name in request.get("modules", ())
+            ]
+            function = getattr(self.tool(request["tool"]), request["name"])
+            return self.encode(function(*modules, *args, **kwargs))
         if op == "launch":
             module = importlib.import_module(f"{PACKAGE}.{request['module']}")
             poison_allocator_like(args[0])
@@ -284,7 +302,7 @@ def main() -> None:
     sys.path.insert(0, config["package_parent"])
     events: list[str] = []
     sys.meta_path.insert(0, KitImportBlocker(events))
-    worker = Worker(events)
+    worker = Worker(events, config.get("tools", {}))
     for line in channel_in:
         request = json.loads(line)
         try:

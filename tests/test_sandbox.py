@@ -5,6 +5,7 @@ import time
 import pytest
 import torch
 
+from grader import sandbox
 from grader.proxy import Iter, RemoteError, Submission
 from grader.sandbox import (
     CallTimedOut,
@@ -112,6 +113,15 @@ def test_values_handles_and_iterators_cross(probe):
     assert "box.pool[1, ...] = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float32)" in (
         probe.transcript.render()
     )
+
+
+def test_a_kit_tool_runs_on_the_submission_modules_from_its_own_copy(probe, tmp_path, monkeypatch):
+    tool = tmp_path / "count_tool.py"
+    tool.write_text("def describe(module, scale):\n    return [module.__name__, __name__, scale]\n")
+    monkeypatch.setitem(sandbox.TOOLS, "count", tool)
+    module_name, tool_name, scale = probe.tool("count", "describe", 3, modules=("probe",))
+    assert (module_name, tool_name, scale) == ("submission.probe", "kit_tool_count", 3)
+    assert "count.describe(probe, 3)" in probe.transcript.render()
 
 
 def test_exceptions_keep_their_builtin_class(probe):
