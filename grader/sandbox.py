@@ -136,7 +136,7 @@ class Sandbox:
         cwd.mkdir()
         tools = self.home / "tools"
         tools.mkdir()
-        for name, path in TOOLS.items():
+        for path in TOOLS.values():
             if path.is_file():
                 shutil.copyfile(path, tools / path.name)
         config = {
