@@ -37,6 +37,8 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                      help="quick for the candidate loop, full for a hiring decision")  # fmt: skip
     cli.add_argument("--seed", type=int, help="a private seed: a fresh set of hidden examples")
+    cli.add_argument("--lang", choices=("en", "zh"), default="en",
+                     help="language of the candidate-facing text (summary and report)")  # fmt: skip
     cli.add_argument("--rubric", type=Path, default=DEFAULT_RUBRIC, help="weights and points")
     cli.add_argument("--memory-limit-gb", type=float, default=Limits.memory_bytes / (1 << 30),
                      help="address-space limit of each worker process")  # fmt: skip
@@ -71,6 +73,7 @@ def main(argv: list[str]) -> int:
         limits=limits,
         rubric=rubric,
         out=out,
+        lang=args.lang,
         live=sys.stderr.isatty(),
     )
     print(f"Grading {args.submission} ({args.profile} profile)...", file=sys.stderr)

@@ -43,6 +43,7 @@ class Options:
     limits: Limits
     rubric: Rubric
     out: Path
+    lang: str = "en"  # of the candidate-facing text: "en" or "zh"
     live: bool = False
 
 
@@ -159,6 +160,7 @@ def grade(intake: Intake, options: Options) -> dict:
     report = {
         "score": 0.0,
         "max_score": 0.0,
+        "language": options.lang,
         "parts": {},
         "benchmarks": [],
         "integrity": scan.scan_files(intake.files),
