@@ -2,17 +2,23 @@
 
 Exit status 0 whenever the grade ran and its report was written, whatever the score; 2 when the
 grader could not run (a bad argument, a submission it refuses to read).
+
+Two commands share the entry point: `python -m grader grade-all FOLDER` (`grade_all.py`) and
+`python -m grader compare A B` (`compare.py`). A submission folder named like one of them is
+graded as `python -m grader ./compare`.
 """
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
-from grader.grade import Options, grade, print_summary
 from grader.intake import SubmissionRefused, read_submission
 from grader.profiles import PROFILES
 from grader.rubric import DEFAULT_RUBRIC, PARTS, load_rubric
 from grader.sandbox import Limits
+
+COMMANDS = {"grade-all": "grader.grade_all", "compare": "grader.compare"}
 
 
 def parse_parts(text: str) -> tuple[str, ...]:
@@ -29,6 +35,8 @@ def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
         prog="python -m grader",
         description="Grade a submission (a folder, .zip or .tar.gz) and write its report.",
+        epilog="Also: python -m grader grade-all FOLDER (a leaderboard of every submission in "
+        "FOLDER) and python -m grader compare A B (two reports side by side); --help on each.",
     )
     cli.add_argument("submission", type=Path, help="folder, .zip or .tar.gz")
     cli.add_argument("--out", type=Path, help="report folder (default reports/<submission name>)")
@@ -52,6 +60,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] in COMMANDS:
+        return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
     args = parser().parse_args(argv)
     try:
         intake = read_submission(args.submission)
@@ -59,6 +69,9 @@ def main(argv: list[str]) -> int:
     except (SubmissionRefused, ValueError, OSError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
+    from grader.grade import Options, grade  # torch and pytest: grading only
+    from grader.summary import print_summary
+
     out = args.out or Path("reports") / intake.name
     limits = Limits(
         memory_bytes=int(args.memory_limit_gb * (1 << 30)),

@@ -7,6 +7,7 @@ is gone. Whatever happens half-way, a report is written, with the failure as a v
 
 import contextlib
 import hashlib
+import importlib.util
 import io
 import os
 import platform
@@ -21,16 +22,19 @@ import pytest
 import torch
 
 from grader import reports, scan
+from grader.batching import static_batching
 from grader.intake import Intake
+from grader.integration import run_integration
 from grader.plugin import CHECKS_DIR, CheckResult, GradingPlugin
 from grader.profiles import Profile
-from grader.report_html import tally
 from grader.rubric import PARTS, Rubric
 from grader.sandbox import Limits
 from grader.timing import IMPLAUSIBLE_SPEEDUP
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 ANSWER_KEY = KIT_ROOT / "solutions"
+# The engine check (`integration.py`) serves a trace through these parts' files together.
+ENGINE_PARTS = {"decode", "gather", "kernel", "scheduler"}
 
 
 @dataclass(frozen=True)
@@ -97,13 +101,16 @@ def mixed_seed(seed: int) -> int:
     return int.from_bytes(hashlib.sha256(f"paged-attention-kit:{seed}".encode()).digest()[:8])
 
 
-def score_parts(results: list[CheckResult], options: Options) -> dict[str, dict]:
-    """Each part's score: its weight times the share of its check points that passed.
+def score_parts(
+    results: list[CheckResult], options: Options, notes: dict[str, str] | None = None
+) -> dict[str, dict]:
+    """Each part's score: its weight times the share of its check points that passed; `notes`
+    says what a part was scored with, where that is not simply the candidate's files.
 
     Skipped checks (a timing without a CUDA device or without the answer key) are left out of
     the part's maximum, and the part's score is marked provisional.
     """
-    parts = {}
+    parts, notes = {}, notes or {}
     for part in options.parts:
         checks = [result for result in results if result.part == part]
         counted = [check for check in checks if check.status != "skipped"]
@@ -126,9 +133,36 @@ def score_parts(results: list[CheckResult], options: Options) -> dict[str, dict]
         skipped = sorted({check.message for check in checks if check.status == "skipped"})
         if not checks:
             parts[part]["note"] = "not graded by this version of the kit"
-        elif skipped:
-            parts[part]["provisional"] = f"provisional: checks skipped ({'; '.join(skipped)})"
+        else:
+            if part in notes:
+                parts[part]["note"] = notes[part]
+            if skipped:
+                parts[part]["provisional"] = f"provisional: checks skipped ({'; '.join(skipped)})"
     return parts
+
+
+def with_baselines(sections: dict[str, dict]) -> dict[str, dict]:
+    """The checks' report sections, the scheduling run beside static batching on its trace."""
+    scheduling = sections.get("scheduling")
+    if scheduling is not None:
+        trace = [tuple(arrival) for arrival in scheduling["trace"]]
+        seats = (scheduling["num_blocks"], scheduling["block_size"], scheduling["max_num_seqs"])
+        static = static_batching(trace, *seats)
+        scheduling["static_tokens_per_step"] = [len(step.scheduled) for step in static]
+    return sections
+
+
+def simulation() -> dict:
+    """`make simulate`'s table, headline and plots, for the report (the full kit only: the
+    candidate bundle leaves the simulator out)."""
+    from grader import simulate
+
+    figures = simulate.simulate()
+    return {
+        "headline": simulate.headline(figures),
+        "rows": simulate.rows(figures),
+        "charts": list(simulate.charts(figures).values()),
+    }
 
 
 def environment(options: Options) -> dict:
@@ -171,8 +205,9 @@ def grade(intake: Intake, options: Options) -> dict:
     }
     try:
         plugin = run_checks(intake, options)
-        report["parts"] = score_parts(list(plugin.results.values()), options)
+        report["parts"] = score_parts(list(plugin.results.values()), options, plugin.part_notes)
         report["benchmarks"] = plugin.benchmarks
+        report["sections"] = with_baselines(plugin.sections)
         report["integrity"] += [
             {"part": part, "source": "worker", "message": event}
             for part, events in plugin.events.items()
@@ -190,22 +225,19 @@ def grade(intake: Intake, options: Options) -> dict:
     except Exception:
         report["errors"].append(f"the grader failed: {traceback.format_exc()}")
         report["parts"] = score_parts([], options)
+    if "scheduler" in options.parts and importlib.util.find_spec("grader.simulate"):
+        report["simulation"] = simulation()
+    if set(options.parts) >= ENGINE_PARTS:
+        print("  engine check (a tiny transformer served by your parts, not scored)...",
+              file=sys.stderr, flush=True)  # fmt: skip
+        try:
+            report["integration"] = run_integration(intake.files, options.limits,
+                                                    worker_environment())  # fmt: skip
+        except Exception:
+            report["errors"].append(f"the engine check failed: {traceback.format_exc()}")
     report["score"] = round(sum(part["score"] for part in report["parts"].values()), 2)
     report["max_score"] = round(sum(part["max_score"] for part in report["parts"].values()), 2)
     report["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started))
     report["seconds"] = round(time.time() - started, 1)
     reports.write_all(report, options.out)
     return report
-
-
-def print_summary(report: dict, out: Path, stream=sys.stdout) -> None:
-    """The table at the end of `make grade`: a line per part, the total, where the report is."""
-    print(file=stream)
-    for part_id, part in report["parts"].items():
-        shown = tally(part)
-        print(f"  {part_id:<10} {part['score']:6.2f} / {part['max_score']:<6.2f} {shown}",
-              file=stream)  # fmt: skip
-    print(f"  {'total':<10} {report['score']:6.2f} / {report['max_score']:<6.2f}", file=stream)
-    for error in report["errors"]:
-        print(f"\n{error}", file=stream)
-    print(f"\nReport: {out / 'report.html'}  (also report.md, report.json)", file=stream)

@@ -6,8 +6,13 @@ part (`pytestmark = pytest.mark.part("allocator")`) and each check its points
 still counts in the maximum score.
 
 Fixtures: `submission` (the candidate's package in a fresh worker, one per check module),
-`reference` (the kit's answer key in a worker of its own, for timing; the check is skipped where
-the answer key is not shipped), `profile`, and `record_benchmark` (a timing, for the report).
+`reference` (the kit's answer key in a worker of its own, for timing and for comparing traces;
+the check is skipped where the answer key is not shipped), `profile`, `record_benchmark` (a
+timing, for the report) and `record_section` (any other JSON data for the report).
+
+A part built on other parts (`BUILT_ON`) is scored apart from them: its worker gets the answer
+key's files for those parts in place of the candidate's, where the kit ships the answer key;
+`part_notes` says which files each such part was scored with.
 
 A check fails when the submission made it fail: an assertion, an exception from its code, or a
 `SubmissionFailure` (not submitted, not implemented, crashed, timed out). Any other exception is
@@ -31,6 +36,8 @@ from grader.sandbox import Limits, Sandbox, SubmissionFailure
 from grader.timing import IMPLAUSIBLE_SPEEDUP
 
 CHECKS_DIR = Path(__file__).parent / "checks"
+# The files a part builds on, taken from the answer key when grading it (SPEC part 5).
+BUILT_ON = {"scheduler": ("block_allocator.py", "kv_cache_manager.py")}
 
 
 @dataclass
@@ -73,6 +80,8 @@ class GradingPlugin:
     results: dict[str, CheckResult] = field(default_factory=dict)
     events: dict[str, list[str]] = field(default_factory=dict)
     benchmarks: list[dict] = field(default_factory=list)
+    sections: dict[str, dict] = field(default_factory=dict)
+    part_notes: dict[str, str] = field(default_factory=dict)
     progress: dict[str, PartProgress] = field(default_factory=dict)
     part_of_node: dict[str, str] = field(default_factory=dict)
     deadlines: dict[str, float] = field(default_factory=dict)
@@ -107,7 +116,7 @@ class GradingPlugin:
     @pytest.fixture(scope="module")
     def submission(self, request: pytest.FixtureRequest) -> Any:
         part = request.node.get_closest_marker("part").args[0]
-        sandbox = self.sandbox_for(part, self.files)
+        sandbox = self.sandbox_for(part, self.files_for(part))
         try:
             yield Submission(sandbox, self.package)
         finally:
@@ -117,13 +126,27 @@ class GradingPlugin:
     @pytest.fixture(scope="module")
     def reference(self, request: pytest.FixtureRequest) -> Any:
         if self.reference_files is None:
-            pytest.skip("runs only in the full kit: the answer key it is timed against is absent")
+            pytest.skip("runs only in the full kit: the answer key it is compared with is absent")
         part = request.node.get_closest_marker("part").args[0]
         sandbox = self.sandbox_for(part, self.reference_files)
         try:
             yield Submission(sandbox, "solutions")
         finally:
             sandbox.close()
+
+    def files_for(self, part: str) -> dict[str, bytes]:
+        """The candidate's files, with those `part` builds on swapped for the answer key's."""
+        built_on = BUILT_ON.get(part, ())
+        if not built_on:
+            return self.files
+        names = " and ".join(built_on)
+        if self.reference_files is None:
+            self.part_notes[part] = (
+                f"scored with your own {names}: the full kit swaps in its reference ones"
+            )
+            return self.files
+        self.part_notes[part] = f"scored with the kit's reference {names} in place of yours"
+        return self.files | {name: self.reference_files[name] for name in built_on}
 
     def sandbox_for(self, part: str, files: dict[str, bytes]) -> Sandbox:
         """A worker for `part`; all of a part's workers share its wall-clock budget."""
@@ -150,6 +173,15 @@ class GradingPlugin:
                 "rounds": self.grading_profile.timing_rounds,
                 "passed": ratio <= limit and ratio * IMPLAUSIBLE_SPEEDUP >= 1,
             })  # fmt: skip
+
+        return record
+
+    @pytest.fixture
+    def record_section(self) -> Any:
+        """`record_section(name, value)`: JSON-able data the report shows under `name`."""
+
+        def record(name: str, value: dict) -> None:
+            self.sections[name] = value
 
         return record
 

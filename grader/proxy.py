@@ -338,6 +338,11 @@ class Remote:
         encoded = self._submission.encode([value])
         self._request("setattr", f"{self._name}.{name} = {code}", name=name, args=encoded)
 
+    def fields(self, *names: str) -> tuple:
+        """The attributes `names`, read in one round trip."""
+        line = f"({', '.join(f'{self._name}.{name}' for name in names)})"
+        return tuple(self._request("getattrs", line, names=list(names)))
+
     def ref(self, name: str) -> "Remote":
         """The attribute `name` as a handle (e.g. a tensor to write into), not as a value."""
         line = f"{self._name}.{name}"

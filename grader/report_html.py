@@ -1,66 +1,90 @@
 """`report.html`: the grade as one self-contained page, for someone who has never seen the kit.
 
-No network: the style is inline and there is no script. Every string taken from the report goes
-through `html.escape`, since messages carry the candidate's exception text and file names. The
-value formatters at the top are shared with the Markdown report.
+No network and no script: the style is inline, the charts are inline SVG (`svg.py`), and a
+Content-Security-Policy forbids anything else, so even a string that escaped escaping could
+neither run nor fetch. Every string taken from the report goes through `html.escape`, since
+messages carry the candidate's exception text and file names. Information never rests on colour
+or on a background alone: each bar carries its number, each status its word, and the page prints
+(bars are drawn with borders, which print whatever the browser's background setting).
+
+The kit's own words come from `i18n.py`, in the report's `language`; what the checks say stays
+as they wrote it. The value formatters at the top are shared with the Markdown report and the
+summary. Sections that other parts of the kit may add (`integration`, `sections.scheduling`, a
+part's `note`) are shown when present and left out when absent.
 """
 
+import math
+import textwrap
 from html import escape
 
+from grader import svg
+from grader.i18n import language, part_asks, part_title, tr
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
+
 STYLE = """
-:root{--ok:#1a7f37;--bad:#cf222e;--part:#bf8700;--mute:#59636e;--line:#d1d9e0;--soft:#f6f8fa}
+:root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--part:#bf8700;--mute:#59636e;--line:#d1d9e0;
+ --soft:#f6f8fa}
 *{box-sizing:border-box}
-body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;
- max-width:60rem;margin:2rem auto;padding:0 1rem}
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC","PingFang SC",
+ "Microsoft YaHei",sans-serif;color:#1f2328;max-width:60rem;margin:2rem auto;padding:0 1rem}
 h1{font-size:1.5rem;margin:0}
 h2{font-size:1.2rem;margin:2.2rem 0 .8rem;padding-bottom:.3rem;border-bottom:1px solid var(--line)}
 h3{font-size:1rem;margin:0 0 .4rem}
 .total{font-size:3.2rem;font-weight:700;line-height:1.1;margin:.6rem 0 .2rem}
 .total small{font-size:1.3rem;font-weight:400;color:var(--mute)}
 .muted{color:var(--mute)}
-.errors{border:2px solid var(--bad);background:#ffebe9;border-radius:6px;padding:.2rem 1rem;
- margin:1.5rem 0}
-.errors h2{color:var(--bad);border:0;margin:.6rem 0 0}
+.asks{color:var(--mute);font-size:.9rem;margin:.1rem 0}
+.box{border:2px solid var(--bad);border-radius:6px;padding:.2rem 1rem;margin:1.5rem 0}
+.box h2{border:0;margin:.6rem 0 0}
+.errors h2{color:var(--bad)}
+.flags{border-color:var(--warn)}
+.flags h2{color:var(--warn)}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;vertical-align:top;padding:.35rem .5rem;border-bottom:1px solid var(--line)}
 .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.bar{width:10rem;height:.75rem;margin:.35rem 0;background:var(--soft);
- border:1px solid var(--line);border-radius:4px;overflow:hidden}
-.bar span{display:block;height:100%;background:var(--part)}
-.bar.full span{background:var(--ok)}
+.nowrap{white-space:nowrap}
+.meter{display:flex;align-items:center;gap:.5rem;white-space:nowrap}
+.bar{display:inline-block;width:10rem;border:1px solid var(--mute);border-radius:3px;
+ padding:1px;vertical-align:middle}
+.bar span{display:block;height:0;border-top:.7rem solid var(--part);min-width:1px}
+.bar.full span{border-top-color:var(--ok)}
+.bar.none span{border-top:0;height:.7rem}
+.bar.big{width:20rem}
+.bar.big span{border-top-width:1rem}
 .check{border:1px solid var(--line);border-left:4px solid var(--bad);border-radius:6px;
  padding:.6rem .9rem;margin:.8rem 0}
-.check.skipped{border-left-color:var(--mute)}
 .tag{font-size:.72rem;font-weight:600;text-transform:uppercase;letter-spacing:.03em;color:#fff;
- background:var(--bad);border-radius:4px;padding:.1rem .4rem;margin-right:.3rem}
-.skipped .tag{background:var(--mute)}
+ background:var(--bad);border:1px solid var(--bad);border-radius:4px;padding:.05rem .4rem;
+ margin-right:.4rem}
+.tag.passed{background:var(--ok);border-color:var(--ok)}
+.tag.skipped,.tag.provisional{background:var(--mute);border-color:var(--mute)}
 .message{white-space:pre-wrap;margin:.3rem 0}
+.note{margin:.3rem 0}
 .bad{color:var(--bad)}
 pre,code{font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-pre{background:var(--soft);border-radius:6px;padding:.6rem .8rem;overflow-x:auto;margin:.3rem 0}
+pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;padding:.6rem .8rem;
+ overflow-x:auto;margin:.3rem 0}
 summary{cursor:pointer;color:var(--mute)}
 ul.passed{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.2rem 1.2rem}
 ul.passed li::before{content:"\\2713  ";color:var(--ok)}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
 dt{color:var(--mute)}
-dd{margin:0}
+dd{margin:0;overflow-wrap:anywhere}
+figure{margin:1rem 0}
+svg{max-width:100%;height:auto}
 @media print{
- body{max-width:none;margin:0;font-size:10.5pt}
+ body{max-width:none;margin:0;font-size:10pt}
+ h2{break-after:avoid}
  pre{white-space:pre-wrap;overflow-wrap:anywhere}
- .check,tr,.errors{break-inside:avoid}
+ .check,tr,.box,figure{break-inside:avoid}
  details::details-content{content-visibility:visible;display:contents}
- .bar,.bar span,.tag,.errors{print-color-adjust:exact;-webkit-print-color-adjust:exact}
+ .tag{color:#1f2328;background:none}
+ .bar,.bar span{print-color-adjust:exact;-webkit-print-color-adjust:exact}
 }
 """
 
-INTRO = (
-    "Each part of the exercise is worth a fixed number of points; its score is that weight times "
-    "the share of its checks' points that passed. A failed check shows the calls that break the "
-    "submission, as Python code that replays them."
-)
-
-
-# -- values, as both human reports write them -------------------------------------------------
+# -- values, as every human-facing output writes them -----------------------------------------
 
 
 def points(value: float) -> str:
@@ -76,25 +100,33 @@ def duration(seconds: float) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
+def share(score: float, max_score: float) -> float:
+    """The share of the maximum that was scored, 0 when there was nothing to score."""
+    return score / max_score if max_score else 0.0
+
+
+def graded(part: dict) -> bool:
+    """Whether a part was graded at all: a part without checks only carries its note."""
+    return bool(part["checks"])
+
+
 def part_score(part: dict) -> str:
-    """A part's score over its maximum; a dash for a part with a note, which was not graded."""
-    return "-" if "note" in part else f"{points(part['score'])} / {points(part['max_score'])}"
+    """A part's score over its maximum; a dash for a part that was not graded."""
+    return f"{points(part['score'])} / {points(part['max_score'])}" if graded(part) else "-"
 
 
-def tally(part: dict) -> str:
-    """How many of a part's checks passed (and why the score is provisional), or its note."""
-    if "note" in part:
-        return part["note"]
+def tally(part: dict, lang: str = "en") -> str:
+    """How many of a part's checks passed; the note (or "not graded") for an ungraded part."""
     checks = part["checks"]
+    if not checks:
+        return part.get("note") or tr(lang, "not_graded")
     count = sum(check["status"] == "passed" for check in checks)
-    passed = f"{count} of {len(checks)} checks passed"
-    return f"{passed}; {part['provisional']}" if "provisional" in part else passed
+    return tr(lang, "tally", passed=count, total=len(checks))
 
 
-def verdict(benchmark: dict) -> str:
+def verdict(benchmark: dict, lang: str = "en") -> str:
     """Whether a timing passed, against its limit on the candidate/reference ratio."""
-    limit = f"{benchmark['limit']:g}x"
-    return f"ok (limit {limit})" if benchmark["passed"] else f"too slow (limit {limit})"
+    return tr(lang, "ok" if benchmark["passed"] else "too_slow", limit=f"{benchmark['limit']:g}x")
 
 
 def origin(flag: dict) -> str:
@@ -103,188 +135,397 @@ def origin(flag: dict) -> str:
     return ", ".join(item for item in (flag["source"], flag.get("part", ""), place) if item)
 
 
+def check_anchor(part_id: str, check: dict) -> str:
+    """The id of a check's card on the page, for links and for the summary."""
+    return f"check-{part_id}-{check['name']}"
+
+
+def shown(value: object) -> str:
+    """An environment value as text: lists joined, a missing value as 'none'."""
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    return "none" if value is None else str(value)
+
+
 # -- the page ---------------------------------------------------------------------------------
 
 
 def render_html(report: dict) -> str:
     """The whole page for `report` (the dict of `report.json`), as one string."""
+    lang = language(report)
     name = escape(report["submission"]["name"])
     total = f"{points(report['score'])} / {points(report['max_score'])}"
     body = "\n".join(
-        [
-            header(report),
-            errors(report["errors"]),
-            parts_table(report["parts"]),
-            *(part_section(part_id, part) for part_id, part in report["parts"].items()),
-            benchmarks(report["benchmarks"]),
-            integrity(report["integrity"]),
-            ignored(report["ignored_files"]),
-            footer(report),
+        section
+        for section in [
+            header(report, lang),
+            errors(report["errors"], lang),
+            integrity(report["integrity"], lang),
+            parts_table(report["parts"], report, lang),
+            *(part_section(part_id, part, lang) for part_id, part in report["parts"].items()),
+            benchmarks(report["benchmarks"], report["parts"], lang),
+            scheduling(report.get("sections", {}).get("scheduling"), lang),
+            simulation(report.get("simulation"), lang),
+            integration(report.get("integration"), lang),
+            ignored(report["ignored_files"], lang),
+            footer(report, lang),
         ]
+        if section
     )
     return (
-        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<!doctype html>\n<html lang="{"zh-CN" if lang == "zh" else "en"}">\n<head>\n'
+        f'<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>Grade report: {name}, {escape(total)}</title>\n<style>{STYLE}</style>\n"
-        f"</head>\n<body>\n{body}\n</body>\n</html>\n"
+        f"<title>{escape(tr(lang, 'title'))}: {name}, {escape(total)}</title>\n"
+        f"<style>{STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
     )
 
 
-def header(report: dict) -> str:
-    """The submission's name, the total score in big type, and when and how it was graded."""
+def header(report: dict, lang: str) -> str:
+    """The submission's name, the total score in big type with its bar, when and how it ran."""
     env = report["environment"]
     score, max_score = report["score"], report["max_score"]
-    share = f" ({score / max_score:.0%})" if max_score else ""
-    ran = (
-        f"Graded {report['started_at']} in {report['seconds']:g} s, profile {env['profile']}, "
-        f"seed {shown(env['seed'])}, on {env['device']}."
+    ran = tr(
+        lang,
+        "graded",
+        started_at=report["started_at"],
+        seconds=f"{report['seconds']:g}",
+        profile=env["profile"],
+        seed=shown(env["seed"]),
+        device=env["device"],
     )
     return (
-        f'<header>\n<p class="muted">PagedAttention interview kit: grade report</p>\n'
+        f'<header>\n<p class="muted">{escape(tr(lang, "kicker"))}</p>\n'
         f"<h1>{escape(report['submission']['name'])}</h1>\n"
-        f'<p class="total">{escape(points(score))} <small>/ {escape(points(max_score))} points'
-        f"{escape(share)}</small></p>\n"
-        f'<p class="muted">{escape(ran)}</p>\n<p>{escape(INTRO)}</p>\n</header>'
+        f'<p class="total" id="total">{escape(points(score))} <small>/ '
+        f"{escape(points(max_score))} {escape(tr(lang, 'points'))}</small></p>\n"
+        f"{meter(score, max_score, big=True)}\n"
+        f'<p class="muted">{escape(ran)}</p>\n<p>{escape(tr(lang, "intro"))}</p>\n</header>'
     )
 
 
-def errors(messages: list[str]) -> str:
+def meter(score: float, max_score: float, big: bool = False) -> str:
+    """A score as a bar (green when full) followed by its percentage, which carries the number."""
+    fraction = share(score, max_score)
+    kind = " full" if fraction >= 1 else " none" if fraction <= 0 else ""
+    size = " big" if big else ""
+    return (
+        f'<div class="meter"><span class="bar{kind}{size}"><span style="width:{fraction:.1%}">'
+        f"</span></span><span>{fraction:.0%}</span></div>"
+    )
+
+
+def errors(messages: list[str], lang: str) -> str:
     """The grader's own failures, in a red box: the score below may be incomplete."""
     if not messages:
         return ""
     items = "\n".join(f"<pre>{escape(message)}</pre>" for message in messages)
     return (
-        '<section class="errors">\n<h2>The grader failed</h2>\n'
-        "<p>The score may be missing points for reasons that are not the submission's fault.</p>\n"
-        f"{items}\n</section>"
+        f'<section class="box errors">\n<h2>{escape(tr(lang, "errors_heading"))}</h2>\n'
+        f"<p>{escape(tr(lang, 'errors_intro'))}</p>\n{items}\n</section>"
     )
 
 
-def parts_table(parts: dict[str, dict]) -> str:
-    """One row per part: its title, its score as a number and a bar, and its checks passed."""
-    rows = "\n".join(part_row(part_id, part) for part_id, part in parts.items())
+def integrity(flags: list[dict], lang: str) -> str:
+    """What the source scan and the workers noticed: a box near the top when there is any."""
+    heading = escape(tr(lang, "integrity_heading"))
+    intro = f'<p class="muted">{escape(tr(lang, "integrity_intro"))}</p>'
+    if not flags:
+        none = escape(tr(lang, "none"))
+        return f'<section id="integrity">\n<h2>{heading}</h2>\n<p>{none}</p>\n</section>'
+    rows = "".join(
+        f"<li><code>{escape(origin(flag))}</code>: {escape(flag['message'])}</li>" for flag in flags
+    )
     return (
-        "<section>\n<h2>Parts</h2>\n<table>\n"
-        '<tr><th>Part</th><th class="num">Score</th><th></th><th>Checks</th></tr>\n'
-        f"{rows}\n</table>\n</section>"
+        f'<section class="box flags" id="integrity">\n<h2>{heading} ({len(flags)})</h2>\n'
+        f"{intro}\n<ul>{rows}</ul>\n</section>"
     )
 
 
-def part_row(part_id: str, part: dict) -> str:
-    """A part's row; a part with a note (one that was not graded) shows the note instead."""
-    title = f'<td><a href="#part-{escape(part_id)}">{escape(part["title"])}</a></td>'
-    if "note" in part:
-        return f'<tr>{title}<td colspan="3" class="muted">{escape(part["note"])}</td></tr>'
+def parts_table(parts: dict[str, dict], report: dict, lang: str) -> str:
+    """One row per part (its title, what it asks, its score as a number and a bar, its checks),
+    then the total."""
+    rows = "\n".join(part_row(part_id, part, lang) for part_id, part in parts.items())
+    total = (
+        f'<tr class="total-row"><th>{escape(tr(lang, "total"))}</th>'
+        f'<th class="num">{escape(points(report["score"]))} / '
+        f"{escape(points(report['max_score']))}</th>"
+        f"<td>{meter(report['score'], report['max_score'])}</td><td></td></tr>"
+    )
+    head = (
+        f"<tr><th>{escape(tr(lang, 'part'))}</th>"
+        f'<th class="num">{escape(tr(lang, "score"))}</th><th></th>'
+        f"<th>{escape(tr(lang, 'checks'))}</th></tr>"
+    )
     return (
-        f'<tr>{title}<td class="num">{escape(part_score(part))}</td><td>{bar(part)}</td>'
-        f"<td>{escape(tally(part))}</td></tr>"
+        f'<section id="parts">\n<h2>{escape(tr(lang, "parts_heading"))}</h2>\n<table>\n'
+        f"{head}\n{rows}\n{total}\n</table>\n</section>"
     )
 
 
-def bar(part: dict) -> str:
-    """The part's score over its maximum, as a CSS bar: green when full."""
-    share = part["score"] / part["max_score"] if part["max_score"] else 0.0
-    full = " full" if share >= 1 else ""
-    return f'<div class="bar{full}"><span style="width:{share:.1%}"></span></div>'
+def part_row(part_id: str, part: dict, lang: str) -> str:
+    """A part's row; a part that was not graded shows its note in place of the score."""
+    title = (
+        f'<td><a href="#part-{escape(part_id)}">{escape(part_title(lang, part_id, part))}</a>'
+        f'<div class="asks">{escape(part_asks(lang, part_id))}</div></td>'
+    )
+    if not graded(part):
+        note = escape(tally(part, lang))
+        return f'<tr class="part-row">{title}<td colspan="3" class="muted">{note}</td></tr>'
+    notes = "".join(
+        f'<div class="muted">{escape(note)}</div>'
+        for note in (part.get("note"), part.get("provisional"))
+        if note
+    )
+    return (
+        f'<tr class="part-row">{title}<td class="num">{escape(part_score(part))}</td>'
+        f"<td>{meter(part['score'], part['max_score'])}</td>"
+        f"<td>{escape(tally(part, lang))}{notes}</td></tr>"
+    )
 
 
-def part_section(part_id: str, part: dict) -> str:
-    """A part's checks: the ones that did not pass in full, then the passed ones by name."""
-    anchor = f'<h2 id="part-{escape(part_id)}">{escape(part["title"])}'
-    if "note" in part:
-        return f'<section>\n{anchor}</h2>\n<p class="muted">{escape(part["note"])}</p>\n</section>'
-    heading = f'{anchor} <span class="muted">{escape(part_score(part))} points</span></h2>'
-    shown = [check_card(check) for check in part["checks"] if check["status"] != "passed"]
-    passed = [check["name"] for check in part["checks"] if check["status"] == "passed"]
+def part_section(part_id: str, part: dict, lang: str) -> str:
+    """A part: what it asks, its notes, the checks that did not pass in full, then the passed
+    and skipped ones by name."""
+    title = escape(part_title(lang, part_id, part))
+    lines = [f'<section id="part-{escape(part_id)}">']
+    if graded(part):
+        score = f"{part_score(part)} {tr(lang, 'points')}"
+        lines.append(f'<h2>{title} <span class="muted">{escape(score)}</span></h2>')
+    else:
+        lines.append(f"<h2>{title}</h2>")
+    lines.append(f'<p class="asks">{escape(part_asks(lang, part_id))}</p>')
+    note = part.get("note") if graded(part) else tally(part, lang)
+    if note:
+        lines.append(f'<p class="note muted">{escape(note)}</p>')
+    if part.get("provisional"):
+        lines.append(
+            f'<p class="note"><span class="tag provisional">{escape(tr(lang, "provisional"))}'
+            f"</span>{escape(part['provisional'])}</p>"
+        )
+    checks = part["checks"]
+    lines += [check_card(part_id, c, lang) for c in checks if c["status"] in ("failed", "error")]
+    skipped = [c for c in checks if c["status"] == "skipped"]
+    if skipped:
+        items = "".join(
+            f"<li><code>{escape(c['name'])}</code>: {escape(c['message'])}</li>" for c in skipped
+        )
+        lines.append(f'<p>{escape(tr(lang, "skipped_list"))}</p>\n<ul class="skipped">{items}</ul>')
+    passed = [c["name"] for c in checks if c["status"] == "passed"]
     if passed:
         items = "".join(f"<li>{escape(name)}</li>" for name in passed)
-        shown.append(f'<p>Passed:</p>\n<ul class="passed">{items}</ul>')
-    return "\n".join(["<section>", heading, *shown, "</section>"])
+        lines.append(f'<p>{escape(tr(lang, "passed_list"))}</p>\n<ul class="passed">{items}</ul>')
+    lines.append("</section>")
+    return "\n".join(lines)
 
 
-def check_card(check: dict) -> str:
-    """A check that failed, raised, or was skipped: its message and everything to reproduce it."""
+def check_card(part_id: str, check: dict, lang: str) -> str:
+    """A check that failed or raised: its message and everything to reproduce it."""
     status = check["status"]
-    score = f"{points(check['points'])} / {points(check['max_points'])} points"
-    seconds = f"{check['seconds']:.2f} s"
+    score = f"{points(check['points'])} / {points(check['max_points'])} {tr(lang, 'points')}"
     lines = [
-        f'<article class="check {escape(status)}">',
-        f'<h3><span class="tag">{escape(status)}</span>{escape(check["name"])} '
-        f'<span class="muted">{escape(score)}, {escape(seconds)}</span></h3>',
+        f'<article class="check {escape(status)}" id="{escape(check_anchor(part_id, check))}">',
+        f'<h3><span class="tag">{escape(tr(lang, status))}</span>{escape(check["name"])} '
+        f'<span class="muted">{escape(score)}, {check["seconds"]:.2f} s</span></h3>',
         f'<p class="message">{escape(check["message"])}</p>',
     ]
     if check["counterexample"]:
-        lines.append("<p>Counterexample, as runnable Python:</p>")
-        lines.append(f"<pre><code>{escape(check['counterexample'])}</code></pre>")
-    for label, key in (("Hypothesis notes", "hypothesis"), ("Traceback", "traceback")):
+        lines.append(f"<p>{escape(tr(lang, 'counterexample'))}</p>")
+        lines.append(
+            f'<pre class="counterexample"><code>{escape(check["counterexample"])}</code></pre>'
+        )
+    for key in ("hypothesis", "traceback"):
         if check[key]:
-            lines.append(f"<details><summary>{label}</summary><pre>{escape(check[key])}</pre>")
-            lines.append("</details>")
+            lines.append(
+                f"<details><summary>{escape(tr(lang, key))}</summary>"
+                f"<pre>{escape(check[key])}</pre></details>"
+            )
     lines.append("</article>")
     return "\n".join(lines)
 
 
-def benchmarks(rows: list[dict]) -> str:
-    """The timings against the reference solution, with their ratio and verdict."""
-    intro = (
-        "<p>Each timing is run against the kit's reference solution on the same input; the ratio "
-        "is candidate time over reference time.</p>"
-    )
+def benchmarks(rows: list[dict], parts: dict[str, dict], lang: str) -> str:
+    """The timings against the reference: per part, a chart of each ratio beside its limit,
+    then every figure in a table."""
+    heading = f"<h2>{escape(tr(lang, 'timings_heading'))}</h2>"
     if not rows:
-        return "<section>\n<h2>Timings</h2>\n<p>No timings in this run.</p>\n</section>"
-    head = (
-        '<tr><th>Benchmark</th><th>Part</th><th class="num">Candidate</th>'
-        '<th class="num">Reference</th><th class="num">Ratio</th><th>Verdict</th></tr>'
+        none = escape(tr(lang, "no_timings"))
+        return f'<section id="timings">\n{heading}\n<p>{none}</p>\n</section>'
+    charts = []
+    for part_id in dict.fromkeys(row["part"] for row in rows):
+        part = parts.get(part_id, {"title": part_id})
+        charts.append(
+            timing_chart(
+                part_title(lang, part_id, part), [r for r in rows if r["part"] == part_id], lang
+            )
+        )
+    head = "".join(f"<th>{escape(tr(lang, key))}</th>" for key in ("benchmark", "part")) + "".join(
+        f'<th class="num">{escape(tr(lang, key))}</th>'
+        for key in ("candidate", "reference", "ratio")
     )
-    body = "\n".join(benchmark_row(row) for row in rows)
-    return f"<section>\n<h2>Timings</h2>\n{intro}\n<table>\n{head}\n{body}\n</table>\n</section>"
+    head += f"<th>{escape(tr(lang, 'verdict'))}</th>"
+    body = "\n".join(benchmark_row(row, lang) for row in rows)
+    return (
+        f'<section id="timings">\n{heading}\n<p>{escape(tr(lang, "timings_intro"))}</p>\n'
+        f"{''.join(charts)}\n<table>\n<tr>{head}</tr>\n{body}\n</table>\n</section>"
+    )
 
 
-def benchmark_row(row: dict) -> str:
+def timing_chart(title: str, rows: list[dict], lang: str) -> str:
+    """One part's timings as bars: the candidate/reference ratio and its limit, side by side."""
+    width = max(8, int((svg.WIDTH - svg.LEFT - svg.RIGHT) / len(rows) / 6.5))
+    fields = [row["name"].split(", ") for row in rows]
+    shared = shared_fields(fields) if len(rows) > 1 else 0
+    if shared:  # "paged_attention_decode, float16, ...": the title says what all of them share
+        title = f"{title}: {', '.join(fields[0][:shared])}"
+    names = [", ".join(name[shared:]) for name in fields]
+    series = {
+        tr(lang, "ratio_series"): [row["ratio"] for row in rows],
+        tr(lang, "limit_series"): [row["limit"] for row in rows],
+    }
+    labels = [chart_label(name, width) for name in names]
+    chart = svg.bar_chart(title, labels, series, tr(lang, "ratio_axis"))
+    return f'<figure class="chart timing-chart">{chart}</figure>'
+
+
+def chart_label(name: str, width: int, lines: int = 2) -> str:
+    """A benchmark's name wrapped to `width` characters, on at most `lines` lines (the chart
+    has room for two under its axis)."""
+    wrapped = textwrap.wrap(name, width) or [""]
+    if len(wrapped) > lines:
+        rest = " ".join(wrapped[lines - 1 :])
+        wrapped = [*wrapped[: lines - 1], rest[: width - 1] + "…"]
+    return "\n".join(wrapped)
+
+
+def shared_fields(fields: list[list[str]]) -> int:
+    """How many leading fields every name has in common, leaving each at least one of its own."""
+    count = 0
+    for column in zip(*(name[:-1] for name in fields), strict=False):
+        if len(set(column)) > 1:
+            break
+        count += 1
+    return count
+
+
+def benchmark_row(row: dict, lang: str) -> str:
     numbers = (
         duration(row["candidate_seconds"]),
         duration(row["reference_seconds"]),
         f"{row['ratio']:.2f}x",
     )
     cells = "".join(f'<td class="num">{escape(number)}</td>' for number in numbers)
-    judged = escape(verdict(row)) if row["passed"] else f'<b class="bad">{escape(verdict(row))}</b>'
+    judged = escape(verdict(row, lang))
+    judged = judged if row["passed"] else f'<b class="bad">{judged}</b>'
     return (
         f"<tr><td>{escape(row['name'])}</td><td>{escape(row['part'])}</td>{cells}"
-        f"<td>{judged}</td></tr>"
+        f'<td class="nowrap">{judged}</td></tr>'
     )
 
 
-def integrity(flags: list[dict]) -> str:
-    """What the source scan and the workers noticed, for a person to look at."""
-    if not flags:
-        items = "<p>None.</p>"
-    else:
-        rows = "".join(
-            f"<li><code>{escape(origin(flag))}</code>: {escape(flag['message'])}</li>"
-            for flag in flags
-        )
-        items = f"<ul>{rows}</ul>"
+def scheduling(section: dict | None, lang: str) -> str:
+    """Tokens per step of the candidate's scheduler against static batching, on one trace."""
+    if not section:
+        return ""
+    runs = scheduling_runs(section, lang)
+    chart = svg.line_chart(
+        tr(lang, "scheduling_chart"),
+        tr(lang, "step"),
+        tr(lang, "tokens_per_step"),
+        {
+            name: [(step, tokens) for step, tokens in enumerate(counts, 1)]
+            for name, counts in runs.items()
+        },
+    )
+    intro = tr(
+        lang,
+        "scheduling_intro",
+        requests=len(section.get("trace", [])),
+        num_blocks=section.get("num_blocks", "?"),
+        block_size=section.get("block_size", "?"),
+        max_num_seqs=section.get("max_num_seqs", "?"),
+    )
+    figures = "".join(
+        f"<li>{escape(steps_taken(name, counts, lang))}</li>" for name, counts in runs.items()
+    )
+    if section.get("drained") is False:
+        figures += f'<li class="bad">{escape(tr(lang, "not_drained"))}</li>'
     return (
-        '<section>\n<h2>Integrity flags</h2>\n<p class="muted">What the grader\'s source scan and '
-        f"its sandboxed workers noticed, for a person to look at.</p>\n{items}\n</section>"
+        f'<section id="scheduling">\n<h2>{escape(tr(lang, "scheduling_heading"))}</h2>\n'
+        f"<p>{escape(intro)}</p>\n"
+        f'<figure class="chart scheduling-chart">{chart}</figure>\n<ul>{figures}</ul>\n</section>'
     )
 
 
-def ignored(names: list[str]) -> str:
+def scheduling_runs(section: dict, lang: str) -> dict[str, list[int]]:
+    """Tokens per step of each run the section holds: the candidate's, then static batching's."""
+    runs = {
+        tr(lang, "your_scheduler"): section.get("tokens_per_step"),
+        tr(lang, "static_batching"): section.get("static_tokens_per_step"),
+    }
+    return {name: counts for name, counts in runs.items() if counts}
+
+
+def steps_taken(name: str, counts: list[int], lang: str) -> str:
+    """How long a run took and how busy it kept the batch."""
+    mean = sum(counts) / len(counts) if counts else math.nan
+    return tr(
+        lang, "steps_taken", name=name, steps=len(counts), tokens=sum(counts), mean=f"{mean:.2f}"
+    )
+
+
+def simulation(figures: dict | None, lang: str) -> str:
+    """The kit's own simulation (`make simulate`): why paging and continuous batching win."""
+    if not figures:
+        return ""
+    header, *rows = figures["rows"]
+    head = "".join(f"<th>{escape(cell)}</th>" for cell in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    )
+    charts = "".join(f'<figure class="chart">{chart}</figure>' for chart in figures["charts"])
+    return (
+        f'<section id="simulation">\n<h2>{escape(tr(lang, "simulation_heading"))}</h2>\n'
+        f'<p class="muted">{escape(tr(lang, "simulation_intro"))}</p>\n'
+        f"<p>{escape(figures['headline'])}</p>\n"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n{charts}\n</section>"
+    )
+
+
+def integration(check: dict | None, lang: str) -> str:
+    """The end-to-end engine check: its status, what it said, and its figures. Not scored."""
+    if not check:
+        return ""
+    status = check.get("status", "skipped")
+    figures = "".join(
+        f"<dt>{escape(str(key))}</dt><dd>{escape(shown(value))}</dd>"
+        for key, value in check.get("figures", {}).items()
+    )
+    tag = escape(tr(lang, status) if status in ("passed", "failed", "skipped") else status)
+    return (
+        f'<section id="integration">\n<h2>{escape(tr(lang, "integration_heading"))}</h2>\n'
+        f'<p class="muted">{escape(tr(lang, "integration_intro"))}</p>\n'
+        f'<p class="message"><span class="tag {escape(status)}">{tag}</span>'
+        f"{escape(check.get('message', ''))}</p>\n"
+        f"{f'<dl>{figures}</dl>' if figures else ''}\n</section>"
+    )
+
+
+def ignored(names: list[str], lang: str) -> str:
     """Files in the submission that the grader did not read."""
+    if not names:
+        return ""
     items = "".join(f"<li><code>{escape(name)}</code></li>" for name in names)
-    shown = f"<ul>{items}</ul>" if names else "<p>None.</p>"
     return (
-        '<section>\n<h2>Ignored files</h2>\n<p class="muted">Files in the submission that are not '
-        f"among the files the exercise asks for; the grader did not read them.</p>\n{shown}\n"
-        "</section>"
+        f'<section id="ignored">\n<h2>{escape(tr(lang, "ignored_heading"))}</h2>\n'
+        f'<p class="muted">{escape(tr(lang, "ignored_intro"))}</p>\n<ul>{items}</ul>\n</section>'
     )
 
 
-def footer(report: dict) -> str:
+def footer(report: dict, lang: str) -> str:
     """The environment the grade ran in and the hashes of the files that were graded."""
     env = "".join(
-        f"<dt>{escape(key)}</dt><dd>{escape(shown(value))}</dd>"
+        f"<tr><th>{escape(key)}</th><td>{escape(shown(value))}</td></tr>"
         for key, value in report["environment"].items()
     )
     submission = report["submission"]
@@ -293,16 +534,10 @@ def footer(report: dict) -> str:
         for name, digest in submission["files"].items()
     )
     return (
-        "<footer>\n<h2>Environment</h2>\n"
-        f"<dl>{env}</dl>\n<h2>Submission</h2>\n"
+        f'<footer id="environment">\n<h2>{escape(tr(lang, "environment_heading"))}</h2>\n'
+        f"<table>\n{env}\n</table>\n<h2>{escape(tr(lang, 'submission_heading'))}</h2>\n"
         f"<dl><dt>name</dt><dd>{escape(submission['name'])}</dd>"
         f"<dt>path</dt><dd><code>{escape(submission['path'])}</code></dd></dl>\n"
-        f"<table>\n<tr><th>File</th><th>sha256</th></tr>\n{files}\n</table>\n</footer>"
+        f"<table>\n<tr><th>{escape(tr(lang, 'file'))}</th><th>sha256</th></tr>\n{files}\n"
+        "</table>\n</footer>"
     )
-
-
-def shown(value: object) -> str:
-    """An environment value as text: lists joined, a missing value as 'none'."""
-    if isinstance(value, list):
-        return ", ".join(str(item) for item in value)
-    return "none" if value is None else str(value)

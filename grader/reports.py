@@ -16,13 +16,18 @@ from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
+from grader.i18n import language, part_asks, part_title, tr
 from grader.report_html import (
     duration,
+    graded,
     origin,
     part_score,
     points,
     render_html,
+    scheduling_runs,
+    share,
     shown,
+    steps_taken,
     tally,
     verdict,
 )
@@ -51,109 +56,239 @@ def report_json(report: dict) -> str:
 
 
 def render_markdown(report: dict) -> str:
-    """The report as Markdown: score, grader errors, parts, failures, timings, provenance."""
+    """The page's content as Markdown, in the same order: score, grader errors, integrity
+    flags, parts, failures, timings, scheduling, the engine check, provenance."""
+    lang = language(report)
     sections = [
-        md_header(report),
-        md_errors(report["errors"]),
-        md_parts_table(report["parts"]),
-        *(md_part(part) for part in report["parts"].values()),
-        md_benchmarks(report["benchmarks"]),
-        md_integrity(report["integrity"]),
-        md_list("Ignored files", [code_span(name) for name in report["ignored_files"]]),
-        md_environment(report),
+        md_header(report, lang),
+        md_errors(report["errors"], lang),
+        md_integrity(report["integrity"], lang),
+        md_parts_table(report, lang),
+        *(md_part(part_id, part, lang) for part_id, part in report["parts"].items()),
+        md_benchmarks(report["benchmarks"], lang),
+        md_scheduling(report.get("sections", {}).get("scheduling"), lang),
+        md_simulation(report.get("simulation"), lang),
+        md_integration(report.get("integration"), lang),
+        md_list(tr(lang, "ignored_heading"), [code_span(name) for name in report["ignored_files"]]),
+        md_environment(report, lang),
     ]
     return "\n\n".join(section for section in sections if section) + "\n"
 
 
-def md_header(report: dict) -> str:
+def md_header(report: dict, lang: str) -> str:
+    env = report["environment"]
     score = f"{points(report['score'])} / {points(report['max_score'])}"
+    ran = tr(
+        lang,
+        "graded",
+        started_at=report["started_at"],
+        seconds=f"{report['seconds']:g}",
+        profile=env["profile"],
+        seed=shown(env["seed"]),
+        device=env["device"],
+    )
     return (
-        f"# Grade report: {plain(report['submission']['name'])}\n\n"
-        f"**Score: {score}** (graded {report['started_at']}, {report['seconds']:g} s)"
+        f"# {tr(lang, 'title')}: {plain(report['submission']['name'])}\n\n"
+        f"**{tr(lang, 'total')}: {score}** {text_bar(report['score'], report['max_score'])}"
+        f"\n\n{plain(ran)}\n\n{tr(lang, 'intro')}"
     )
 
 
-def md_errors(messages: list[str]) -> str:
+def text_bar(score: float, max_score: float, cells: int = 10) -> str:
+    """A score as a bar of characters, with its percentage: `█████░░░░░ 50%`."""
+    fraction = share(score, max_score)
+    full = round(fraction * cells)
+    return f"`{'█' * full}{'░' * (cells - full)}` {fraction:.0%}"
+
+
+def md_errors(messages: list[str], lang: str) -> str:
     """The grader's own failures, before anything else: the score may be incomplete."""
     if not messages:
         return ""
     blocks = "\n\n".join(fence(message) for message in messages)
-    return f"## The grader failed\n\nThe score may be missing points because of this.\n\n{blocks}"
+    return f"## {tr(lang, 'errors_heading')}\n\n{tr(lang, 'errors_intro')}\n\n{blocks}"
 
 
-def md_parts_table(parts: dict[str, dict]) -> str:
-    rows = [
-        f"| {part_id} | {plain(part['title'])} | {part_score(part)} | {plain(tally(part))} |"
-        for part_id, part in parts.items()
+def md_integrity(flags: list[dict], lang: str) -> str:
+    """The integrity flags, near the top when there are any."""
+    items = [f"{plain(origin(flag))}: {plain(flag['message'])}" for flag in flags]
+    if not items:
+        return ""
+    heading = f"{tr(lang, 'integrity_heading')} ({len(items)})"
+    return md_list(heading, items, intro=tr(lang, "integrity_intro"))
+
+
+def md_parts_table(report: dict, lang: str) -> str:
+    rows = []
+    for part_id, part in report["parts"].items():
+        title = plain(part_title(lang, part_id, part))
+        if graded(part):
+            bar = text_bar(part["score"], part["max_score"])
+            notes = [plain(note) for note in (part.get("note"), part.get("provisional")) if note]
+            checks = "; ".join([plain(tally(part, lang)), *notes])
+        else:
+            bar, checks = "", plain(tally(part, lang))
+        rows.append(
+            f"| {title} | {plain(part_asks(lang, part_id))} | {part_score(part)} | {bar} | "
+            f"{checks} |"
+        )
+    total = f"{points(report['score'])} / {points(report['max_score'])}"
+    rows.append(
+        f"| **{tr(lang, 'total')}** | | **{total}** | "
+        f"{text_bar(report['score'], report['max_score'])} | |"
+    )
+    head = (
+        f"| {tr(lang, 'part')} | {tr(lang, 'asks')} | {tr(lang, 'score')} | | "
+        f"{tr(lang, 'checks')} |"
+    )
+    return "\n".join([f"## {tr(lang, 'parts_heading')}", "", head, "| --- " * 5 + "|", *rows])
+
+
+def md_part(part_id: str, part: dict, lang: str) -> str:
+    """A part: what it asks and its notes, the checks that did not pass in full, each with all
+    its details, then the skipped and passed ones by name."""
+    title = plain(part_title(lang, part_id, part))
+    heading = f"## {title} ({part_score(part)})" if graded(part) else f"## {title}"
+    lines = [heading, f"*{plain(part_asks(lang, part_id))}*"]
+    if not graded(part):
+        return "\n\n".join([*lines, plain(tally(part, lang))])
+    if part.get("note"):
+        lines.append(plain(part["note"]))
+    if part.get("provisional"):
+        lines.append(f"**{tr(lang, 'provisional')}:** {plain(part['provisional'])}")
+    checks = part["checks"]
+    lines += [md_check(check, lang) for check in checks if check["status"] in ("failed", "error")]
+    skipped = [
+        f"- {code_span(check['name'])}: {plain(check['message'])}"
+        for check in checks
+        if check["status"] == "skipped"
     ]
-    header = ["## Parts", "", "| id | part | score | checks |", "| --- | --- | --- | --- |"]
-    return "\n".join(header + rows)
-
-
-def md_part(part: dict) -> str:
-    """A part's checks that did not pass, each in full, then the passed ones by name."""
-    if "note" in part:
-        return f"## {plain(part['title'])}\n\n{plain(part['note'])}"
-    lines = [f"## {plain(part['title'])} ({part_score(part)})"]
-    lines += [md_check(check) for check in part["checks"] if check["status"] != "passed"]
-    passed = [code_span(check["name"]) for check in part["checks"] if check["status"] == "passed"]
+    if skipped:
+        lines.append("\n".join([tr(lang, "skipped_list"), "", *skipped]))
+    passed = [code_span(check["name"]) for check in checks if check["status"] == "passed"]
     if passed:
-        lines.append(f"Passed: {', '.join(passed)}.")
+        lines.append(f"{tr(lang, 'passed_list')} {', '.join(passed)}")
     return "\n\n".join(lines)
 
 
-def md_check(check: dict) -> str:
-    score = f"{points(check['points'])} / {points(check['max_points'])}"
+def md_check(check: dict, lang: str) -> str:
+    score = f"{points(check['points'])} / {points(check['max_points'])} {tr(lang, 'points')}"
     lines = [
-        f"### {code_span(check['name'])}: {check['status']}, {score} points",
+        f"### {code_span(check['name'])}: {tr(lang, check['status'])}, {score}",
         fence(check["message"]),
     ]
     labelled = (
-        ("Counterexample, as runnable Python:", check["counterexample"], "python"),
-        ("Hypothesis notes:", check["hypothesis"], ""),
-        ("Traceback:", check["traceback"], ""),
+        (tr(lang, "counterexample"), check["counterexample"], "python"),
+        (tr(lang, "hypothesis"), check["hypothesis"], ""),
+        (tr(lang, "traceback"), check["traceback"], ""),
     )
-    lines += [f"{label}\n\n{fence(text, language)}" for label, text, language in labelled if text]
+    lines += [f"{label}\n\n{fence(value, code)}" for label, value, code in labelled if value]
     return "\n\n".join(lines)
 
 
-def md_benchmarks(rows: list[dict]) -> str:
+def md_benchmarks(rows: list[dict], lang: str) -> str:
     if not rows:
         return ""
+    columns = ("benchmark", "part", "candidate", "reference", "ratio", "verdict")
     lines = [
-        "## Timings",
+        f"## {tr(lang, 'timings_heading')}",
         "",
-        "| benchmark | part | candidate | reference | ratio | verdict |",
-        "| --- | --- | --- | --- | --- | --- |",
+        tr(lang, "timings_intro"),
+        "",
+        "| " + " | ".join(tr(lang, column) for column in columns) + " |",
+        "| --- " * len(columns) + "|",
     ]
     lines += [
         f"| {plain(row['name'])} | {row['part']} | {duration(row['candidate_seconds'])} | "
-        f"{duration(row['reference_seconds'])} | {row['ratio']:.2f}x | {verdict(row)} |"
+        f"{duration(row['reference_seconds'])} | {row['ratio']:.2f}x | {verdict(row, lang)} |"
         for row in rows
     ]
     return "\n".join(lines)
 
 
-def md_integrity(flags: list[dict]) -> str:
-    return md_list(
-        "Integrity flags", [f"{plain(origin(flag))}: {plain(flag['message'])}" for flag in flags]
+def md_scheduling(section: dict | None, lang: str) -> str:
+    """The scheduling comparison's figures (the page plots them)."""
+    if not section:
+        return ""
+    intro = tr(
+        lang,
+        "scheduling_intro",
+        requests=len(section.get("trace", [])),
+        num_blocks=section.get("num_blocks", "?"),
+        block_size=section.get("block_size", "?"),
+        max_num_seqs=section.get("max_num_seqs", "?"),
     )
+    runs = scheduling_runs(section, lang)
+    items = [
+        f"{steps_taken(name, counts, lang)}: `{' '.join(map(str, counts))}`"
+        for name, counts in runs.items()
+    ]
+    if section.get("drained") is False:
+        items.append(tr(lang, "not_drained"))
+    return md_list(tr(lang, "scheduling_heading"), items, intro=intro)
 
 
-def md_list(title: str, items: list[str]) -> str:
-    """A titled bullet list; nothing at all when there are no items."""
+def md_simulation(figures: dict | None, lang: str) -> str:
+    """The kit's simulation: its headline and table (the page also plots it)."""
+    if not figures:
+        return ""
+    header, *rows = figures["rows"]
+    lines = [
+        f"## {tr(lang, 'simulation_heading')}",
+        "",
+        tr(lang, "simulation_intro"),
+        "",
+        plain(figures["headline"]),
+        "",
+        "| " + " | ".join(plain(cell) for cell in header) + " |",
+        "| --- " * len(header) + "|",
+    ]
+    lines += ["| " + " | ".join(plain(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def md_integration(check: dict | None, lang: str) -> str:
+    """The end-to-end engine check: status, message, figures."""
+    if not check:
+        return ""
+    status = check.get("status", "skipped")
+    shown_status = tr(lang, status) if status in ("passed", "failed", "skipped") else status
+    items = [
+        f"{plain(str(key))}: {plain(shown(value))}"
+        for key, value in check.get("figures", {}).items()
+    ]
+    said = f"**{plain(shown_status)}**: {plain(check.get('message', ''))}"
+    intro = f"{tr(lang, 'integration_intro')}\n\n{said}"
+    if not items:
+        return f"## {tr(lang, 'integration_heading')}\n\n{intro}"
+    return md_list(tr(lang, "integration_heading"), items, intro=intro)
+
+
+def md_list(title: str, items: list[str], intro: str = "") -> str:
+    """A titled bullet list, after an optional paragraph; nothing at all when there are no items."""
     if not items:
         return ""
-    return "\n".join([f"## {title}", "", *(f"- {item}" for item in items)])
+    head = [f"## {title}", "", *((intro, "") if intro else ())]
+    return "\n".join([*head, *(f"- {item}" for item in items)])
 
 
-def md_environment(report: dict) -> str:
+def md_environment(report: dict, lang: str) -> str:
     """Where the grade ran, and the hashes of the files it graded."""
     env = [f"- {key}: {plain(shown(value))}" for key, value in report["environment"].items()]
     files = [
         f"- {code_span(name)}: `{digest}`" for name, digest in report["submission"]["files"].items()
     ]
-    return "\n".join(["## Environment", "", *env, "", "## Submission files (sha256)", "", *files])
+    return "\n".join(
+        [
+            f"## {tr(lang, 'environment_heading')}",
+            "",
+            *env,
+            "",
+            f"## {tr(lang, 'submission_heading')} (sha256)",
+            "",
+            *files,
+        ]
+    )
 
 
 def plain(text: str) -> str:
@@ -213,10 +348,9 @@ def gradescope_test(check: dict) -> dict:
 def summary(report: dict) -> str:
     """A few lines: the total, each part's score, and the grader's failures if any."""
     lines = [f"Score: {points(report['score'])} / {points(report['max_score'])}"]
-    lines += [
-        f"{part_id}: {part_score(part)} ({tally(part)})"
-        for part_id, part in report["parts"].items()
-    ]
+    for part_id, part in report["parts"].items():
+        notes = "; ".join(note for note in (tally(part), part.get("provisional")) if note)
+        lines.append(f"{part_id}: {part_score(part)} ({notes})")
     lines += [f"The grader failed: {last_line(error)}" for error in report["errors"]]
     return "\n".join(lines)
 

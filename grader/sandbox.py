@@ -100,6 +100,13 @@ def die_with_the_grader() -> None:
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def memory_rlimit(extra_env: dict[str, str]) -> int:
+    """The limit that bounds a worker's memory: its address space on the CPU; on CUDA (Triton not
+    interpreted) its private writable memory, because CUDA reserves far more address space than it
+    uses, in mappings that are not writable and so not counted by RLIMIT_DATA."""
+    return resource.RLIMIT_AS if extra_env.get("TRITON_INTERPRET") == "1" else resource.RLIMIT_DATA
+
+
 def site_packages() -> list[str]:
     """Where this interpreter's third-party packages (torch, triton) live, without `.pth` files."""
     paths = sysconfig.get_paths()
@@ -148,7 +155,8 @@ class Sandbox:
 
         def apply_limits() -> None:
             die_with_the_grader()
-            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+            memory = memory_rlimit(self.extra_env)
+            resource.setrlimit(memory, (limits.memory_bytes, limits.memory_bytes))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
 

@@ -170,6 +170,8 @@ class Worker:
             return self.encode(function(*modules, *args, **kwargs))
         if op == "launch":
             module = importlib.import_module(f"{PACKAGE}.{request['module']}")
+            args = [on_kernel_device(arg) for arg in args]
+            kwargs = {key: on_kernel_device(arg) for key, arg in kwargs.items()}
             poison_allocator_like(args[0])
             with count_kernel_launches() as launches:
                 value = getattr(module, request["name"])(*args, **kwargs)
@@ -180,6 +182,8 @@ class Worker:
         if op == "getattr":
             value = getattr(target, request["name"])
             return self.handle(value) if request.get("as_handle") else self.encode(value)
+        if op == "getattrs":
+            return [self.encode(getattr(target, name)) for name in request["names"]]
         if op == "setattr":
             setattr(target, request["name"], args[0])
             return None
@@ -211,6 +215,15 @@ def error_reply(error: BaseException) -> dict:
         "message": str(error)[:2000],
         "traceback": "".join(shown)[-6000:],
     }
+
+
+def on_kernel_device(value: Any) -> Any:
+    """A tensor argument where the kernel runs: tensors cross the wire on the CPU, and a worker
+    with CUDA that is not interpreting (`TRITON_INTERPRET`) runs the kernel natively on it."""
+    import torch
+
+    native = os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available()
+    return value.to("cuda") if native and isinstance(value, torch.Tensor) else value
 
 
 def poison_allocator_like(tensor: Any) -> None:

@@ -1,12 +1,17 @@
-"""The report writers: all five files, hostile strings kept inert, formats that tools can read."""
+"""The report writers and the summary: all five files, hostile strings kept inert, formats that
+tools can read, the sections that only some reports have, both languages, what to look at first."""
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from grader.i18n import PART_ASKS, PART_TITLES, STRINGS
 from grader.reports import fence, write_all
+from grader.rubric import PARTS
+from grader.summary import summary_lines
 
 FILES = ("report.json", "report.md", "report.html", "results.json", "junit.xml")
 HOSTILE = "<script>alert(1)</script> & co"
@@ -113,7 +118,7 @@ def failing_report() -> dict:
         },
         benchmarks=[
             {
-                "name": "free_100k",
+                "name": f"free_100k {HOSTILE}",
                 "part": "allocator",
                 "candidate_seconds": 0.0042,
                 "reference_seconds": 0.001,
@@ -147,6 +152,51 @@ def full_marks_report() -> dict:
     )
 
 
+def new_sections_report(language: str = "en") -> dict:
+    """A report with every section that only some reports have: GPU kernel timings, a graded
+    part with a note, a provisional part, the engine check, the scheduling comparison."""
+    kernel = [
+        check("kernel", "matches_the_reference", "passed", 20, 20),
+        check("kernel", "decode_speed", "failed", 0, 10, message="4.7x the reference's time"),
+    ]
+    scheduler = [check("scheduler", "matches_the_reference", "passed", 10, 10)]
+    return report(
+        {
+            "kernel": part("Part 4: the kernel", kernel, 30, provisional="provisional: x"),
+            "scheduler": part("Part 5: the scheduler", scheduler, 10, note=f"note {HOSTILE}"),
+        },
+        language=language,
+        benchmarks=[
+            {
+                "name": f"paged_attention_decode, float16, head_dim {size}",
+                "part": "kernel",
+                "candidate_seconds": 4.7e-4,
+                "reference_seconds": 1e-4,
+                "ratio": 4.7,
+                "limit": 3.0,
+                "rounds": 20,
+                "passed": False,
+            }
+            for size in (64, 128)
+        ],
+        integration={
+            "status": "failed",
+            "message": f"tokens differ at step 9 {HOSTILE}",
+            "figures": {"steps": 41, HOSTILE: "0.5"},
+        },
+        sections={
+            "scheduling": {
+                "trace": [[0, 5, 3], [1, 4, 2]],
+                "num_blocks": 8,
+                "block_size": 4,
+                "max_num_seqs": 2,
+                "tokens_per_step": [1, 2, 2, 1],
+                "static_tokens_per_step": [1, 1, 1, 1, 1],
+            }
+        },
+    )
+
+
 def written(report: dict, folder: Path) -> dict[str, str]:
     write_all(report, folder)
     return {name: (folder / name).read_text(encoding="utf-8") for name in FILES}
@@ -172,27 +222,33 @@ def test_html_escapes_every_string_from_the_report(tmp_path: Path) -> None:
     assert "notes&lt;b&gt;.txt" in html
 
 
-@pytest.mark.parametrize("make_report", [failing_report, full_marks_report])
+@pytest.mark.parametrize("make_report", [failing_report, full_marks_report, new_sections_report])
 def test_html_is_self_contained(tmp_path: Path, make_report) -> None:
     html = written(make_report(), tmp_path)["report.html"]
+    assert '<meta http-equiv="Content-Security-Policy" content="default-src \'none\';' in html
+    html = html.replace('xmlns="http://www.w3.org/2000/svg"', "")  # a name, never fetched
     for reference in ("http://", "https://", "<link", "<img", "<script", "url(", "@import"):
         assert reference not in html
 
 
 def test_html_puts_grader_errors_first_and_notes_in_place_of_bars(tmp_path: Path) -> None:
     html = written(failing_report(), tmp_path)["report.html"]
-    assert 'class="errors"' in html
+    assert 'class="box errors"' in html
     assert html.index("RuntimeError: pytest broke") < html.index('id="part-allocator"')
-    assert html.count('class="bar') == 2  # allocator and decode; the kernel part has a note
+    # The total's two (at the top, in the table), allocator's and decode's; the kernel part was
+    # not graded: its note stands in place of its bar.
+    assert html.count('class="bar') == 4
     assert "not graded by this version" in html
-    assert html.count('<article class="check') == 3  # failed, error, skipped; not the passed ones
+    assert html.count('<article class="check') == 2  # failed and error; not skipped, not passed
+    assert "runs only in the full kit" in html  # the skipped check, listed with its reason
+    assert 'id="check-allocator-free_is_atomic"' in html  # the summary points there
 
 
 def test_html_of_full_marks_has_full_bars_and_no_failures(tmp_path: Path) -> None:
     html = written(full_marks_report(), tmp_path)["report.html"]
-    assert html.count('class="bar full"') == 2
+    assert html.count('class="bar full') == 4  # the total's two, and one per part
     assert "<article" not in html
-    assert 'class="errors"' not in html
+    assert 'class="box errors"' not in html
 
 
 def test_junit_parses_with_one_suite_per_part_and_the_right_counts(tmp_path: Path) -> None:
@@ -255,8 +311,125 @@ def test_markdown_shows_the_counterexample_in_a_python_fence(tmp_path: Path) -> 
 def test_full_marks_markdown_lists_no_failure(tmp_path: Path) -> None:
     markdown = written(full_marks_report(), tmp_path)["report.md"]
     assert "```python" not in markdown
-    assert "**Score: 35 / 35**" in markdown
+    assert "**Total: 35 / 35**" in markdown
 
 
 def test_fence_outlasts_backticks_in_the_text() -> None:
     assert fence("x = 1\n# ```\n", "python") == "````python\nx = 1\n# ```\n````"
+
+
+def test_new_sections_show_in_both_reports_and_stay_escaped(tmp_path: Path) -> None:
+    files = written(new_sections_report(), tmp_path)
+    html, markdown = files["report.html"], files["report.md"]
+    assert "<script" not in html
+    assert html.count("<svg") == 2  # the kernel's timing chart and the scheduling chart
+    # The shared ", "-field goes to the chart's title; the bars keep what differs.
+    assert "Part 4: the kernel: paged_attention_decode, float16</text>" in html
+    assert ">head_dim 64</tspan>" in html
+    assert 'class="bar' in html.split('id="part-scheduler"')[0]  # a note does not hide the bar
+    assert "note &lt;script&gt;" in html
+    assert "provisional: x" in html
+    assert "tokens differ at step 9" in html
+    assert "this scheduler: 4 steps, 6 tokens, 1.50 tokens per step" in html
+    assert "static batching: 5 steps, 5 tokens, 1.00 tokens per step" in html
+    for text in ("tokens differ at step 9", "provisional: x", "note &lt;script&gt;", "4.70x"):
+        assert text in markdown
+    assert "`1 2 2 1`" in markdown
+
+
+def test_a_scheduling_run_alone_is_plotted_alone_and_an_unfinished_one_said(
+    tmp_path: Path,
+) -> None:
+    report = new_sections_report()
+    section = report["sections"]["scheduling"]
+    del section["static_tokens_per_step"]
+    section["drained"] = False
+    html = written(report, tmp_path)["report.html"]
+    assert html.count("<polyline") == 1
+    assert "static batching:" not in html  # no figures line for the missing run
+    assert "did not finish every request" in html
+
+
+def test_a_report_without_the_new_sections_leaves_them_out(tmp_path: Path) -> None:
+    files = written(full_marks_report(), tmp_path)
+    for section in ('id="integration"', 'id="scheduling"', "<svg"):
+        assert section not in files["report.html"]
+    assert "No timings in this run." in files["report.html"]
+
+
+def test_chinese_report_translates_the_kits_words_not_the_checks(tmp_path: Path) -> None:
+    fields = {"language": "zh"}
+    files = written({**failing_report(), **fields}, tmp_path)
+    html, markdown = files["report.html"], files["report.md"]
+    assert '<html lang="zh-CN">' in html
+    for words in ("各部分", "未通过", "反例", "完整性标记", "运行环境"):
+        assert words in html
+        assert words in markdown
+    assert "free([3, 3]) freed block 3 twice" in html  # the check's own message, as written
+    assert "Parts</h2>" not in html
+
+
+def test_every_string_has_both_languages_with_the_same_placeholders() -> None:
+    english, chinese = STRINGS["en"], STRINGS["zh"]
+    assert english.keys() == chinese.keys()
+    placeholders = re.compile(r"{(\w+)}")
+    for key in english:
+        assert set(placeholders.findall(english[key])) == set(placeholders.findall(chinese[key])), (
+            key
+        )
+    for table in (PART_TITLES, PART_ASKS):
+        assert table["en"].keys() == table["zh"].keys() == PARTS.keys()
+    assert PART_TITLES["en"] == PARTS
+
+
+def test_summary_points_at_the_first_failure_with_its_counterexample(tmp_path: Path) -> None:
+    report = failing_report()
+    lines = summary_lines(report, tmp_path)
+    text = "\n".join(lines)
+    assert "  allocator    5.00 / 15.00  1 of 4 checks passed" in lines
+    assert "  kernel          -          not graded by this version" in lines
+    first = lines.index("What to look at first:")
+    assert text.index("RuntimeError: pytest broke") < text.index("What to look at first:")
+    assert lines[first + 1] == "  Part 1: the allocator: the check free_is_atomic failed:"
+    assert lines[first + 2] == "      free([3, 3]) freed block 3 twice"
+    assert "      allocator.free([3, 3])  # " + HOSTILE in lines
+    assert f"{tmp_path / 'report.html'}#check-allocator-free_is_atomic" in text
+    assert "(1 more checks did not pass in this part" in text
+    assert "1 integrity flag(s)" in text
+    assert lines[-1].startswith(f"Report: {tmp_path / 'report.html'}")
+
+
+def test_summary_lists_unstarted_and_provisional_parts_and_the_engine_check(tmp_path: Path) -> None:
+    stub = [
+        check("decode", "grows", "failed", 0, 10, message="not implemented: allocate raises"),
+        check("decode", "shrinks", "failed", 0, 10, message="not submitted: x.py was not"),
+    ]
+    report = new_sections_report()
+    report["parts"]["decode"] = part("Part 2: decode", stub, 20)
+    text = "\n".join(summary_lines(report, tmp_path))
+    assert "Part 4: the kernel: the check decode_speed failed:" in text  # not the stub's
+    assert "Not implemented yet (a stub or a missing file): decode." in text
+    assert "kernel: provisional: x" in text
+    assert "scheduler: note" not in text  # a part's note is for the report, not for this list
+    assert "End-to-end engine check (not scored): failed. tokens differ at step 9" in text
+
+
+def test_summary_of_full_marks_says_so_and_a_long_counterexample_is_cut(tmp_path: Path) -> None:
+    assert "  Every graded check passed." in summary_lines(full_marks_report(), tmp_path)
+    report = failing_report()
+    long = "\n".join(f"step_{i}()" for i in range(40))
+    report["parts"]["allocator"]["checks"][1]["counterexample"] = long
+    lines = summary_lines(report, tmp_path)
+    assert "      step_15()" in lines
+    assert "      step_16()" not in lines
+    assert "      ... 24 more lines in the report" in lines
+
+
+def test_summary_in_chinese(tmp_path: Path) -> None:
+    report = {**failing_report(), "language": "zh"}
+    lines = summary_lines(report, tmp_path)
+    assert "先看这里：" in lines  # noqa: RUF001
+    first = "  第 1 部分：KV cache 块分配器：检查 free_is_atomic 未通过："  # noqa: RUF001
+    assert first in lines
+    assert "      free([3, 3]) freed block 3 twice" in lines  # the check's message, as written
+    assert any(line.startswith("  总分       ") for line in lines)  # two columns per character

@@ -107,6 +107,10 @@ def test_values_handles_and_iterators_cross(probe):
     assert len(box.ref("items")) == 2
     assert box.echo(1, (2, 3), None, "x") == (1, (2, 3), None, "x")
     assert box.consume(Iter([1, 2, 3])) == [2, 4, 6]
+    items, pool = box.fields("items", "pool")
+    assert items == [1, 2]
+    assert torch.equal(pool, torch.zeros(2, 3))
+    assert "(box.items, box.pool)" in probe.transcript.render()
     pool = box.ref("pool")
     pool[1, ...] = torch.tensor([1.0, 2.0, 3.0])
     assert torch.equal(box.pool, torch.tensor([[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]]))

@@ -8,7 +8,9 @@ relative tolerance elsewhere. Every call must launch at least one `@triton.jit` 
 pure-torch answer scores nothing here.
 
 Without CUDA the worker runs the kernel under Triton's interpreter on CPU tensors (a few ms per
-loop iteration of a program), so the cases are small; with CUDA they run natively.
+loop iteration of a program), so the cases are small; with CUDA they run natively, and
+`check_large_cases_on_cuda` adds long contexts, a batch of 64 and head dim 256 (skipped, "needs
+a CUDA device", on CPU: the interpreter would take many minutes over them).
 """
 
 import importlib.util
@@ -35,6 +37,21 @@ BLOCK_SIZES = (1, 8, 16, 32)
 DTYPES = tuple(TOLERANCE)
 # Interpreter cost grows with programs x loop iterations: keep each case to a few dozen.
 MAX_BLOCKS_PER_SEQ = 3
+# Natively on CUDA only. Each crosses to the worker as bytes: the largest pool is ~25 MB.
+LARGE_CASES = (
+    # Long and one-token sequences in the timing suite's layout: 32/8 heads, head dim 128, bf16.
+    {"seq_lens": [8191, 1, 4097, 0], "num_heads": 32, "num_kv_heads": 8, "head_dim": 128,
+     "block_size": 16, "dtype": torch.bfloat16, "seed": 11},
+    # A batch of 64 ragged sequences, one of them empty.
+    {"seq_lens": [37 * i % 301 for i in range(64)], "num_heads": 8, "num_kv_heads": 2,
+     "head_dim": 64, "block_size": 8, "dtype": torch.float16, "seed": 12},
+    # Head dim 256, block size 32, MQA with 16 query heads.
+    {"seq_lens": [3000, 33, 0, 1], "num_heads": 16, "num_kv_heads": 1, "head_dim": 256,
+     "block_size": 32, "dtype": torch.float32, "seed": 13},
+    # Head dim 80 (padded lanes), one token per block: a long loop of tiny tiles.
+    {"seq_lens": [700, 513], "num_heads": 8, "num_kv_heads": 2, "head_dim": 80,
+     "block_size": 1, "dtype": torch.bfloat16, "seed": 14},
+)  # fmt: skip
 
 
 def kernel_examples() -> settings:
@@ -167,3 +184,11 @@ def check_scale(submission):
     case, description = build({"seq_lens": [9, 4], "seed": 3})
     run_kernel(submission, case, description, scale=0.37)
     run_kernel(submission, case, description)
+
+
+@pytest.mark.points(3)
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def check_large_cases_on_cuda(submission):
+    for params in LARGE_CASES:
+        submission.transcript.reset()
+        run_kernel(submission, *build(params))

@@ -1,0 +1,305 @@
+"""Part 5: the continuous-batching scheduler, on random traces, invariants first.
+
+The scheduler runs in a worker whose `kv_cache_manager.py` and `block_allocator.py` are the
+kit's reference ones (where the kit ships them), so this part is scored apart from parts 1 and 2.
+Each check runs hypothesis-generated traces (`scheduler_trace.traces`: arrivals between steps,
+pools from tight to roomy, blocks of 1 to 16 tokens, 1 to 8 seats) and judges one rule:
+
+- SPEC's invariants, 2 points each: `add_request`'s refusals, every request gets exactly its
+  tokens, at most `max_num_seqs` per step, no deadlock, admission in arrival order, no block
+  leaked. They hold for any scheduler that batches continuously and correctly, whatever its
+  preemption policy, so such a scheduler keeps these 12 points;
+- the step-by-step trace against the reference scheduler's, 4 points: SPEC fixes each step
+  exactly, and this check names the first step that differs.
+
+The invariants outweigh the exact trace 3 to 1: a scheduler that is safe and live but decides
+differently has most of the part right. Each check judges only its rule, on the steps that ran:
+a scheduler that stalls loses the no-deadlock and token checks, not the seats, order or leaks; one
+that never schedules anything has nothing to judge and fails them all.
+"""
+
+from collections.abc import Callable
+from functools import partial
+from itertools import zip_longest
+
+import pytest
+from hypothesis import given
+
+from grader.checks.expect import raises
+from grader.checks.manager_model import succeeds
+from grader.checks.scheduler_trace import (
+    LONG_TAILED,
+    Run,
+    Trace,
+    run_steps,
+    run_trace,
+    traces,
+)
+from grader.proxy import Transcript
+from grader.sandbox import SubmissionFailure
+
+pytestmark = pytest.mark.part("scheduler")
+
+OVER = "no step: every request was reported finished"
+
+
+def new_scheduler(submission, num_blocks: int, block_size: int, max_num_seqs: int):
+    manager = submission.module("kv_cache_manager").KVCacheManager(num_blocks, block_size, 1)
+    return submission.module("scheduler").Scheduler(manager, max_num_seqs)
+
+
+@pytest.mark.points(2)
+def check_add_request_refuses_what_can_never_run(submission):
+    """add_request raises ValueError, and queues nothing, for prompt_len < 1, max_new_tokens < 1,
+    an id already known (waiting, running or finished) and a request that could never fit; a
+    request that exactly fills the pool is accepted."""
+    scheduler = new_scheduler(submission, 4, 4, 2)
+    for prompt_len, max_new_tokens, what in [
+        (0, 1, "prompt_len 0"),
+        (-1, 1, "a negative prompt_len"),
+        (1, 0, "max_new_tokens 0"),
+        (1, -1, "a negative max_new_tokens"),
+        (13, 4, "17 tokens, more than 4 blocks of 4 can ever hold"),
+    ]:
+        with raises(ValueError, f"add_request(0, {prompt_len}, {max_new_tokens}), with {what},"):
+            scheduler.add_request(0, prompt_len, max_new_tokens)
+    assert scheduler.has_unfinished() is False, (
+        "has_unfinished() must be False after add_request refused every request: a refused "
+        "request is not queued"
+    )
+    with succeeds("add_request(0, 12, 4)", "its 16 tokens fill the 4 blocks of 4 exactly"):
+        scheduler.add_request(0, 12, 4)
+    scheduler.add_request(1, 1, 1)
+    with raises(ValueError, "add_request(1, 2, 2), with id 1 waiting,"):
+        scheduler.add_request(1, 2, 2)
+    scheduler.step()  # 0 runs; 1 waits (0's 13 tokens take every block)
+    with raises(ValueError, "add_request(0, 1, 1), with id 0 running,"):
+        scheduler.add_request(0, 1, 1)
+    finished = [request_id for _ in range(8) for request_id in scheduler.step().finished]
+    assert sorted(finished) == [0, 1], (
+        f"requests 0 and 1 must each finish once within 8 more steps (the duplicates were "
+        f"refused, so nothing else was queued); they finished {finished}"
+    )
+    with raises(ValueError, "add_request(0, 1, 1), with id 0 finished,"):
+        scheduler.add_request(0, 1, 1)
+    for num_blocks, block_size in [(2, 1), (3, 1), (2, 5), (5, 16)]:
+        submission.transcript.reset()
+        scheduler = new_scheduler(submission, num_blocks, block_size, 1)
+        tokens = num_blocks * block_size
+        what = f"{tokens + 1} tokens, more than {num_blocks} blocks of {block_size} can ever hold"
+        with raises(ValueError, f"add_request(0, {tokens}, 1), with {what},"):
+            scheduler.add_request(0, tokens, 1)
+        exactly = f"its {tokens} tokens fill the {num_blocks} blocks of {block_size} exactly"
+        with succeeds(f"add_request(0, {tokens - 1}, 1)", exactly):
+            scheduler.add_request(0, tokens - 1, 1)
+
+
+def for_every_trace(rule: Callable[[Trace], None]) -> None:
+    """`rule` on the profile's number of generated traces; a failure shrinks to a smallest trace.
+
+    Every check searches the same traces (one test function, hence one derandomized seed), so
+    a trace that breaks several rules is judged by each of them alike.
+    """
+
+    @given(trace=traces())
+    def every_trace(trace: Trace) -> None:
+        rule(trace)
+
+    every_trace()
+
+
+@pytest.mark.points(2)
+def check_every_request_gets_exactly_its_tokens(submission, record_section):
+    """Each request is scheduled in exactly max_new_tokens steps, at most once per step, and is
+    reported finished once, in the step of its last token; preempted tokens are not lost."""
+    try:
+        for_every_trace(partial(every_request_gets_exactly_its_tokens, submission))
+    finally:  # once, after the search: the long-tailed trace for the report
+        record_scheduling(submission, record_section)
+
+
+@pytest.mark.points(2)
+def check_at_most_max_num_seqs_per_step(submission):
+    """No step schedules more than max_num_seqs requests."""
+    for_every_trace(partial(at_most_max_num_seqs_per_step, submission))
+
+
+@pytest.mark.points(2)
+def check_no_deadlock(submission):
+    """Every step with unfinished work gives some request a token, so the trace finishes within
+    its bound; has_unfinished() is True while requests wait or run, False once all finished."""
+    for_every_trace(partial(no_deadlock, submission))
+
+
+@pytest.mark.points(2)
+def check_admission_in_arrival_order(submission):
+    """Requests get their first token in arrival order: first come, first served, and admission
+    stops at the first waiting request that does not fit (nobody skips ahead)."""
+    for_every_trace(partial(admission_in_arrival_order, submission))
+
+
+@pytest.mark.points(2)
+def check_no_blocks_leaked(submission):
+    """Once every request has finished, every block of the pool is free again."""
+    for_every_trace(partial(no_blocks_leaked, submission))
+
+
+@pytest.mark.points(4)
+def check_trace_matches_the_reference(submission, reference):
+    """Every step schedules, preempts and finishes exactly what the reference scheduler does
+    (SPEC part 5's step: decode oldest first, preempt the newest, admit only without a
+    preemption, finish oldest first)."""
+    for_every_trace(partial(trace_matches_the_reference, submission, reference))
+
+
+# -- the rules, each judged on one trace ------------------------------------------------------
+
+
+def every_request_gets_exactly_its_tokens(submission, trace: Trace) -> None:
+    run = Run(trace)
+    tokens: dict[int, list[int]] = {request_id: [] for request_id in range(len(trace.arrivals))}
+    for number, step in enumerate(run_steps(submission, run)):
+        for request_id in step.scheduled:
+            assert 0 <= request_id < run.arrived_by(number), (
+                f"step {number} scheduled request {request_id}, which was never added"
+            )
+            assert step.scheduled.count(request_id) == 1, (
+                f"step {number} scheduled request {request_id} twice ({step}): a request gets "
+                "at most one token per step"
+            )
+            tokens[request_id].append(number)
+            arrival = trace.arrivals[request_id]
+            assert len(tokens[request_id]) <= arrival.max_new_tokens, (
+                f"step {number} gave request {request_id} (prompt_len {arrival.prompt_len}, "
+                f"max_new_tokens {arrival.max_new_tokens}) token {len(tokens[request_id])}: "
+                "more than it asked for (a preempted request keeps the tokens it generated, "
+                "counted into its prompt, and is done once it holds them all)"
+            )
+    stopped = "" if run.drained else f" (the trace stopped after {len(run.steps)} steps)"
+    for request_id, arrival in enumerate(trace.arrivals):
+        got, wanted = len(tokens[request_id]), arrival.max_new_tokens
+        assert got == wanted, (
+            f"request {request_id} (prompt_len {arrival.prompt_len}) got {got} of its "
+            f"max_new_tokens = {wanted} tokens{stopped}"
+        )
+        finishes = [n for n, step in enumerate(run.steps) if request_id in step.finished]
+        last = tokens[request_id][-1]
+        assert finishes == [last], (
+            f"request {request_id} got its last token in step {last}, so it must be reported "
+            f"finished in that step and no other, but was in steps {finishes}"
+        )
+
+
+def at_most_max_num_seqs_per_step(submission, trace: Trace) -> None:
+    run = Run(trace)
+    for number, step in enumerate(run_steps(submission, run)):
+        assert len(step.scheduled) <= trace.max_num_seqs, (
+            f"step {number} scheduled {len(step.scheduled)} requests ({step}), more than "
+            f"max_num_seqs = {trace.max_num_seqs}"
+        )
+    run.assert_ran()
+
+
+def no_deadlock(submission, trace: Trace) -> None:
+    run = Run(trace)
+    tokens = [0] * len(trace.arrivals)
+    finished: set[int] = set()
+    for number, step in enumerate(run_steps(submission, run)):
+        unfinished = [
+            request_id
+            for request_id in range(run.arrived_by(number))
+            if request_id not in finished
+            and tokens[request_id] < trace.arrivals[request_id].max_new_tokens
+        ]
+        assert step.scheduled or not unfinished, (
+            f"step {number} gave no request a token while requests {unfinished} were "
+            "unfinished: a step with work to do always makes progress (the oldest running "
+            "request fits alone, so preempting newer ones always makes room for it; with none "
+            "running, the whole pool is free and the head of the queue fits)"
+        )
+        for request_id in step.scheduled:
+            if 0 <= request_id < len(tokens):
+                tokens[request_id] += 1
+        finished |= set(step.finished)
+    for number, answer in run.unfinished_after_adds:
+        assert answer is True, (
+            f"has_unfinished() returned {answer!r} right after the requests of step {number} "
+            "were added: it must be True while any request waits or runs"
+        )
+    assert run.drained, (
+        f"requests {run.not_finished} were never reported finished in {len(run.steps)} steps "
+        f"(has_unfinished() then said {run.unfinished_at_end!r}); a scheduler that follows SPEC "
+        f"finishes this trace within {trace.max_steps} steps: one idle step per step before the "
+        "last arrival, then at least one token per step"
+    )
+    assert run.unfinished_at_end is False, (
+        f"has_unfinished() returned {run.unfinished_at_end!r} after every request was reported "
+        "finished: it must be False once nothing waits or runs"
+    )
+
+
+def admission_in_arrival_order(submission, trace: Trace) -> None:
+    run = Run(trace)
+    admitted: set[int] = set()
+    for number, step in enumerate(run_steps(submission, run)):
+        for request_id in step.scheduled:
+            earlier = [r for r in range(request_id) if r not in admitted]
+            assert request_id in admitted or not earlier, (
+                f"step {number} admitted request {request_id} while requests {earlier}, which "
+                "arrived before it, had never run: waiting requests are admitted first come, "
+                "first served, and admission stops at the first one that does not fit"
+            )
+            admitted.add(request_id)
+    run.assert_ran()
+
+
+def no_blocks_leaked(submission, trace: Trace) -> None:
+    run = run_trace(submission, trace)
+    run.assert_ran()
+    if run.drained or run.unfinished_at_end is False:
+        assert run.free_at_end == trace.num_blocks, (
+            f"after every request finished, len(manager.free_blocks) is {run.free_at_end}, not "
+            f"num_blocks = {trace.num_blocks}: a finished or preempted request's blocks must "
+            "all go back to the pool (manager.free)"
+        )
+
+
+def trace_matches_the_reference(submission, reference, trace: Trace) -> None:
+    steps = zip_longest(run_steps(reference, Run(trace)), run_steps(submission, Run(trace)))
+    for number, (want, have) in enumerate(steps):
+        assert want == have, (
+            f"step {number} differs from the reference scheduler's:\n"
+            f"  expected: {want or OVER}\n  got:      {have or OVER}"
+        )
+
+
+def record_scheduling(submission, record_section) -> None:
+    """Tokens per step on `LONG_TAILED`, for the report's plot against static batching.
+
+    It never changes a verdict: it runs on a transcript of its own (the check's counterexample
+    stays as it was), a run that raises records nothing, and a crash or timeout it causes is
+    forgotten (the next call starts a fresh worker).
+    """
+    sandbox, transcript = submission.sandbox, submission.transcript
+    if sandbox.failure is not None:
+        return
+    submission.transcript = Transcript(transcript.package)
+    try:
+        run = run_trace(submission, LONG_TAILED)
+    except (Exception, SubmissionFailure):
+        sandbox.next_check()
+        return
+    finally:
+        submission.transcript = transcript
+    record_section(
+        "scheduling",
+        {
+            "trace": LONG_TAILED.as_lists(),
+            "num_blocks": LONG_TAILED.num_blocks,
+            "block_size": LONG_TAILED.block_size,
+            "max_num_seqs": LONG_TAILED.max_num_seqs,
+            "tokens_per_step": [len(step.scheduled) for step in run.steps],
+            "steps": len(run.steps),
+            "drained": run.drained,
+        },
+    )

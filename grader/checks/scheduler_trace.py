@@ -1,0 +1,203 @@
+"""Traces for part 5's checks: requests arriving between steps, run through a scheduler.
+
+A `Trace` gives request `i` (ids in arrival order) its arrival step, prompt length and token
+count, over a pool that fits each request alone (SPEC's `add_request` refuses the others).
+`run_trace` drives a scheduler in a worker through it and keeps what each step reported; the
+checks then judge the `Run`. Only public behaviour is observed: the step outputs,
+`has_unfinished()` and the pool's free count.
+
+A scheduler that follows SPEC makes progress at every step with work to do: the oldest running
+request fits alone, so it is never preempted and gets a token; with nothing running the whole
+pool is free and the queue's head fits. Tokens are never lost (a preempted request keeps them in
+its prompt), so a trace drains within `Trace.max_steps`: one idle step per step before the last
+arrival, then at least one token per step.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+from grader.proxy import Remote, Submission
+
+
+def cdiv(a: int, b: int) -> int:
+    """The number of size-`b` blocks that `a` tokens fill."""
+    return (a + b - 1) // b
+
+
+@dataclass(frozen=True)
+class Arrival:
+    step: int  # added just before this step
+    prompt_len: int
+    max_new_tokens: int
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Requests with ids 0, 1, ... in arrival order, over `num_blocks` blocks of `block_size`."""
+
+    arrivals: tuple[Arrival, ...]
+    num_blocks: int
+    block_size: int
+    max_num_seqs: int
+
+    @property
+    def max_steps(self) -> int:
+        """The most steps a scheduler that follows SPEC needs to finish every request."""
+        return self.arrivals[-1].step + sum(arrival.max_new_tokens for arrival in self.arrivals)
+
+    def as_lists(self) -> list[list[int]]:
+        """`[arrival_step, prompt_len, max_new_tokens]` per request, for the report."""
+        return [[a.step, a.prompt_len, a.max_new_tokens] for a in self.arrivals]
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> Trace:
+    """1 to 10 requests arriving over steps 0 to 8; pools from the tightest (the largest request
+    alone) to roomy (every request at once); blocks of 1 to 16 tokens; 1 to 8 seats."""
+    block_size = draw(st.integers(1, 16))
+    arrivals = draw(
+        st.lists(
+            st.builds(Arrival, st.integers(0, 8), st.integers(1, 48), st.integers(1, 24)),
+            min_size=1,
+            max_size=10,
+        )
+    )
+    arrivals.sort(key=lambda arrival: arrival.step)
+    needs = [cdiv(a.prompt_len + a.max_new_tokens, block_size) for a in arrivals]
+    tight, roomy = max(needs), sum(needs)
+    num_blocks = draw(st.integers(tight, min(roomy, 2 * tight)) | st.integers(tight, roomy))
+    return Trace(tuple(arrivals), num_blocks, block_size, draw(st.integers(1, 8)))
+
+
+# A long-tailed workload for the report's tokens-per-step plot: most requests want a few tokens,
+# a few want many. Static batching holds a batch's seats until its longest request ends.
+LONG_TAILED = Trace(
+    arrivals=tuple(
+        Arrival(step, prompt_len, max_new_tokens)
+        for step, prompt_len, max_new_tokens in [
+            (0, 17, 8), (0, 42, 12), (0, 23, 6), (0, 60, 96), (0, 31, 10), (0, 12, 7),
+            (0, 45, 16), (0, 28, 5), (0, 36, 64), (0, 19, 9), (0, 53, 11), (0, 25, 6),
+            (0, 40, 14), (0, 16, 8), (0, 48, 48), (0, 33, 10), (8, 22, 12), (8, 57, 6),
+            (8, 30, 9), (8, 44, 128), (16, 26, 7), (16, 39, 10), (16, 18, 5), (16, 50, 8),
+        ]
+    ),
+    num_blocks=64,
+    block_size=16,
+    max_num_seqs=8,
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one `step()` reported."""
+
+    scheduled: list[int]
+    preempted: list[int]
+    finished: list[int]
+
+    def __str__(self) -> str:
+        return f"scheduled {self.scheduled}, preempted {self.preempted}, finished {self.finished}"
+
+
+@dataclass
+class Run:
+    """A trace as a scheduler ran it: stopped once every request was reported finished, or at
+    `trace.max_steps`."""
+
+    trace: Trace
+    steps: list[Step] = field(default_factory=list)
+    # has_unfinished() right after each step's arrivals were added: (step, answer)
+    unfinished_after_adds: list[tuple[int, object]] = field(default_factory=list)
+    unfinished_at_end: object = None  # has_unfinished() after the last step
+    free_at_end: int = 0  # len(manager.free_blocks) after the last step
+
+    @property
+    def not_finished(self) -> list[int]:
+        """Ids never reported finished."""
+        finished = {r for step in self.steps for r in step.finished}
+        return [r for r in range(len(self.trace.arrivals)) if r not in finished]
+
+    @property
+    def drained(self) -> bool:
+        return not self.not_finished
+
+    def arrived_by(self, step: int) -> int:
+        """How many requests were added before `step`."""
+        return sum(1 for arrival in self.trace.arrivals if arrival.step <= step)
+
+    def assert_ran(self) -> None:
+        """A check of what the steps did needs a step that did something."""
+        assert any(step.scheduled for step in self.steps), (
+            f"no request was scheduled in {len(self.steps)} steps, so there is nothing to judge "
+            "here (see the no-deadlock check)"
+        )
+
+
+def request_ids(value: object, what: str) -> list[int]:
+    """A StepOutput field: a list of request ids."""
+    ok = type(value) is list and all(type(item) is int for item in value)
+    assert ok, f"{what} must be a list of request ids (ints), got {value!r}"
+    return value
+
+
+FIELDS = ("scheduled", "preempted", "finished")
+
+
+def run_step(submission: Submission, scheduler: Remote) -> Step:
+    """`scheduler.step()`, its fields read quietly and shown as a comment on its line."""
+    transcript = submission.transcript
+    out = scheduler.step()
+    line = len(transcript.lines) - 1
+    assert isinstance(out, Remote), (
+        f"scheduler.step() must return a StepOutput (with scheduled, preempted and finished), "
+        f"got {out!r}"
+    )
+    with transcript.quiet():
+        step = Step(*(
+            request_ids(value, f"scheduler.step().{name}")
+            for name, value in zip(FIELDS, out.fields(*FIELDS), strict=True)
+        ))  # fmt: skip
+    transcript.lines[line] += f"  # {step}"
+    return step
+
+
+def run_steps(submission: Submission, run: Run) -> Iterator[Step]:
+    """Run `run.trace` through the submission's `Scheduler` over a fresh `KVCacheManager`,
+    yielding each step's report as it comes (kept in `run.steps`), so that a check can stop at
+    the first step that breaks its rule. Once the trace is over, `run`'s last fields are read.
+
+    The transcript holds the run as code: the requests added before their steps (then
+    `has_unfinished()`), every step with what it reported, and at the end `has_unfinished()`
+    and the free count.
+    """
+    trace = run.trace
+    submission.transcript.reset()
+    manager_module = submission.module("kv_cache_manager")
+    manager = manager_module.KVCacheManager(trace.num_blocks, trace.block_size, 1)
+    scheduler = submission.module("scheduler").Scheduler(manager, trace.max_num_seqs)
+    added, unfinished = 0, set()
+    while (added < len(trace.arrivals) or unfinished) and len(run.steps) < trace.max_steps:
+        number = len(run.steps)
+        arrivals = trace.arrivals[added : run.arrived_by(number)]
+        for arrival in arrivals:
+            scheduler.add_request(added, arrival.prompt_len, arrival.max_new_tokens)
+            unfinished.add(added)
+            added += 1
+        if arrivals:
+            run.unfinished_after_adds.append((number, scheduler.has_unfinished()))
+        step = run_step(submission, scheduler)
+        run.steps.append(step)
+        unfinished -= set(step.finished)
+        yield step
+    run.unfinished_at_end = scheduler.has_unfinished()
+    run.free_at_end = len(manager.ref("free_blocks"))
+
+
+def run_trace(submission: Submission, trace: Trace) -> Run:
+    """`trace` run to its end (see `run_steps`)."""
+    run = Run(trace)
+    for _ in run_steps(submission, run):
+        pass
+    return run

@@ -1,0 +1,187 @@
+"""`python -m grader grade-all FOLDER`: grade every submission in a folder, then a leaderboard.
+
+Each entry of FOLDER that is a folder, a `.zip`, a `.tar.gz` or a `.tgz` is graded by a process
+of its own, `python -m grader ENTRY --out OUT/<name> ...`, with a timeout: a submission that
+breaks or hangs the grader costs only its own row, and the batch goes on. Up to `--jobs`
+gradings run at once (the number of cores by default). On a machine with a CUDA device, when the
+kernel part is graded, they run one at a time: the kernel's timing is a ratio measured on the one
+GPU, and two gradings timing kernels at once would each measure the other's load. (The CPU
+timings are ratios to the reference measured in the same rounds, so they bear a shared machine.)
+
+Each report folder also gets `grade.log`, the grader's output. Then `OUT/leaderboard.csv` and
+`OUT/leaderboard.html` (`leaderboard.py`). Exit status 0 when the leaderboard was written; 2 when
+FOLDER holds no submission or an option is wrong.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from grader import leaderboard
+from grader.__main__ import parse_parts
+from grader.leaderboard import Outcome
+from grader.profiles import PROFILES
+from grader.rubric import PARTS
+
+KIT_ROOT = Path(__file__).resolve().parent.parent
+SUFFIXES = (".zip", ".tar.gz", ".tgz")
+DEFAULT_OUT = Path("reports") / "leaderboard"
+DEFAULT_TIMEOUT = 3600.0  # seconds for one grading: the grader's own part limits come far sooner
+LOG_LINES = 4  # of a failed grading's output, shown in its row
+RUNNING: set[subprocess.Popen] = set()  # the gradings under way, stopped on Ctrl-C
+
+
+def parser() -> argparse.ArgumentParser:
+    cli = argparse.ArgumentParser(
+        prog="python -m grader grade-all",
+        description="Grade every submission in FOLDER (folders, .zip, .tar.gz, .tgz), "
+        "each into OUT/<name>/, then write OUT/leaderboard.html and OUT/leaderboard.csv.",
+    )
+    cli.add_argument("folder", type=Path, help="the folder holding the submissions")
+    cli.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
+    cli.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                     help="gradings at once (default: the number of cores)")  # fmt: skip
+    cli.add_argument("--parts", type=parse_parts, help="comma-separated part ids (default all)")
+    cli.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    cli.add_argument("--seed", type=int, help="a private seed, the same for every submission")
+    cli.add_argument("--lang", choices=("en", "zh"), default="en")
+    cli.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                     help="seconds one grading may take (default: an hour)")  # fmt: skip
+    return cli
+
+
+def submissions(folder: Path, out: Path) -> dict[str, Path]:
+    """`name -> entry` for each submission in `folder`, names made unique; others are named."""
+    found: dict[str, Path] = {}
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith(".") or entry.resolve() == out.resolve():
+            continue
+        if not (entry.is_dir() or entry.name.endswith(SUFFIXES)):
+            print(f"  skipping {entry.name}: not a folder, .zip, .tar.gz or .tgz", file=sys.stderr)
+            continue
+        name = next(entry.name.removesuffix(suffix) for suffix in (*SUFFIXES, "") if
+                    entry.name.endswith(suffix))  # fmt: skip
+        unique, count = name, 1
+        while unique in found:
+            count += 1
+            unique = f"{name}-{count}"
+        found[unique] = entry
+    return found
+
+
+def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str]:
+    """The grader's command line for one submission, with the batch's options."""
+    line = [sys.executable, "-m", "grader", str(entry.resolve()), "--out", str(report_dir)]
+    line += ["--profile", args.profile, "--lang", args.lang]
+    if args.seed is not None:
+        line += ["--seed", str(args.seed)]
+    if args.parts:
+        line += ["--parts", ",".join(args.parts)]
+    return line
+
+
+def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
+    """Grade `entry` in a process (group) of its own; its report, or why there is none."""
+    report_dir = (args.out / name).resolve()
+    report_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command(entry, report_dir, args),
+        cwd=KIT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,  # a group of its own, to kill whole on a timeout
+    )
+    RUNNING.add(process)
+    try:
+        output, _ = process.communicate(timeout=args.timeout)
+        failure = f"exit status {process.returncode}" if process.returncode else ""
+    except subprocess.TimeoutExpired:
+        stop(process)
+        output, _ = process.communicate()
+        failure = f"timed out after {args.timeout:g} s"
+    finally:
+        RUNNING.discard(process)
+    seconds = time.monotonic() - started
+    (report_dir / "grade.log").write_text(output, encoding="utf-8")
+    report = None
+    if not failure:
+        try:
+            report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            failure = f"exit status 0 but no readable report.json ({error})"
+    tail = [line for line in output.splitlines() if line.strip()][-LOG_LINES:]
+    return Outcome(name, str(entry), report, failure, tail, seconds)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Kill a grading's process group; its sandbox workers die with it (PDEATHSIG)."""
+    with contextlib.suppress(ProcessLookupError):  # it had just ended
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def gpu_present() -> bool:
+    import torch  # only when several gradings could time kernels at once; it takes seconds
+
+    return torch.cuda.is_available()
+
+
+def progress(done: int, total: int, outcome: Outcome) -> str:
+    """One line per finished grading: its score, or why it has none."""
+    if outcome.report is None:
+        why = outcome.tail[-1] if outcome.tail else "no output"
+        result = f"NOT GRADED ({outcome.failure}): {why}"
+    else:
+        result = f"{outcome.report['score']:g} / {outcome.report['max_score']:g}"
+    return f"[{done}/{total}] {outcome.name}: {result} ({outcome.seconds:.0f} s)"
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    if not args.folder.is_dir():
+        print(f"grade-all: {args.folder} is not a folder: give the folder that holds the "
+              "submissions (folders, .zip, .tar.gz)", file=sys.stderr)  # fmt: skip
+        return 2
+    if args.jobs < 1:
+        print(f"grade-all: --jobs {args.jobs}: give 1 or more", file=sys.stderr)
+        return 2
+    entries = submissions(args.folder, args.out)
+    if not entries:
+        print(f"grade-all: {args.folder} holds no submission: put each candidate's folder, "
+              ".zip or .tar.gz in it", file=sys.stderr)  # fmt: skip
+        return 2
+    jobs = min(args.jobs, len(entries))
+    if jobs > 1 and "kernel" in (args.parts or PARTS) and gpu_present():
+        print("A CUDA device is present: grading one submission at a time, so that no two "
+              "kernel timings share the GPU.", file=sys.stderr)  # fmt: skip
+        jobs = 1
+    print(f"Grading {len(entries)} submissions from {args.folder}, {jobs} at a time "
+          f"({args.profile} profile)...", file=sys.stderr)  # fmt: skip
+    outcomes = []
+    pool = ThreadPoolExecutor(jobs)
+    try:
+        futures = [pool.submit(grade_one, name, entry, args) for name, entry in entries.items()]
+        for done, future in enumerate(as_completed(futures), 1):
+            outcomes.append(future.result())
+            print(progress(done, len(futures), outcomes[-1]), file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in list(RUNNING):
+            stop(process)  # each grading runs in a session of its own: Ctrl-C did not reach it
+        print("\ngrade-all: interrupted; the gradings under way were stopped, no leaderboard "
+              "written", file=sys.stderr)  # fmt: skip
+        return 130
+    finally:
+        pool.shutdown()
+    page = leaderboard.write_all(outcomes, args.out, vars(args))
+    print(f"\nLeaderboard: {page}  (also leaderboard.csv)")
+    return 0

@@ -1,0 +1,116 @@
+"""The summary at the end of `make grade`: the score per part, then what to look at first.
+
+What to look at first, in this order: the grader's own failures (the score may be incomplete);
+the first failed check of the earliest part that was started, with its message, its
+counterexample and where the report shows it; the parts not implemented yet; the provisional
+scores; the end-to-end engine check; the integrity flags; and last the report's path. The kit's
+words are in the report's language (`i18n.py`); what a check says stays as it was written.
+"""
+
+import sys
+import unicodedata
+from pathlib import Path
+from typing import TextIO
+
+from grader.i18n import language, part_title, tr
+from grader.report_html import check_anchor, graded, tally
+
+NOT_STARTED = ("not implemented:", "not submitted:")  # messages of checks that could not start
+FAILED = ("failed", "error")
+MESSAGE_LINES = 6  # of the first failure's message, in the terminal
+COUNTEREXAMPLE_LINES = 16  # of its counterexample; the report has all of it
+
+
+def print_summary(report: dict, out: Path, stream: TextIO = sys.stdout) -> None:
+    """Print the summary of `report`, whose files are in `out`, to `stream`."""
+    print("\n".join(summary_lines(report, out)), file=stream)
+
+
+def summary_lines(report: dict, out: Path) -> list[str]:
+    lang = language(report)
+    lines = ["", *score_table(report, lang), ""]
+    for error in report["errors"]:
+        lines += [tr(lang, "grader_failed"), error.rstrip(), ""]
+    lines.append(tr(lang, "first_look"))
+    lines += [f"  {line}" for line in look_first(report, out, lang)]
+    lines += ["", tr(lang, "report_at", path=out / "report.html")]
+    return lines
+
+
+def score_table(report: dict, lang: str) -> list[str]:
+    """A line per part (its score and how many checks passed), then the total."""
+    rows = []
+    for part_id, part in report["parts"].items():
+        score = f"{part['score']:6.2f} / {part['max_score']:<6.2f}" if graded(part) else f"{'-':>6}"
+        rows.append(f"  {part_id:<10} {score:<15} {tally(part, lang)}")
+    total = f"{report['score']:6.2f} / {report['max_score']:.2f}"
+    return [*rows, f"  {padded(tr(lang, 'summary_total'), 10)} {total}"]
+
+
+def padded(text: str, columns: int) -> str:
+    """`text` padded to `columns` terminal columns; a CJK character takes two."""
+    width = sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+    return text + " " * max(columns - width, 0)
+
+
+def look_first(report: dict, out: Path, lang: str) -> list[str]:
+    """The lines under "what to look at first"."""
+    parts = report["parts"]
+    started = {part_id: part for part_id, part in parts.items() if not not_started(part)}
+    lines = first_failure(started, out, lang)
+    waiting = [part_id for part_id, part in parts.items() if not_started(part)]
+    if waiting:
+        lines.append(tr(lang, "not_started", parts=", ".join(waiting)))
+    for part_id, part in parts.items():
+        if part.get("provisional"):
+            lines.append(tr(lang, "provisional_note", part=part_id, note=part["provisional"]))
+    check = report.get("integration")
+    if check:
+        status = check.get("status", "skipped")
+        shown = tr(lang, status) if status in ("passed", "failed", "skipped") else status
+        message = next(iter(check.get("message", "").strip().splitlines()), "")
+        lines.append(tr(lang, "integration_line", status=shown, message=message).rstrip())
+    if report["integrity"]:
+        lines.append(tr(lang, "integrity_count", count=len(report["integrity"])))
+    return lines or [tr(lang, "all_passed")]
+
+
+def not_started(part: dict) -> bool:
+    """A graded part none of whose checks got to run the candidate's code: a stub or a missing
+    file."""
+    checks = part["checks"]
+    return bool(checks) and all(
+        check["status"] in FAILED and check["message"].startswith(NOT_STARTED) for check in checks
+    )
+
+
+def first_failure(parts: dict[str, dict], out: Path, lang: str) -> list[str]:
+    """The earliest part's first failed check (one with a counterexample if the part has any):
+    its message, its counterexample, and where the report shows it."""
+    for part_id, part in parts.items():
+        failed = [check for check in part["checks"] if check["status"] in FAILED]
+        if not failed:
+            continue
+        check = next((check for check in failed if check["counterexample"]), failed[0])
+        title = part_title(lang, part_id, part)
+        status = tr(lang, check["status"])
+        lines = [tr(lang, "first_failure", title=title, name=check["name"], status=status)]
+        lines += indented(check["message"], MESSAGE_LINES, lang)
+        if check["counterexample"]:
+            lines.append(tr(lang, "see_counterexample"))
+            lines += indented(check["counterexample"], COUNTEREXAMPLE_LINES, lang)
+        anchor = check_anchor(part_id, check)
+        lines.append(tr(lang, "where", path=out / "report.html", anchor=anchor, title=title))
+        if len(failed) > 1:
+            lines.append(tr(lang, "more_failures", count=len(failed) - 1))
+        return lines
+    return []
+
+
+def indented(text: str, limit: int, lang: str) -> list[str]:
+    """`text`'s first `limit` lines, indented, and how many more the report has."""
+    lines = text.rstrip().splitlines()
+    shown = [f"    {line}" for line in lines[:limit]]
+    if len(lines) > limit:
+        shown.append(f"    {tr(lang, 'more_lines', count=len(lines) - limit)}")
+    return shown

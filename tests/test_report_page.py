@@ -1,0 +1,360 @@
+"""report.html in a real browser: headless Chromium renders the page of a partial grade and of a
+full-marks one, with no console error, with its key elements visible, on screen and printed.
+
+The two reports are `tests/report_fixtures/*.json`: real grades (the tutorial's decode bug graded
+on parts 1-3; the answer key on parts 1 and 3) with the sections this version of the kit adds
+(GPU kernel timings, a part's note, the end-to-end engine check, the scheduling trace) filled in
+by hand. No grading runs here.
+
+Chromium is Debian's `chromium` package: the session fixture installs it with apt-get when it is
+missing and this process runs as root (about 16 s here); elsewhere the tests skip and say why,
+except under CI, where they fail rather than pass unseen. The tests drive it over the DevTools
+protocol on a pipe (`--remote-debugging-pipe`: JSON messages ending in a NUL byte, commands on
+file descriptor 3 and replies on 4), so they need no Python package and no network.
+
+Screenshots (the page, and the page as printed) and the printed PDFs are kept in
+`tests/artifacts/` (git-ignored); their paths are printed.
+"""
+
+import base64
+import fcntl
+import json
+import math
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grader.reports import render_html
+
+FIXTURES = Path(__file__).parent / "report_fixtures"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+# Without the background-networking flags Chromium fills its log with failed connections on a
+# machine without network; the profile is a fresh folder per session.
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--remote-debugging-pipe",
+)
+WIDTH = 1000  # CSS pixels of the window: a laptop browser's
+SLICE = 1400  # the height of one screenshot
+REPLY_SECONDS = 60.0  # the longest wait for Chromium's reply to one command
+
+
+def say(config: pytest.Config, line: str) -> None:
+    """Print `line` on the terminal at once, whatever pytest captures."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(line, file=sys.stderr, flush=True)
+
+
+def install_chromium(config: pytest.Config) -> str | None:
+    """Install Debian's chromium with apt-get (an `apt-get update` first if that fails);
+    the reason when it cannot be, None when it is installed."""
+    if shutil.which("apt-get") is None:
+        return "Chromium is missing and this is not a Debian-like system (no apt-get)"
+    if os.geteuid() != 0:
+        return "Chromium is missing: install it with `sudo apt-get install chromium`"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
+    say(config, "\nInstalling Debian's chromium for the report page's tests (first run only)...")
+    for before in ([], [["apt-get", "update"]]):
+        for command in [*before, install]:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                break
+        else:
+            return None
+    return f"`{' '.join(command)}` failed ({done.returncode}):\n{done.stdout}{done.stderr}"
+
+
+@pytest.fixture(scope="session")
+def chromium(pytestconfig: pytest.Config) -> str:
+    """The path of Debian's Chromium, installed first if need be."""
+    if not Path(CHROMIUM).exists():
+        reason = install_chromium(pytestconfig)
+        if reason:
+            if os.environ.get("CI"):
+                pytest.fail(f"the report page must be tested in CI: {reason}")
+            pytest.skip(reason)
+    return CHROMIUM
+
+
+class Browser:
+    """One headless Chromium, driven over the DevTools protocol on a pipe."""
+
+    def __init__(self, binary: str, profile: Path, log: Path) -> None:
+        commands, self.commands = os.pipe()  # we write, Chromium reads on its fd 3
+        self.replies, replies = os.pipe()  # Chromium writes on its fd 4, we read
+
+        def on_fds_3_and_4() -> None:  # in the child: above 4 first, so neither end is clobbered
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (commands, replies)]
+            os.dup2(high[0], 3)
+            os.dup2(high[1], 4)
+
+        with log.open("wb") as stderr:
+            self.process = subprocess.Popen(
+                [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                pass_fds=(3, 4),
+                preexec_fn=on_fds_3_and_4,  # safe: nothing else runs threads here
+            )
+        os.close(commands)
+        os.close(replies)
+        self.log = log
+        self.buffer = b""
+        self.events: list[dict] = []
+        self.last_id = 0
+
+    def send(self, method: str, session: str | None = None, **params: object) -> dict:
+        """Run one command and return its result; the events that came first are kept."""
+        self.last_id += 1
+        message = {"id": self.last_id, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        os.write(self.commands, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self.receive(method)
+            if reply.get("id") == self.last_id:
+                if "error" in reply:
+                    raise RuntimeError(f"Chromium refused {method}: {reply['error']}")
+                return reply["result"]
+            self.events.append(reply)
+
+    def wait_for(self, event: str, session: str) -> None:
+        """Wait until `event` has come for `session` (it may have come already)."""
+        while not any(
+            message.get("method") == event and message.get("sessionId") == session
+            for message in self.events
+        ):
+            self.events.append(self.receive(event))
+
+    def receive(self, waiting_for: str) -> dict:
+        while b"\0" not in self.buffer:
+            ready, _, _ = select.select([self.replies], [], [], REPLY_SECONDS)
+            chunk = os.read(self.replies, 1 << 16) if ready else b""
+            if not chunk:
+                raise RuntimeError(
+                    f"Chromium sent nothing for {REPLY_SECONDS:.0f} s (waiting for {waiting_for}), "
+                    f"or exited ({self.process.poll()}); its log:\n{self.log.read_text()[-3000:]}"
+                )
+            self.buffer += chunk
+        message, _, self.buffer = self.buffer.partition(b"\0")
+        return json.loads(message)
+
+    def close(self) -> None:
+        os.close(self.commands)  # Chromium exits when its pipe closes
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.replies)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    folder = tmp_path_factory.mktemp("chromium")
+    started = Browser(chromium, folder / "profile", folder / "chromium.log")
+    yield started
+    started.close()
+
+
+class Tab:
+    """A page open in the browser, its console errors, and what it shows."""
+
+    def __init__(self, browser: Browser, page: Path) -> None:
+        self.browser = browser
+        self.target = browser.send("Target.createTarget", url="about:blank")["targetId"]
+        self.session = browser.send("Target.attachToTarget", targetId=self.target, flatten=True)[
+            "sessionId"
+        ]
+        for domain in ("Page", "Runtime", "Log"):
+            self.send(f"{domain}.enable")
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=WIDTH,
+            height=900,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+        self.send("Page.navigate", url=page.resolve().as_uri())
+        browser.wait_for("Page.loadEventFired", self.session)
+
+    def send(self, method: str, **params: object) -> dict:
+        return self.browser.send(method, self.session, **params)
+
+    def console_errors(self) -> list[str]:
+        """Errors the page logged: console calls, uncaught exceptions, failed loads, refusals."""
+        errors = []
+        for event in self.browser.events:
+            if event.get("sessionId") != self.session:
+                continue
+            params = event.get("params", {})
+            if event["method"] == "Runtime.consoleAPICalled" and params["type"] in (
+                "error",
+                "assert",
+            ):
+                errors.append(" ".join(str(arg.get("value", arg)) for arg in params["args"]))
+            elif event["method"] == "Runtime.exceptionThrown":
+                errors.append(params["exceptionDetails"]["text"])
+            elif event["method"] == "Log.entryAdded" and params["entry"]["level"] == "error":
+                errors.append(params["entry"]["text"])
+        return errors
+
+    def evaluate(self, expression: str) -> object:
+        """The JSON value of `expression`, evaluated in the page (the page itself has no script)."""
+        reply = self.send("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"{expression} raised: {reply['exceptionDetails']}")
+        return reply["result"]["value"]
+
+    def screenshots(self, stem: str) -> list[Path]:
+        """The whole page, not only the window, as PNGs of at most `SLICE` pixels' height each,
+        which an image viewer shows without shrinking the text away."""
+        size = self.send("Page.getLayoutMetrics")["cssContentSize"]
+        paths = []
+        for index, top in enumerate(range(0, math.ceil(size["height"]), SLICE), 1):
+            height = min(SLICE, size["height"] - top)
+            clip = {"x": 0, "y": top, "width": size["width"], "height": height, "scale": 1}
+            shot = self.send(
+                "Page.captureScreenshot", format="png", captureBeyondViewport=True, clip=clip
+            )
+            paths.append(ARTIFACTS / f"{stem}-{index}.png")
+            paths[-1].write_bytes(base64.b64decode(shot["data"]))
+        return paths
+
+    def close(self) -> None:
+        self.browser.send("Target.closeTarget", targetId=self.target)
+
+
+# What the page shows, measured in the browser: visible means laid out, with a size, not hidden.
+SHOWN = """(() => {
+  const seen = (el) => !!el && el.checkVisibility({checkOpacity: true, visibilityProperty: true})
+      && el.getBoundingClientRect().width > 0 && el.getBoundingClientRect().height > 0;
+  const visible = (selector) => [...document.querySelectorAll(selector)].filter(seen);
+  const fill = (bar) => {  // the filled width over the track's inner width
+    const style = getComputedStyle(bar);
+    const inner = bar.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return bar.firstElementChild.getBoundingClientRect().width / inner;
+  };
+  return {
+    title: document.title,
+    heading: visible("h1").map((el) => el.textContent),
+    total: visible("#total").map((el) => el.textContent),
+    partBars: visible(".part-row .bar").map(fill),
+    counterexamples: visible(".check .counterexample").map((el) => el.textContent),
+    timingCharts: visible("#timings svg").length,
+    schedulingCharts: visible("#scheduling svg").length,
+    integration: visible("#integration .tag").map((el) => el.textContent),
+    integrity: visible("#integrity li").length,
+    environment: visible("#environment th").map((el) => el.textContent),
+  };
+})()"""
+
+
+PDF_PAGE = re.compile(rb"/Type\s*/Page\b(?!s)")
+
+
+def load(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def graded_shares(report: dict) -> list[float]:
+    return [
+        part["score"] / part["max_score"] for part in report["parts"].values() if part["checks"]
+    ]
+
+
+@pytest.fixture(scope="module")
+def artifacts(pytestconfig: pytest.Config) -> Iterator[list[Path]]:
+    """The folder of screenshots and PDFs; their paths are printed at the end."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    kept: list[Path] = []
+    yield kept
+    say(pytestconfig, "\nReport page artifacts:\n" + "\n".join(f"  {path}" for path in kept))
+
+
+@pytest.mark.parametrize("name", ["partial", "full_marks"])
+def test_page_shows_its_key_elements_without_console_errors(
+    name: str, browser: Browser, artifacts: list[Path], tmp_path: Path
+) -> None:
+    report = load(name)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    tab = Tab(browser, page)
+    try:
+        shown = tab.evaluate(SHOWN)
+        artifacts += tab.screenshots(f"report-{name}")
+        assert tab.console_errors() == []
+
+        assert report["submission"]["name"] in shown["title"]
+        assert shown["heading"] == [report["submission"]["name"]]
+        assert len(shown["total"]) == 1
+        assert f"{report['score']:g}" in shown["total"][0]
+        assert f"/ {report['max_score']:g}" in shown["total"][0]
+        # One bar per graded part, filled to the part's share of its points.
+        assert shown["partBars"] == pytest.approx(graded_shares(report), abs=0.02)
+        counterexamples = [
+            check["counterexample"]
+            for part in report["parts"].values()
+            for check in part["checks"]
+            if check["status"] in ("failed", "error") and check["counterexample"]
+        ]
+        assert shown["counterexamples"] == counterexamples
+        assert shown["timingCharts"] == len({row["part"] for row in report["benchmarks"]})
+        assert shown["schedulingCharts"] == 1
+        assert shown["integration"] == [report["integration"]["status"]]
+        assert shown["integrity"] == len(report["integrity"])
+        assert "torch" in shown["environment"]
+
+        # Printed: the same elements still shown, tracebacks and notes unfolded; and a PDF.
+        tab.send("Emulation.setEmulatedMedia", media="print")
+        printed = tab.evaluate(SHOWN)
+        assert printed["partBars"] == pytest.approx(graded_shares(report), abs=0.02)
+        assert printed["counterexamples"] == counterexamples
+        assert printed["timingCharts"] == shown["timingCharts"]
+        artifacts += tab.screenshots(f"report-{name}-print")
+        pdf = base64.b64decode(tab.send("Page.printToPDF", printBackground=False)["data"])
+        assert pdf.startswith(b"%PDF")
+        assert len(PDF_PAGE.findall(pdf)) >= 2  # a report this long takes more than a page
+        (ARTIFACTS / f"report-{name}.pdf").write_bytes(pdf)
+        artifacts.append(ARTIFACTS / f"report-{name}.pdf")
+        assert tab.console_errors() == []
+    finally:
+        tab.close()
+
+
+def test_console_errors_are_caught_and_the_page_refuses_scripts(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """The check above can fail: a script slipped into the page is refused by its policy, and
+    the refusal is a console error."""
+    page = tmp_path / "report.html"
+    html = render_html(load("partial"))
+    page.write_text(html.replace("</body>", "<script>document.title = 'ran'</script></body>"))
+    tab = Tab(browser, page)
+    try:
+        assert tab.evaluate("document.title") != "ran"
+        errors = tab.console_errors()
+        assert errors, "the injected script was neither refused nor reported"
+        assert "Content Security Policy" in " ".join(errors)
+    finally:
+        tab.close()
