@@ -7,18 +7,13 @@ says (its message, its counterexample) and the grader's notes stay as the grader
 English. Both tables have the same keys and the same placeholders (the kit's tests check it).
 """
 
+from grader.rubric import PARTS
+
 LANGUAGES = ("en", "zh")
 
-# What each part asks, in one line: the "what you build" column of exercises/README.md.
+# Each part's title; what each asks, in one line, is PART_ASKS below.
 PART_TITLES = {
-    "en": {
-        "allocator": "Part 1: the KV-cache block allocator",
-        "decode": "Part 2: prefill and decode-time block allocation",
-        "gather": "Part 3: the block gather and the slot mapping",
-        "kernel": "Part 4: the Triton paged-attention kernel",
-        "scheduler": "Part 5: the continuous-batching scheduler",
-        "sharing": "Part 6: prefix sharing and copy-on-write",
-    },
+    "en": PARTS,
     "zh": {
         "allocator": "第 1 部分：KV cache 块分配器",
         "decode": "第 2 部分：prefill 与 decode 的块分配",

@@ -183,9 +183,22 @@ def render_html(report: dict) -> str:
 
 def header(report: dict, lang: str) -> str:
     """The submission's name, the total score in big type with its bar, when and how it ran."""
-    env = report["environment"]
     score, max_score = report["score"], report["max_score"]
-    ran = tr(
+    return (
+        f'<header>\n<p class="muted">{escape(tr(lang, "kicker"))}</p>\n'
+        f"<h1>{escape(report['submission']['name'])}</h1>\n"
+        f'<p class="total" id="total">{escape(points(score))} <small>/ '
+        f"{escape(points(max_score))} {escape(tr(lang, 'points'))}</small></p>\n"
+        f"{meter(score, max_score, big=True)}\n"
+        f'<p class="muted">{escape(how_it_ran(report, lang))}</p>\n'
+        f"<p>{escape(tr(lang, 'intro'))}</p>\n</header>"
+    )
+
+
+def how_it_ran(report: dict, lang: str) -> str:
+    """When the grade ran, for how long, with which profile and seed, on which device."""
+    env = report["environment"]
+    return tr(
         lang,
         "graded",
         started_at=report["started_at"],
@@ -193,14 +206,6 @@ def header(report: dict, lang: str) -> str:
         profile=env["profile"],
         seed=shown(env["seed"]),
         device=env["device"],
-    )
-    return (
-        f'<header>\n<p class="muted">{escape(tr(lang, "kicker"))}</p>\n'
-        f"<h1>{escape(report['submission']['name'])}</h1>\n"
-        f'<p class="total" id="total">{escape(points(score))} <small>/ '
-        f"{escape(points(max_score))} {escape(tr(lang, 'points'))}</small></p>\n"
-        f"{meter(score, max_score, big=True)}\n"
-        f'<p class="muted">{escape(ran)}</p>\n<p>{escape(tr(lang, "intro"))}</p>\n</header>'
     )
 
 

@@ -20,6 +20,7 @@ from grader.i18n import language, part_asks, part_title, tr
 from grader.report_html import (
     duration,
     graded,
+    how_it_ran,
     origin,
     part_score,
     points,
@@ -76,21 +77,11 @@ def render_markdown(report: dict) -> str:
 
 
 def md_header(report: dict, lang: str) -> str:
-    env = report["environment"]
     score = f"{points(report['score'])} / {points(report['max_score'])}"
-    ran = tr(
-        lang,
-        "graded",
-        started_at=report["started_at"],
-        seconds=f"{report['seconds']:g}",
-        profile=env["profile"],
-        seed=shown(env["seed"]),
-        device=env["device"],
-    )
     return (
         f"# {tr(lang, 'title')}: {plain(report['submission']['name'])}\n\n"
         f"**{tr(lang, 'total')}: {score}** {text_bar(report['score'], report['max_score'])}"
-        f"\n\n{plain(ran)}\n\n{tr(lang, 'intro')}"
+        f"\n\n{plain(how_it_ran(report, lang))}\n\n{tr(lang, 'intro')}"
     )
 
 

@@ -6,13 +6,12 @@ pool's free count, and a spy manager that records what the scheduler asked of it
 """
 
 from collections import Counter
-from dataclasses import dataclass
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
-from solutions.kv_cache_manager import KVCacheManager, Request, cdiv
+from grader.checks.scheduler_trace import Trace, traces
+from solutions.kv_cache_manager import KVCacheManager, Request
 from solutions.scheduler import Scheduler, StepOutput
 
 
@@ -201,41 +200,6 @@ def test_max_num_seqs_below_one_is_refused() -> None:
 
 
 # Random traces ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Arrival:
-    step: int
-    prompt_len: int
-    max_new_tokens: int
-
-
-@dataclass(frozen=True)
-class Trace:
-    """Requests with ids 0, 1, ... in arrival order, a pool that fits each alone, and seats."""
-
-    arrivals: list[Arrival]
-    num_blocks: int
-    block_size: int
-    max_num_seqs: int
-
-
-@st.composite
-def traces(draw: st.DrawFn) -> Trace:
-    """Pools from the tightest (the largest request alone) to roomy (every request at once)."""
-    block_size = draw(st.integers(1, 16))
-    arrivals = draw(
-        st.lists(
-            st.builds(Arrival, st.integers(0, 8), st.integers(1, 48), st.integers(1, 24)),
-            min_size=1,
-            max_size=10,
-        )
-    )
-    arrivals.sort(key=lambda arrival: arrival.step)
-    needs = [cdiv(a.prompt_len + a.max_new_tokens, block_size) for a in arrivals]
-    tight, roomy = max(needs), sum(needs)
-    num_blocks = draw(st.integers(tight, min(roomy, 2 * tight)) | st.integers(tight, roomy))
-    return Trace(arrivals, num_blocks, block_size, draw(st.integers(1, 8)))
 
 
 def run(trace: Trace) -> tuple[Scheduler, list[StepOutput]]:
