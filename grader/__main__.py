@@ -13,6 +13,7 @@ import importlib
 import sys
 from pathlib import Path
 
+from grader.i18n import tr
 from grader.intake import SubmissionRefused, read_submission
 from grader.profiles import PROFILES
 from grader.rubric import DEFAULT_RUBRIC, PARTS, load_rubric
@@ -89,7 +90,8 @@ def main(argv: list[str]) -> int:
         lang=args.lang,
         live=sys.stderr.isatty(),
     )
-    print(f"Grading {args.submission} ({args.profile} profile)...", file=sys.stderr)
+    print(tr(args.lang, "grading", submission=args.submission, profile=args.profile),
+          file=sys.stderr)  # fmt: skip
     report = grade(intake, options)
     print_summary(report, out)
     return 0
