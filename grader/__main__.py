@@ -16,20 +16,10 @@ from pathlib import Path
 from grader.i18n import tr
 from grader.intake import SubmissionRefused, read_submission
 from grader.profiles import PROFILES
-from grader.rubric import DEFAULT_RUBRIC, PARTS, load_rubric
+from grader.rubric import DEFAULT_RUBRIC, PARTS, load_rubric, parse_parts
 from grader.sandbox import Limits
 
 COMMANDS = {"grade-all": "grader.grade_all", "compare": "grader.compare"}
-
-
-def parse_parts(text: str) -> tuple[str, ...]:
-    parts = tuple(part.strip() for part in text.split(",") if part.strip())
-    unknown = [part for part in parts if part not in PARTS]
-    if unknown or not parts:
-        raise argparse.ArgumentTypeError(
-            f"unknown part {', '.join(unknown) or '(none)'}: choose from {', '.join(PARTS)}"
-        )
-    return parts
 
 
 def parser() -> argparse.ArgumentParser:

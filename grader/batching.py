@@ -21,6 +21,7 @@ Trace = list[tuple[int, int, int]]  # (arrival_step, prompt_len, max_new_tokens)
 
 
 def cdiv(a: int, b: int) -> int:
+    """The number of size-`b` blocks that `a` tokens fill."""
     return (a + b - 1) // b
 
 

@@ -6,6 +6,7 @@ is gone. Whatever happens half-way, a report is written, with the failure as a v
 """
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import io
@@ -152,16 +153,17 @@ def with_baselines(sections: dict[str, dict]) -> dict[str, dict]:
     return sections
 
 
+@functools.cache
 def simulation() -> dict:
-    """`make simulate`'s table, headline and plots, for the report (the full kit only: the
-    candidate bundle leaves the simulator out)."""
+    """`make simulate`'s headline, table and plots (as data), the same for every report (the
+    full kit only: the candidate bundle leaves the simulator out)."""
     from grader import simulate
 
     figures = simulate.simulate()
     return {
         "headline": simulate.headline(figures),
         "rows": simulate.rows(figures),
-        "charts": list(simulate.charts(figures).values()),
+        "charts": list(simulate.chart_specs(figures).values()),
     }
 
 
@@ -226,7 +228,10 @@ def grade(intake: Intake, options: Options) -> dict:
         report["errors"].append(f"the grader failed: {traceback.format_exc()}")
         report["parts"] = score_parts([], options)
     if "scheduler" in options.parts and importlib.util.find_spec("grader.simulate"):
-        report["simulation"] = simulation()
+        try:
+            report["simulation"] = simulation()
+        except Exception:
+            report["errors"].append(f"the simulation failed: {traceback.format_exc()}")
     if set(options.parts) >= ENGINE_PARTS:
         print("  engine check (a tiny transformer served by your parts, not scored)...",
               file=sys.stderr, flush=True)  # fmt: skip

@@ -15,7 +15,6 @@ FOLDER holds no submission or an option is wrong.
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -25,10 +24,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from grader import leaderboard
-from grader.__main__ import parse_parts
+from grader.compare import ReportError, load
 from grader.leaderboard import Outcome
 from grader.profiles import PROFILES
-from grader.rubric import PARTS
+from grader.rubric import PARTS, parse_parts
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 SUFFIXES = (".zip", ".tar.gz", ".tgz")
@@ -42,7 +41,8 @@ def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
         prog="python -m grader grade-all",
         description="Grade every submission in FOLDER (folders, .zip, .tar.gz, .tgz), "
-        "each into OUT/<name>/, then write OUT/leaderboard.html and OUT/leaderboard.csv.",
+        "each into OUT/<name>/, then write OUT/leaderboard.html and OUT/leaderboard.csv. "
+        "Any other option (--rubric, --memory-limit-gb, the timeouts) goes to every grading.",
     )
     cli.add_argument("folder", type=Path, help="the folder holding the submissions")
     cli.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
@@ -84,7 +84,7 @@ def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str
         line += ["--seed", str(args.seed)]
     if args.parts:
         line += ["--parts", ",".join(args.parts)]
-    return line
+    return line + args.grader_options
 
 
 def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
@@ -116,9 +116,9 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
     report = None
     if not failure:
         try:
-            report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            failure = f"exit status 0 but no readable report.json ({error})"
+            report = load(report_dir).report
+        except ReportError as error:
+            failure = f"exit status 0 but {error}"
     tail = [line for line in output.splitlines() if line.strip()][-LOG_LINES:]
     return Outcome(name, str(entry), report, failure, tail, seconds)
 
@@ -146,7 +146,8 @@ def progress(done: int, total: int, outcome: Outcome) -> str:
 
 
 def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
+    args, grader_options = parser().parse_known_args(argv)
+    args.grader_options = grader_options  # forwarded to every grading, which checks them
     if not args.folder.is_dir():
         print(f"grade-all: {args.folder} is not a folder: give the folder that holds the "
               "submissions (folders, .zip, .tar.gz)", file=sys.stderr)  # fmt: skip

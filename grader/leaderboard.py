@@ -112,9 +112,14 @@ def note(outcome: Outcome) -> str:
     return "; ".join(notes)
 
 
-def link(outcome: Outcome) -> str:
+def report_path(outcome: Outcome) -> str:
     """The report (or, with none, the grader's log), relative to the leaderboard."""
-    return f"{quote(outcome.name)}/{'report.html' if outcome.report else 'grade.log'}"
+    return f"{outcome.name}/{'report.html' if outcome.report else 'grade.log'}"
+
+
+def link(outcome: Outcome) -> str:
+    """`report_path` as a URL, for the page."""
+    return quote(report_path(outcome))
 
 
 def took(seconds: float) -> str:
@@ -150,7 +155,7 @@ def render_csv(outcomes: list[Outcome]) -> str:
             scores = [r["score"], r["max_score"], *part_scores, len(r["integrity"]),
                       "; ".join(flags(r)), kernel_ratio(r)]  # fmt: skip
         status = "graded" if r else "not graded"
-        row = [rank or "", o.name, status, *scores, round(o.seconds, 1), link(o), note(o)]
+        row = [rank or "", o.name, status, *scores, round(o.seconds, 1), report_path(o), note(o)]
         writer.writerow([cell(value) for value in row])
     return out.getvalue()
 

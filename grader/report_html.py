@@ -488,7 +488,9 @@ def simulation(figures: dict | None, lang: str) -> str:
     body = "".join(
         "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
     )
-    charts = "".join(f'<figure class="chart">{chart}</figure>' for chart in figures["charts"])
+    charts = "".join(
+        f'<figure class="chart">{svg.draw(spec)}</figure>' for spec in figures["charts"]
+    )
     return (
         f'<section id="simulation">\n<h2>{escape(tr(lang, "simulation_heading"))}</h2>\n'
         f'<p class="muted">{escape(tr(lang, "simulation_intro"))}</p>\n'

@@ -1,5 +1,6 @@
 """The rubric: each part's weight and any check's points that differ from the check's own."""
 
+import argparse
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,3 +34,14 @@ def load_rubric(path: Path = DEFAULT_RUBRIC) -> Rubric:
         if not isinstance(value, int | float) or value < 0:
             raise ValueError(f"{path}: {key} = {value!r} must be a number >= 0")
     return Rubric({part: float(weights[part]) for part in PARTS}, dict(points))
+
+
+def parse_parts(text: str) -> tuple[str, ...]:
+    """`--parts a,b`: the part ids, in the order given; each must be one of `PARTS`."""
+    parts = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [part for part in parts if part not in PARTS]
+    if unknown or not parts:
+        raise argparse.ArgumentTypeError(
+            f"unknown part {', '.join(unknown) or '(none)'}: choose from {', '.join(PARTS)}"
+        )
+    return parts

@@ -55,7 +55,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grader.batching import Blocked, Seq, Server, Step, Trace, cdiv, serve, static_batching
-from grader.svg import bar_chart, line_chart
+from grader.svg import draw
 
 POOL_TOKENS = 16384
 MAX_NUM_SEQS = 256
@@ -366,57 +366,63 @@ def headline(figures: dict) -> str:
     s = figures["schemes"]
     static, paged, orca = s[f"static-{STATIC_BLOCK_SIZE}"], s["paged-16"], s["contiguous-max"]
     return (
-        f"Continuous batching (paged, block 16) against static batching on the same pool: "
+        f"Continuous batching (paged, block {STATIC_BLOCK_SIZE}) against static batching on the "
+        f"same pool: "
         f"{paged['tokens_per_step']:.1f} against {static['tokens_per_step']:.1f} tokens per step "
         f"({paged['tokens_per_step'] / static['tokens_per_step']:.1f}x), {paged['steps']:,} "
         f"against {static['steps']:,} steps to drain.\n"
         f"Pool holding tokens under load: {percent(orca['pool_holding_tokens_under_load'])} "
-        f"reserving 2048 contiguously (paper: {percent(PAPER['contiguous-max'])}), "
-        f"{percent(paged['pool_holding_tokens_under_load'])} paged with blocks of 16 "
+        f"reserving {MODEL_MAX_LEN} contiguously (paper: {percent(PAPER['contiguous-max'])}), "
+        f"{percent(paged['pool_holding_tokens_under_load'])} paged with blocks of "
+        f"{STATIC_BLOCK_SIZE} "
         f"(paper: {percent(PAPER['paged-16'])})."
     )
 
 
-def charts(figures: dict) -> dict[str, str]:
-    """The plots, by file name: tokens per step and requests running over time (static
-    batching, continuous over contiguous reservations, continuous over paging), and the KV
-    memory holding tokens per scheme, beside the paper's figures."""
+def chart_specs(figures: dict) -> dict[str, dict]:
+    """The plots as data (`svg.draw` draws one), by file name: tokens per step and requests
+    running over time (static batching, continuous over contiguous reservations, continuous
+    over paging), and the KV memory holding tokens per scheme, beside the paper's figures."""
     s = figures["schemes"]
     over_time = f"step (mean over windows of {figures['window']} steps)"
     series = {s[key]["label"]: values for key, values in figures["series"].items()}
     memory = [key for key in s if not key.startswith("static")]
     # "continuous, contiguous: Orca (Max)" -> "contiguous\nOrca (Max)"
     categories = ["\n".join(s[key]["label"].split(", ")[1].split(": ")) for key in memory]
+
+    def over_steps(title: str, y_label: str, measure: str) -> dict:
+        points = {label: values[measure] for label, values in series.items()}
+        return {"kind": "line", "args": {"title": title, "x_label": over_time,
+                                         "y_label": y_label, "series": points}}  # fmt: skip
+
     return {
-        "tokens_per_step.svg": line_chart(
-            "Tokens generated per step",
-            over_time,
-            "tokens per step",
-            {label: [(x, y) for x, y in values["tokens"]] for label, values in series.items()},
-        ),
-        "running.svg": line_chart(
-            "Requests running at once",
-            over_time,
-            "requests holding memory",
-            {label: [(x, y) for x, y in values["running"]] for label, values in series.items()},
-        ),
-        "memory.svg": bar_chart(
-            "KV cache slots holding tokens",
-            categories,
-            {
-                "of the slots reserved or allocated": [
-                    s[key]["slots_holding_tokens"] or 0.0 for key in memory
-                ],
-                "of the whole pool, under load": [
-                    s[key]["pool_holding_tokens_under_load"] or 0.0 for key in memory
-                ],
-                "of the KV cache, the vLLM paper's Fig. 2": [
-                    figures["paper"].get(key, math.nan) for key in memory
-                ],
+        "tokens_per_step.svg": over_steps("Tokens generated per step", "tokens per step", "tokens"),
+        "running.svg": over_steps("Requests running at once", "requests holding memory", "running"),
+        "memory.svg": {
+            "kind": "bar",
+            "args": {
+                "title": "KV cache slots holding tokens",
+                "categories": categories,
+                "series": {
+                    "of the slots reserved or allocated": [
+                        s[key]["slots_holding_tokens"] for key in memory
+                    ],
+                    "of the whole pool, under load": [
+                        s[key]["pool_holding_tokens_under_load"] for key in memory
+                    ],
+                    "of the KV cache, the vLLM paper's Fig. 2": [
+                        figures["paper"].get(key) for key in memory
+                    ],
+                },
+                "unit": "% of slots",
             },
-            "% of slots",
-        ),
+        },
     }
+
+
+def charts(figures: dict) -> dict[str, str]:
+    """The plots as SVG, by file name."""
+    return {name: draw(spec) for name, spec in chart_specs(figures).items()}
 
 
 def main(argv: list[str]) -> int:

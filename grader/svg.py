@@ -60,10 +60,22 @@ def line_chart(
     return svg(title, parts, legend, line_legend=True)
 
 
-def bar_chart(title: str, categories: list[str], series: dict[str, list[float]], unit: str) -> str:
+def missing(value: float | None) -> bool:
+    return value is None or math.isnan(value)
+
+
+def draw(spec: dict) -> str:
+    """A chart from plain data, as a report stores it: `{"kind": "line" | "bar", "args": the
+    chart function's keyword arguments}` (series points may be lists)."""
+    return {"line": line_chart, "bar": bar_chart}[spec["kind"]](**spec["args"])
+
+
+def bar_chart(
+    title: str, categories: list[str], series: dict[str, list[float | None]], unit: str
+) -> str:
     """One group of bars per category, one bar per series, each labelled with its value.
 
-    `series[name][i]` is the value for `categories[i]`; a NaN value draws no bar (a series
+    `series[name][i]` is the value for `categories[i]`; None or NaN draws no bar (a series
     that has no figure for that category). A newline in a category starts a second label line.
     `unit` labels the y axis, which starts at 0.
     """
@@ -71,9 +83,9 @@ def bar_chart(title: str, categories: list[str], series: dict[str, list[float]],
         if len(values) != len(categories):
             raise ValueError(
                 f"series {name!r} has {len(values)} values for {len(categories)} categories: "
-                "give one value per category (NaN for none)"
+                "give one value per category (None for none)"
             )
-    values = [v for vs in series.values() for v in vs if not math.isnan(v)]
+    values = [v for vs in series.values() for v in vs if not missing(v)]
     y_ticks = ticks(min([0, *values]), max(values, default=1))
     frame = Frame(0, max(len(categories), 1), y_ticks[0], y_ticks[-1])
     parts = [frame.y_axis(y_ticks, unit), frame.x_axis([], "")]
@@ -88,7 +100,7 @@ def bar_chart(title: str, categories: list[str], series: dict[str, list[float]],
         parts.append(f'<text y="{frame.bottom + 16:.1f}" text-anchor="middle">{spans}</text>')
         for s, values_of in enumerate(series.values()):
             value = values_of[c]
-            if math.isnan(value):
+            if missing(value):
                 continue
             left = frame.x(c) + group * 0.05 + s * bar
             top, base = sorted((frame.y(value), frame.y(0)))

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.leaderboard import Outcome, kernel_ratio, render_csv, render_html
+from grader.rubric import PARTS
 from tests.grading import CLI_TIMEOUT, EXERCISES, KIT_ROOT, SOLUTIONS
 
 
@@ -48,10 +49,13 @@ def batch(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
         entry.size = 4
         bundle.addfile(entry, io.BytesIO(b"x=1\n"))
     (folder / "notes.txt").write_text("not a submission\n")
+    rubric = root / "rubric.toml"  # an option of the grader's own, passed on to each grading
+    weights = {part: 42 if part == "allocator" else 1 for part in PARTS}
+    rubric.write_text("[weights]\n" + "".join(f"{p} = {w}\n" for p, w in weights.items()))
     out = root / "board"
     done = subprocess.run(
         [sys.executable, "-m", "grader", "grade-all", str(folder), "--out", str(out),
-         "--parts", "allocator", "--jobs", "2"],
+         "--parts", "allocator", "--jobs", "2", "--rubric", str(rubric)],
         cwd=KIT_ROOT, capture_output=True, text=True, timeout=CLI_TIMEOUT, check=False,
     )  # fmt: skip
     return done, out
@@ -64,7 +68,7 @@ def test_each_submission_has_its_row_sorted_by_score(batch) -> None:
     assert [row["candidate"] for row in rows] == ["answer_key", "stubs", "escape"], rows
     key, stubs, escape = rows
     assert (key["rank"], key["status"], key["allocator"]) == ("1", "graded", key["max_score"])
-    assert float(key["max_score"]) > 0
+    assert key["max_score"] == "42"  # the rubric reached the grading
     assert (stubs["rank"], stubs["score"], stubs["allocator"]) == ("2", "0", "0")
     assert key["kernel_ratio"] == "n/a: not graded"
     assert key["integrity_flags"] == "0"

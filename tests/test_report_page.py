@@ -63,6 +63,9 @@ def say(config: pytest.Config, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+APT_SECONDS = 300  # an apt-get step that takes longer has no network to reach
+
+
 def install_chromium(config: pytest.Config) -> str | None:
     """Install Debian's chromium with apt-get (an `apt-get update` first if that fails);
     the reason when it cannot be, None when it is installed."""
@@ -75,7 +78,11 @@ def install_chromium(config: pytest.Config) -> str | None:
     say(config, "\nInstalling Debian's chromium for the report page's tests (first run only)...")
     for before in ([], [["apt-get", "update"]]):
         for command in [*before, install]:
-            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            try:
+                done = subprocess.run(command, env=env, capture_output=True, text=True,
+                                      check=False, timeout=APT_SECONDS)  # fmt: skip
+            except subprocess.TimeoutExpired:
+                return f"`{' '.join(command)}` took over {APT_SECONDS} s (no network?)"
             if done.returncode != 0:
                 break
         else:

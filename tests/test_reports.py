@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import grade
 from grader.i18n import PART_ASKS, PART_TITLES, STRINGS
 from grader.reports import fence, write_all
 from grader.rubric import PARTS
@@ -335,6 +336,21 @@ def test_new_sections_show_in_both_reports_and_stay_escaped(tmp_path: Path) -> N
     for text in ("tokens differ at step 9", "provisional: x", "note &lt;script&gt;", "4.70x"):
         assert text in markdown
     assert "`1 2 2 1`" in markdown
+
+
+def test_the_simulation_shows_its_table_and_plots_drawn_from_data(tmp_path: Path) -> None:
+    report = full_marks_report()
+    report["simulation"] = simulation = json.loads(json.dumps(grade.simulation()))
+    simulation["charts"][0]["args"]["title"] = HOSTILE  # a report.json is data, never markup
+    files = written(report, tmp_path)
+    html, markdown = files["report.html"], files["report.md"]
+    section = html.split('id="simulation"')[1]
+    assert section.count("<svg") == 3
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in section
+    assert "<script" not in html
+    for text in ("paged: block 16", "contiguous: Orca (Max)", "96.3%", "tokens per step"):
+        assert text in section
+        assert text in markdown
 
 
 def test_a_scheduling_run_alone_is_plotted_alone_and_an_unfinished_one_said(

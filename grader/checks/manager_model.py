@@ -26,16 +26,13 @@ from hypothesis.stateful import (
     rule,
 )
 
+from grader.batching import cdiv
 from grader.checks.expect import plain_int, raises
 from grader.proxy import Remote, RemoteError, Submission
+from kernels.reference import token_slots
 
 RAISED = "a call that raises must leave everything as it was"
 OTHERS = "a call may change only the request it is given"
-
-
-def cdiv(a: int, b: int) -> int:
-    """The number of size-`b` blocks that `a` tokens fill."""
-    return (a + b - 1) // b
 
 
 @contextmanager
@@ -71,13 +68,6 @@ def table_of(req: Remote, name: str) -> list[int]:
     return table
 
 
-def expected_slots(table: list[int], seq_len: int, block_size: int) -> torch.Tensor:
-    """Token `i`'s flat slot: `table[i // block_size] * block_size + i % block_size`."""
-    positions = torch.arange(seq_len)
-    blocks = torch.tensor(table, dtype=torch.int64)[positions // block_size]
-    return blocks * block_size + positions % block_size
-
-
 def assert_rows(
     got: object, expected: torch.Tensor, what: str, table: list[int], block_size: int
 ) -> None:
@@ -105,7 +95,7 @@ def assert_slots(got: object, table: list[int], seq_len: int, block_size: int, w
     assert list(got.shape) == [seq_len], (
         f"{what} must have shape [seq_len] = [{seq_len}], got {list(got.shape)}"
     )
-    expected = expected_slots(table, seq_len, block_size)
+    expected = token_slots(table, seq_len, block_size)
     wrong = (got != expected).nonzero().flatten().tolist()
     if wrong:
         i, block = wrong[0], table[wrong[0] // block_size]

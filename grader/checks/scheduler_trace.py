@@ -18,12 +18,8 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
+from grader.batching import cdiv
 from grader.proxy import Remote, Submission
-
-
-def cdiv(a: int, b: int) -> int:
-    """The number of size-`b` blocks that `a` tokens fill."""
-    return (a + b - 1) // b
 
 
 @dataclass(frozen=True)
