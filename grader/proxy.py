@@ -190,13 +190,14 @@ class Submission:
         return RemoteModule(self, name)
 
     def tool(self, tool: str, function: str, *args: Any, modules: tuple[str, ...] = (),
-             **kwargs: Any) -> Any:  # fmt: skip
+             count_launches: bool = False, **kwargs: Any) -> Any:  # fmt: skip
         """`function(*modules, *args, **kwargs)` of the kit's helper `tool` (`sandbox.TOOLS`),
-        run in the worker on the submission's `modules` (imported there first)."""
+        run in the worker on the submission's `modules` (imported there first); with
+        `count_launches`, `(Triton kernel launches during the call, its value)`."""
         for name in modules:
             self.module(name)
         message = self.call_message("tool", args, kwargs, tool=tool, name=function)
-        message["modules"] = list(modules)
+        message |= {"modules": list(modules), "count_launches": count_launches}
         shown = ", ".join([*modules, self.transcript.arguments(args, kwargs)]).strip(", ")
         return self.remote_call(message, f"{tool}.{function}({shown})")
 

@@ -143,14 +143,11 @@ class Sandbox:
         cwd.mkdir()
         tools = self.home / "tools"
         tools.mkdir()
-        for path in TOOLS.values():
-            if path.is_file():
-                shutil.copyfile(path, tools / path.name)
-        config = {
-            "site": site_packages(),
-            "package_parent": str(package.parent),
-            "tools": {name: str(tools / path.name) for name, path in TOOLS.items()},
-        }
+        copies = {}
+        for name, path in TOOLS.items():
+            if path.is_file():  # the candidate bundle may leave one out
+                copies[name] = str(shutil.copyfile(path, tools / path.name))
+        config = {"site": site_packages(), "package_parent": str(package.parent), "tools": copies}
         limits = self.limits
 
         def apply_limits() -> None:

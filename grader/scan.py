@@ -19,6 +19,7 @@ MODULES = {
     **dict.fromkeys(["subprocess", "multiprocessing"], "can start processes"),
     **dict.fromkeys(["threading", "_thread", "concurrent"], "can start threads"),
     "signal": "handles signals",
+    "mmap": "maps memory outside the worker's memory limit",
     "socket": "opens connections",
     **dict.fromkeys(["gc", "inspect", "builtins", "importlib"], "introspection"),
     "__main__": "reaches the worker's own code",

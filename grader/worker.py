@@ -167,7 +167,11 @@ class Worker:
                 importlib.import_module(f"{PACKAGE}.{name}") for name in request.get("modules", ())
             ]
             function = getattr(self.tool(request["tool"]), request["name"])
-            return self.encode(function(*modules, *args, **kwargs))
+            if not request.get("count_launches"):
+                return self.encode(function(*modules, *args, **kwargs))
+            with count_kernel_launches() as launches:
+                value = function(*modules, *args, **kwargs)
+            return {"$tuple": [len(launches), self.encode(value)]}
         if op == "launch":
             module = importlib.import_module(f"{PACKAGE}.{request['module']}")
             args = [on_kernel_device(arg) for arg in args]
@@ -222,8 +226,14 @@ def on_kernel_device(value: Any) -> Any:
     with CUDA that is not interpreting (`TRITON_INTERPRET`) runs the kernel natively on it."""
     import torch
 
-    native = os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available()
-    return value.to("cuda") if native and isinstance(value, torch.Tensor) else value
+    if os.environ.get("TRITON_INTERPRET") == "1" or not isinstance(value, torch.Tensor):
+        return value
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            "the grader runs the kernel natively, but this worker sees no CUDA device: a problem "
+            "of the grading machine, not of the submission"
+        )
+    return value.to("cuda")
 
 
 def poison_allocator_like(tensor: Any) -> None:

@@ -1,1 +1,1 @@
-"""The kit's kernel-side code: float64 oracles now; GPU timing helpers and fast kernels later."""
+"""The kit's kernel-side code: float64 oracles, the split-KV kernel, GPU timing, the demo engine."""

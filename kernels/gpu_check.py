@@ -73,14 +73,14 @@ class Log:
 
 def probe_worker(log: Log) -> dict:
     """The smallest of `PROBE_LIMITS_GB` under which a worker-like process can use CUDA."""
-    from grader.sandbox import worker_environment
+    from grader.sandbox import memory_rlimit, worker_environment
 
     failures = {}
     for limit_gb in PROBE_LIMITS_GB:
         limit = limit_gb << 30
 
         def apply_limit(limit: int = limit) -> None:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            resource.setrlimit(memory_rlimit({}), (limit, limit))  # as a CUDA worker's
 
         with tempfile.TemporaryDirectory(prefix="gpu-check-probe-") as home:
             try:

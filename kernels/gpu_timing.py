@@ -234,6 +234,7 @@ def time_calls(
         expect_output(decode(*call_inputs(shape, seed, call, kv_sets)), shape)
     result = {"bytes": bytes_moved(shape), "input_sets": len(kv_sets)}
     event_ms, wall_ms, finite, rows = [], [], [], []
+    inputs = ()
     for call in range(calls):
         inputs = call_inputs(shape, seed, call, kv_sets)
         synchronize()
@@ -251,7 +252,7 @@ def time_calls(
         finite.append(bool(torch.isfinite(out).all()))
         seqs, heads = sample_rows(shape, seed, call, samples)
         rows.append(out[seqs, heads].cpu())
-        del out
+        del out, inputs
     del kv_sets
     if cuda:
         del flush

@@ -265,14 +265,15 @@ class FakeWorkers:
     def call_counting_launches(self, function, *inputs):
         return self.launches, self.decode(*inputs)
 
-    def tool(self, tool, function, names, *, seed, calls, warmup, modules):
+    def tool(self, tool, function, names, *, seed, calls, warmup, modules, count_launches=False):
         assert (tool, function, modules) == ("gpu_timing", "time_suite", ("paged_attention",))
         self.calls.append((tuple(names), seed, calls))
-        return {
+        suite = {
             name: gpu_timing.time_calls(self.decode, gpu_timing.SUITE[name], seed=seed,
                                         calls=calls, warmup=warmup, device="cpu")
             for name in names
         }  # fmt: skip
+        return (self.launches, suite) if count_launches else suite
 
 
 class FakeBenchmark:
@@ -305,9 +306,11 @@ def test_the_measurement_interleaves_rounds_and_rechecks_the_candidate(
     measurement = timing_check.measure(
         candidate, reference, FakeBenchmark(), profile, lambda *row: recorded.append(row)
     )
-    # Warm-up per shape, the probe round, then 2 rounds: the same seeds for both.
+    # Warm-up per shape, the probe round, then 2 rounds: the same fresh seeds for both.
     assert candidate.calls == reference.calls
-    assert [c[1:] for c in candidate.calls] == [(0, 0)] * 2 + [(s, 4) for s in (1, 2, 3)]
+    assert [c[1:] for c in candidate.calls[:2]] == [(0, 0)] * 2
+    seeds = [seed for _, seed, calls in candidate.calls[2:] if calls == 4]
+    assert len(seeds) == len(set(seeds)) == 3
     assert set(measurement.candidate_ms) == {"small", "tiny"}
     assert [row[0].split(",")[1].split()[0] for row in recorded[:2]] == ["small", "tiny"]
     assert "geometric mean" in recorded[-1][0]
@@ -392,6 +395,21 @@ def test_a_candidate_that_launches_no_triton_kernel_is_not_timed(timing_check, s
         timing_check.measure(candidate, FakeWorkers(gather_sdpa_decode), FakeBenchmark(),
                              SimpleNamespace(timing_rounds=1), lambda *row: None)  # fmt: skip
     assert candidate.calls == []
+
+
+def test_a_kernel_that_hands_a_suite_shape_to_torch_is_flagged(timing_check, small_suite):
+    candidate = FakeWorkers(gather_sdpa_decode)  # its first, small call launched a kernel
+    tool = candidate.tool
+
+    def no_kernel_at_small(*args, count_launches=False, **kwargs):
+        value = tool(*args, count_launches=count_launches, **kwargs)
+        return (0, value[1]) if count_launches and args[2] == ["small"] else value
+
+    candidate.tool = no_kernel_at_small
+    measurement = timing_check.measure(candidate, FakeWorkers(gather_sdpa_decode),
+                                       FakeBenchmark(), SimpleNamespace(timing_rounds=1),
+                                       lambda *row: None)  # fmt: skip
+    assert measurement.flags == ["small: launched no @triton.jit kernel at this shape"]
 
 
 def test_gpu_check_times_each_implementation_and_reports_failures_as_rows(

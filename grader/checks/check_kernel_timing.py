@@ -40,6 +40,7 @@ within SPEC's tolerance.
 
 import importlib.util
 import math
+import secrets
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,24 +181,39 @@ def time_round(workers: Any, seed: int, names: tuple[str, ...], calls: int, warm
         )  # fmt: skip
 
 
+def warm_up(workers: Any, name: str) -> int:
+    """Shape `name`'s first call (JIT, autotuning) in a worker call of its own; how many Triton
+    kernels it launched (a submission could hand the large shapes to torch)."""
+    with workers.transcript.quiet():
+        launches, _ = workers.tool(
+            "gpu_timing", "time_suite", [name], seed=0, calls=0, warmup=1,
+            modules=("paged_attention",), count_launches=True,
+        )  # fmt: skip
+    return launches
+
+
 def measure(submission, reference, benchmark, profile, record_benchmark) -> Measurement:
     """Time the suite, candidate and reference in the same rounds; re-check the outputs."""
     # The timed calls cannot count launches: a first call must show a Triton kernel at work.
     run_kernel(submission, make_case([5, 12], device=DEVICE), "[5, 12]")
     copy_bandwidth = gpu_timing.copy_bandwidth(DEVICE)
-    for name in SUITE_NAMES:  # warm-up: each shape's first calls in a worker call of its own
-        for workers in (reference, submission):
-            time_round(workers, 0, (name,), calls=0, warmup=1)
+    without_triton = []
+    for name in SUITE_NAMES:
+        warm_up(reference, name)
+        if warm_up(submission, name) == 0:
+            without_triton.append(name)
 
     candidate, reference_timings = Timings(), Timings()
-    probe_seed = 1
+    # Fresh seeds each grade: which rows of which call are re-checked cannot be known ahead
+    # (a failure names its seed, so it can be replayed).
+    probe_seed, *round_seeds = [secrets.randbits(62) for _ in range(1 + profile.timing_rounds)]
     reference_timings.add(probe_seed, time_round(reference, probe_seed, SUITE_NAMES, CALLS, 1))
     candidate.add(probe_seed, time_round(submission, probe_seed, SUITE_NAMES, CALLS, 1))
     probe = geometric_mean(
         list(speed_ratios(candidate.median_ms(), reference_timings.median_ms()).values())
     )
     if probe <= HOPELESS:
-        seeds = iter(range(probe_seed + 1, probe_seed + 1 + profile.timing_rounds))
+        seeds = iter(round_seeds)
         current = {}
 
         def reference_round() -> None:
@@ -219,6 +235,7 @@ def measure(submission, reference, benchmark, profile, record_benchmark) -> Meas
         for name in SUITE_NAMES
     }
     flags = review_flags(candidate_ms, reference_ms, copy_bandwidth, clock_problems)
+    flags += [f"{name}: launched no @triton.jit kernel at this shape" for name in without_triton]
     benchmark.extra_info.update(
         {"geomean_ratio": round(geomean, 3), "copy_GBps": round(copy_bandwidth / 1e9)}
         | {f"{name} candidate_us": round(ms * 1e3, 1) for name, ms in candidate_ms.items()}
