@@ -40,7 +40,8 @@ def parser() -> argparse.ArgumentParser:
                      help="language of the candidate-facing text (summary and report)")  # fmt: skip
     cli.add_argument("--rubric", type=Path, default=DEFAULT_RUBRIC, help="weights and points")
     cli.add_argument("--memory-limit-gb", type=float, default=Limits.memory_bytes / (1 << 30),
-                     help="address-space limit of each worker process")  # fmt: skip
+                     help="memory limit of each worker process (its address space; its data "
+                          "size where it uses CUDA)")  # fmt: skip
     cli.add_argument("--call-timeout", type=float, default=Limits.call_seconds,
                      help="seconds one call into the submission may take")  # fmt: skip
     cli.add_argument("--import-timeout", type=float, default=Limits.import_seconds,

@@ -29,7 +29,7 @@ from grader.integration import run_integration
 from grader.plugin import CHECKS_DIR, CheckResult, GradingPlugin
 from grader.profiles import Profile
 from grader.rubric import PARTS, Rubric
-from grader.sandbox import Limits
+from grader.sandbox import NO_CUDA, Limits
 from grader.timing import IMPLAUSIBLE_SPEEDUP
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
@@ -59,9 +59,13 @@ def answer_key_files() -> dict[str, bytes] | None:
     return {path.name: path.read_bytes() for path in ANSWER_KEY.glob("*.py")}
 
 
-def worker_environment() -> dict[str, str]:
-    """Where the kernel part runs: natively on CUDA, else under Triton's interpreter on CPU."""
-    return {} if torch.cuda.is_available() else {"TRITON_INTERPRET": "1"}
+def worker_environment(part: str | None = None) -> dict[str, str]:
+    """Where a worker runs Triton: natively on CUDA, else under the interpreter on CPU. Only the
+    kernel part and the engine check (`part` None) see the GPU; the other parts run on the CPU,
+    under the address-space limit (`sandbox.memory_rlimit`)."""
+    if not torch.cuda.is_available():
+        return {"TRITON_INTERPRET": "1"}
+    return {} if part in ("kernel", None) else NO_CUDA
 
 
 def run_checks(intake: Intake, options: Options) -> GradingPlugin:
@@ -73,7 +77,7 @@ def run_checks(intake: Intake, options: Options) -> GradingPlugin:
         grading_profile=options.profile,
         seeded=options.seed is not None,
         limits=options.limits,
-        worker_env=worker_environment(),
+        worker_env={part: worker_environment(part) for part in options.parts},
         point_overrides=options.rubric.points,
         live=options.live,
     )

@@ -74,7 +74,7 @@ class GradingPlugin:
     grading_profile: Profile
     seeded: bool
     limits: Limits
-    worker_env: dict[str, str]
+    worker_env: dict[str, dict[str, str]]  # by part
     point_overrides: dict[str, float] = field(default_factory=dict)
     live: bool = False
     results: dict[str, CheckResult] = field(default_factory=dict)
@@ -151,7 +151,7 @@ class GradingPlugin:
     def sandbox_for(self, part: str, files: dict[str, bytes]) -> Sandbox:
         """A worker for `part`; all of a part's workers share its wall-clock budget."""
         deadline = self.deadlines.setdefault(part, time.monotonic() + self.limits.part_seconds)
-        return Sandbox(files, self.limits, self.worker_env, deadline)
+        return Sandbox(files, self.limits, self.worker_env[part], deadline)
 
     @pytest.fixture
     def profile(self) -> Profile:

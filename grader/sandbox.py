@@ -2,7 +2,8 @@
 
 A `Sandbox` owns at most one live worker (`worker.py`) at a time. The worker gets its own copy of
 the submission's files, a temp working directory, an environment stripped to what torch and
-triton need, an address-space limit, and its own process group so that a kill takes every child.
+triton need, a memory limit (`memory_rlimit`), and its own process group so that a kill takes
+every child.
 Every request has a deadline: the earlier of the per-call limit and the part's wall-clock budget.
 
 Failures of the worker itself (a crash, a timeout) raise `SubmissionFailure`, a `BaseException`:
@@ -39,7 +40,8 @@ LOG_TAIL_CHARS = 3000
 
 @dataclass(frozen=True)
 class Limits:
-    """What a worker may use. Seconds are wall-clock; memory is the address-space limit."""
+    """What a worker may use. Seconds are wall-clock; memory bounds the address space, or the
+    data size of a worker that may use CUDA (`memory_rlimit`)."""
 
     memory_bytes: int = 8 << 30
     call_seconds: float = 30.0
@@ -100,11 +102,17 @@ def die_with_the_grader() -> None:
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+NO_CUDA = {"CUDA_VISIBLE_DEVICES": ""}  # a worker's environment without the GPU
+
+
 def memory_rlimit(extra_env: dict[str, str]) -> int:
-    """The limit that bounds a worker's memory: its address space on the CPU; on CUDA (Triton not
-    interpreted) its private writable memory, because CUDA reserves far more address space than it
-    uses, in mappings that are not writable and so not counted by RLIMIT_DATA."""
-    return resource.RLIMIT_AS if extra_env.get("TRITON_INTERPRET") == "1" else resource.RLIMIT_DATA
+    """The limit that bounds a worker's memory: its whole address space, unless the worker may
+    use CUDA (neither hidden from it nor interpreting Triton); then its private writable memory,
+    because CUDA reserves far more address space than it uses, in mappings that are not writable
+    and so not counted by RLIMIT_DATA (shared mappings escape that limit: the scan flags mmap)."""
+    hidden = extra_env.get("CUDA_VISIBLE_DEVICES") == ""
+    uses_cuda = not hidden and extra_env.get("TRITON_INTERPRET") != "1"
+    return resource.RLIMIT_DATA if uses_cuda else resource.RLIMIT_AS
 
 
 def site_packages() -> list[str]:

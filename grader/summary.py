@@ -100,7 +100,8 @@ def first_failure(parts: dict[str, dict], out: Path, lang: str) -> list[str]:
             lines.append(tr(lang, "see_counterexample"))
             lines += indented(check["counterexample"], COUNTEREXAMPLE_LINES, lang)
         anchor = check_anchor(part_id, check)
-        lines.append(tr(lang, "where", path=out / "report.html", anchor=anchor, title=title))
+        page = (out / "report.html").resolve().as_uri()  # a link a terminal can open
+        lines.append(tr(lang, "where", path=page, anchor=anchor, title=title))
         if len(failed) > 1:
             lines.append(tr(lang, "more_failures", count=len(failed) - 1))
         return lines

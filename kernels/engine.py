@@ -415,13 +415,12 @@ def serve(
     scheduler: ModuleType,
     paged_attention: ModuleType,
     trace: str | Trace = "check",
-    device: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Serve `trace` (a name in `TRACES`, or a `Trace`) with the three modules, check every
     request's tokens against dense decoding alone, and return the figures (JSON-able)."""
     trace = TRACES[trace] if isinstance(trace, str) else trace
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     model = TinyTransformer(ModelConfig(), device)
     manager = kv_cache_manager.KVCacheManager(
         trace.num_blocks, trace.block_size, model.config.head_dim

@@ -175,11 +175,12 @@ def call_inputs(
 
 
 def sample_rows(shape: Shape, seed: int, call: int, count: int) -> tuple[list[int], list[int]]:
-    """The `(sequence, head)` rows of call `call`'s output that are re-checked."""
+    """The `(sequence, head)` rows of call `call`'s output that are re-checked: `count`
+    distinct ones (fewer if the output has fewer)."""
     generator = torch.Generator().manual_seed(seed_of(shape, "rows", seed, call))
-    seqs = torch.randint(shape.batch, (count,), generator=generator).tolist()
-    heads = torch.randint(shape.num_heads, (count,), generator=generator).tolist()
-    return seqs, heads
+    rows = torch.randperm(shape.batch * shape.num_heads, generator=generator)[:count].tolist()
+    seqs, heads = zip(*(divmod(row, shape.num_heads) for row in rows), strict=True)
+    return list(seqs), list(heads)
 
 
 def l2_flush_bytes(properties: Any) -> int:
@@ -281,9 +282,9 @@ def time_suite(
     seed: int,
     calls: int,
     warmup: int = WARMUP_CALLS,
-    function: str = "paged_attention_decode",
 ) -> dict[str, dict]:
-    """`time_calls` of `module.<function>` on each named shape of `SUITE`, natively on CUDA.
+    """`time_calls` of `module.paged_attention_decode` on each named shape of `SUITE`, natively
+    on CUDA.
 
     The worker's entry point (`Submission.tool("gpu_timing", "time_suite", ...)`). Raises
     RuntimeError without a CUDA device: the kit never times Triton's interpreter.
@@ -292,7 +293,7 @@ def time_suite(
         raise RuntimeError(
             "time_suite needs a CUDA device: the kit never times Triton's interpreter"
         )
-    decode = getattr(module, function)
+    decode = module.paged_attention_decode
     return {
         name: time_calls(decode, SUITE[name], seed=seed, calls=calls, warmup=warmup)
         for name in names

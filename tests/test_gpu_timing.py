@@ -337,7 +337,7 @@ from pathlib import Path
 files = {{path.name: path.read_bytes() for path in Path({str(SOLUTIONS)!r}).glob("*.py")}}
 plugin = GradingPlugin(files=files, package="solutions", reference_files=files,
                        grading_profile=PROFILES["quick"], seeded=False, limits=Limits(),
-                       worker_env={{}})
+                       worker_env={{"kernel": {{}}}})
 checks = {str(CHECKS_DIR)!r}
 pytest.main([checks + "/check_kernel_timing.py", checks + "/check_kernel.py", "-k",
              "timing or large_cases", "-c", checks + "/pytest.ini", "--rootdir", checks, "-q"],

@@ -409,7 +409,7 @@ def test_summary_points_at_the_first_failure_with_its_counterexample(tmp_path: P
     assert lines[first + 1] == "  Part 1: the allocator: the check free_is_atomic failed:"
     assert lines[first + 2] == "      free([3, 3]) freed block 3 twice"
     assert "      allocator.free([3, 3])  # " + HOSTILE in lines
-    assert f"{tmp_path / 'report.html'}#check-allocator-free_is_atomic" in text
+    assert f"{(tmp_path / 'report.html').as_uri()}#check-allocator-free_is_atomic" in text
     assert "(1 more checks did not pass in this part" in text
     assert "1 integrity flag(s)" in text
     assert lines[-1].startswith(f"Report: {tmp_path / 'report.html'}")

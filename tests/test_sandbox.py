@@ -1,5 +1,6 @@
 """The worker sandbox and the proxy: what candidate code can and cannot reach, and what crosses."""
 
+import resource
 import time
 
 import pytest
@@ -126,6 +127,12 @@ def test_a_kit_tool_runs_on_the_submission_modules_from_its_own_copy(probe, tmp_
     module_name, tool_name, scale = probe.tool("count", "describe", 3, modules=("probe",))
     assert (module_name, tool_name, scale) == ("submission.probe", "kit_tool_count", 3)
     assert "count.describe(probe, 3)" in probe.transcript.render()
+
+
+def test_only_a_worker_that_may_use_cuda_gets_the_weaker_memory_limit():
+    assert sandbox.memory_rlimit({"TRITON_INTERPRET": "1"}) == resource.RLIMIT_AS
+    assert sandbox.memory_rlimit(sandbox.NO_CUDA) == resource.RLIMIT_AS
+    assert sandbox.memory_rlimit({}) == resource.RLIMIT_DATA
 
 
 def test_exceptions_keep_their_builtin_class(probe):

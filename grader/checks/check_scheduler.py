@@ -127,7 +127,8 @@ def check_at_most_max_num_seqs_per_step(submission):
 @pytest.mark.points(2)
 def check_no_deadlock(submission):
     """Every step with unfinished work gives some request a token, so the trace finishes within
-    its bound; has_unfinished() is True while requests wait or run, False once all finished."""
+    its bound; has_unfinished() is True before each step that has work (read just after that
+    step's arrivals are added) and False once every request has finished."""
     for_every_trace(partial(no_deadlock, submission))
 
 
