@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -35,6 +36,8 @@ DEFAULT_OUT = Path("reports") / "leaderboard"
 DEFAULT_TIMEOUT = 3600.0  # seconds for one grading: the grader's own part limits come far sooner
 LOG_LINES = 4  # of a failed grading's output, shown in its row
 RUNNING: set[subprocess.Popen] = set()  # the gradings under way, stopped on Ctrl-C
+LAUNCHING = threading.Lock()  # held while a grading starts, and while Ctrl-C stops them all
+STOPPING = threading.Event()  # set on Ctrl-C: no grading starts after it
 
 
 def parser() -> argparse.ArgumentParser:
@@ -92,16 +95,19 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
     report_dir = (args.out / name).resolve()
     report_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    process = subprocess.Popen(
-        command(entry, report_dir, args),
-        cwd=KIT_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-        start_new_session=True,  # a group of its own, to kill whole on a timeout
-    )
-    RUNNING.add(process)
+    with LAUNCHING:  # Ctrl-C stops every grading started, and none starts after it
+        if STOPPING.is_set():
+            return Outcome(name, str(entry), None, "interrupted", [], 0.0)
+        process = subprocess.Popen(
+            command(entry, report_dir, args),
+            cwd=KIT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # a group of its own, to kill whole on a timeout
+        )
+        RUNNING.add(process)
     try:
         output, _ = process.communicate(timeout=args.timeout)
         failure = f"exit status {process.returncode}" if process.returncode else ""
@@ -176,7 +182,10 @@ def main(argv: list[str]) -> int:
             print(progress(done, len(futures), outcomes[-1]), file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
-        for process in list(RUNNING):
+        with LAUNCHING:
+            STOPPING.set()
+            started = list(RUNNING)
+        for process in started:
             stop(process)  # each grading runs in a session of its own: Ctrl-C did not reach it
         print("\ngrade-all: interrupted; the gradings under way were stopped, no leaderboard "
               "written", file=sys.stderr)  # fmt: skip

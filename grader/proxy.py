@@ -179,7 +179,8 @@ class Submission:
             self.imported.clear()
         if name not in self.imported:
             try:
-                self.call({"op": "import", "module": name}, f"import {name}", import_call=True)
+                seconds = self.sandbox.limits.import_seconds
+                self.call({"op": "import", "module": name}, f"import {name}", seconds)
             except (Exception, SubmissionFailure) as error:
                 if self.sandbox.budget_spent():
                     raise
@@ -190,22 +191,23 @@ class Submission:
         return RemoteModule(self, name)
 
     def tool(self, tool: str, function: str, *args: Any, modules: tuple[str, ...] = (),
-             count_launches: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+             count_launches: bool = False, seconds: float | None = None,
+             **kwargs: Any) -> Any:  # fmt: skip
         """`function(*modules, *args, **kwargs)` of the kit's helper `tool` (`sandbox.TOOLS`),
-        run in the worker on the submission's `modules` (imported there first); with
-        `count_launches`, `(Triton kernel launches during the call, its value)`."""
+        run in the worker on the submission's `modules` (imported there first), within `seconds`
+        (default: the per-call limit); with `count_launches`, `(Triton kernel launches during
+        the call, its value)`."""
         for name in modules:
             self.module(name)
         message = self.call_message("tool", args, kwargs, tool=tool, name=function)
         message |= {"modules": list(modules), "count_launches": count_launches}
         shown = ", ".join([*modules, self.transcript.arguments(args, kwargs)]).strip(", ")
-        return self.remote_call(message, f"{tool}.{function}({shown})")
+        return self.remote_call(message, f"{tool}.{function}({shown})", seconds=seconds)
 
-    def call(self, message: dict, description: str, import_call: bool = False) -> Any:
-        """One request to the worker; its value decoded, or the candidate's exception raised."""
-        limits = self.sandbox.limits
-        seconds = limits.import_seconds if import_call else limits.call_seconds
-        reply = self.sandbox.request(message, seconds)
+    def call(self, message: dict, description: str, seconds: float | None = None) -> Any:
+        """One request to the worker, within `seconds` (default: the per-call limit); its value
+        decoded, or the candidate's exception raised."""
+        reply = self.sandbox.request(message, seconds or self.sandbox.limits.call_seconds)
         if "error" in reply:
             info = reply["error"]
             if info["builtin"] == "NotImplementedError":
@@ -252,10 +254,12 @@ class Submission:
             return Remote(self, value["$handle"], value["type"], value["methods"])
         raise ValueError(f"unexpected value from the worker: {sorted(value)}")
 
-    def remote_call(self, message: dict, line: str, name_hint: str | None = None) -> Any:
+    def remote_call(
+        self, message: dict, line: str, name_hint: str | None = None, seconds: float | None = None
+    ) -> Any:
         """A call that goes into the transcript as `line`, with its result or exception."""
         try:
-            value = self.call(message, line.split("(")[0])
+            value = self.call(message, line.split("(")[0], seconds)
         except RemoteError as error:
             self.transcript.record(line, f"raises {error}")
             error.recorded = (self.transcript, len(self.transcript.lines) - 1)

@@ -265,7 +265,8 @@ class FakeWorkers:
     def call_counting_launches(self, function, *inputs):
         return self.launches, self.decode(*inputs)
 
-    def tool(self, tool, function, names, *, seed, calls, warmup, modules, count_launches=False):
+    def tool(self, tool, function, names, *, seed, calls, warmup, modules, count_launches=False,
+             seconds=None):  # fmt: skip
         assert (tool, function, modules) == ("gpu_timing", "time_suite", ("paged_attention",))
         self.calls.append((tuple(names), seed, calls))
         suite = {

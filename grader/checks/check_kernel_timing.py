@@ -12,7 +12,8 @@ own `paged_attention` module (a kit tool, copied into the worker): per shape a w
 then `CALLS` timed calls, each with a fresh query, the next of the rotated input sets, the L2
 flushed outside the timed window, CUDA events around the call and the host clock around those
 (the tool's docstring says how). First a warm-up round, one call per shape and worker (JIT and
-autotuning, each within the per-call limit); then a probe round, which ends the measurement
+autotuning, each within `WARM_UP_SECONDS`; the candidate's must launch a Triton kernel at every
+shape); then a probe round, which ends the measurement
 early for a kernel over `HOPELESS`x slower; then `profile.timing_rounds` rounds, each timing the
 reference's whole suite and then the candidate's. pytest-benchmark drives those rounds
 (`benchmark.pedantic`: the reference's call is the round's setup, the candidate's the timed
@@ -67,6 +68,7 @@ pytestmark = [
 DEVICE = "cuda"  # where the grading process rebuilds inputs and measures the copy bandwidth
 CALLS = 4  # timed calls per shape and round (input sets rotate between them)
 HOPELESS = 30.0  # a probe this many times slower than the reference ends the measurement
+WARM_UP_SECONDS = 300.0  # a shape's first call, compiling and autotuning (within the budget)
 FLOOR_MARGIN = 0.8  # a shape below this share of its bandwidth floor is flagged
 SPEED_TIERS = (10.0, 3.0, 1.5)  # geometric-mean ratio limits, one check each
 SUITE_NAMES = tuple(gpu_timing.SUITE)
@@ -187,7 +189,7 @@ def warm_up(workers: Any, name: str) -> int:
     with workers.transcript.quiet():
         launches, _ = workers.tool(
             "gpu_timing", "time_suite", [name], seed=0, calls=0, warmup=1,
-            modules=("paged_attention",), count_launches=True,
+            modules=("paged_attention",), count_launches=True, seconds=WARM_UP_SECONDS,
         )  # fmt: skip
     return launches
 
