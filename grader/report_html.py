@@ -442,14 +442,7 @@ def scheduling(section: dict | None, lang: str) -> str:
             for name, counts in runs.items()
         },
     )
-    intro = tr(
-        lang,
-        "scheduling_intro",
-        requests=len(section.get("trace", [])),
-        num_blocks=section.get("num_blocks", "?"),
-        block_size=section.get("block_size", "?"),
-        max_num_seqs=section.get("max_num_seqs", "?"),
-    )
+    intro = scheduling_intro(section, lang)
     figures = "".join(
         f"<li>{escape(steps_taken(name, counts, lang))}</li>" for name, counts in runs.items()
     )
@@ -459,6 +452,18 @@ def scheduling(section: dict | None, lang: str) -> str:
         f'<section id="scheduling">\n<h2>{escape(tr(lang, "scheduling_heading"))}</h2>\n'
         f"<p>{escape(intro)}</p>\n"
         f'<figure class="chart scheduling-chart">{chart}</figure>\n<ul>{figures}</ul>\n</section>'
+    )
+
+
+def scheduling_intro(section: dict, lang: str) -> str:
+    """What the scheduling comparison ran: the trace's size, the pool and the seats."""
+    return tr(
+        lang,
+        "scheduling_intro",
+        requests=len(section.get("trace", [])),
+        num_blocks=section.get("num_blocks", "?"),
+        block_size=section.get("block_size", "?"),
+        max_num_seqs=section.get("max_num_seqs", "?"),
     )
 
 

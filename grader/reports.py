@@ -25,6 +25,7 @@ from grader.report_html import (
     part_score,
     points,
     render_html,
+    scheduling_intro,
     scheduling_runs,
     share,
     shown,
@@ -201,14 +202,7 @@ def md_scheduling(section: dict | None, lang: str) -> str:
     """The scheduling comparison's figures (the page plots them)."""
     if not section:
         return ""
-    intro = tr(
-        lang,
-        "scheduling_intro",
-        requests=len(section.get("trace", [])),
-        num_blocks=section.get("num_blocks", "?"),
-        block_size=section.get("block_size", "?"),
-        max_num_seqs=section.get("max_num_seqs", "?"),
-    )
+    intro = scheduling_intro(section, lang)
     runs = scheduling_runs(section, lang)
     items = [
         f"{steps_taken(name, counts, lang)}: `{' '.join(map(str, counts))}`"
