@@ -27,6 +27,7 @@ CHECKS_DIR = KIT_ROOT / "grader" / "checks"
 GRADED_PARTS = ("allocator", "decode", "gather", "scheduler", "sharing")
 CLI_TIMEOUT = 300.0
 CUT_SHORT = "time budget"  # in the message of a check cut short by --part-timeout
+NEEDS_CUDA = "needs a CUDA device"  # the message of the kernel checks skipped without one
 CONCURRENT_GRADINGS = 2  # CI has 2 cores; each grading is mostly one busy process at a time
 
 T = TypeVar("T")

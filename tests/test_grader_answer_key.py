@@ -10,9 +10,7 @@ import pytest
 import torch
 
 from grader.rubric import PARTS
-from tests.grading import EXERCISES, SOLUTIONS, Graded, concurrently, run_grader
-
-NEEDS_CUDA = "needs a CUDA device"
+from tests.grading import EXERCISES, NEEDS_CUDA, SOLUTIONS, Graded, concurrently, run_grader
 
 
 @pytest.fixture(scope="module")

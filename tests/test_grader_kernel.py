@@ -19,6 +19,7 @@ import torch
 
 from tests.grading import (
     FIXTURES,
+    NEEDS_CUDA,
     SOLUTIONS,
     Edit,
     Graded,
@@ -33,7 +34,6 @@ PART = "kernel"
 UNTOUCHED = "allocator"  # its checks never import paged_attention.py
 CRASH_CAP = "10"  # seconds for each part (--part-timeout) where every check restarts a worker
 NO_LAUNCH = "launched no @triton.jit kernel"
-NEEDS_CUDA = "needs a CUDA device"  # the message of the checks skipped without one
 
 SCORES_MASK = '        scores = tl.where(token_mask, scores, float("-inf"))\n'
 TILE_MASK = "tile_mask = token_mask[:, None] & dim_mask[None, :]"
