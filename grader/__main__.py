@@ -17,7 +17,8 @@ from grader.i18n import tr
 from grader.intake import SubmissionRefused, read_submission
 from grader.profiles import PROFILES
 from grader.rubric import DEFAULT_RUBRIC, PARTS, load_rubric, parse_parts
-from grader.sandbox import Limits
+from grader.sandbox import isolation
+from grader.sandbox.process import Limits
 
 COMMANDS = {"grade-all": "grader.grade_all", "compare": "grader.compare"}
 
@@ -46,6 +47,10 @@ def parser() -> argparse.ArgumentParser:
                      help="seconds one call into the submission may take")  # fmt: skip
     cli.add_argument("--import-timeout", type=float, default=Limits.import_seconds,
                      help="seconds importing one submission file may take")  # fmt: skip
+    cli.add_argument("--isolation", choices=isolation.MODES, default="auto",
+                     help="auto: each worker in a bubblewrap sandbox where one can be made, else "
+                          "unisolated and marked so; bwrap: refuse to grade without it; none: "
+                          "unisolated (not for a hiring decision)")  # fmt: skip
     cli.add_argument("--part-timeout", type=float, default=Limits.part_seconds,
                      help="seconds one part's checks may take in all")  # fmt: skip
     return cli
@@ -58,7 +63,8 @@ def main(argv: list[str]) -> int:
     try:
         intake = read_submission(args.submission)
         rubric = load_rubric(args.rubric)
-    except (SubmissionRefused, ValueError, OSError) as error:
+        isolated = isolation.probe(args.isolation)
+    except (SubmissionRefused, ValueError, OSError, RuntimeError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     from grader.grade import Options, grade  # torch and pytest: grading only
@@ -77,12 +83,15 @@ def main(argv: list[str]) -> int:
         seed=args.seed,
         limits=limits,
         rubric=rubric,
+        isolation=isolated,
         out=out,
         lang=args.lang,
         live=sys.stderr.isatty(),
     )
     print(tr(args.lang, "grading", submission=args.submission, profile=args.profile),
           file=sys.stderr)  # fmt: skip
+    if not isolated.isolated:
+        print(f"WARNING: {isolated.describe()}", file=sys.stderr)
     report = grade(intake, options)
     print_summary(report, out)
     return 0

@@ -6,6 +6,8 @@ The terminal gets the provenance of each (submission and file hashes, profile, s
 environment), the total and each part's score with the change, every check whose status or
 points differ with both messages shortened, then the timings' ratios. `--html` writes the same
 as one self-contained page. Exit status 2, with a message, when a report is missing or invalid.
+A report's strings may carry a candidate's text: `load` cleans and bounds them (`reports.bounded`)
+and the paths given are cleaned where shown, so no terminal escape or lone surrogate gets out.
 """
 
 import argparse
@@ -16,6 +18,8 @@ from html import escape
 from pathlib import Path
 
 from grader.report_html import points
+from grader.reports import bounded
+from grader.text import clean
 
 MESSAGE_CHARS = 160  # of a check's message, on one line
 ENVIRONMENT_KEYS = ("device", "python", "platform", "torch", "triton", "hypothesis", "pytest")
@@ -41,7 +45,8 @@ class CheckChange:
 
 
 def load(path: Path) -> Side:
-    """The report at `path` (a report.json, or a folder holding one), checked for its fields."""
+    """The report at `path` (a report.json, or a folder holding one), checked for its fields,
+    its strings cleaned and bounded (`reports.bounded`)."""
     file = path / "report.json" if path.is_dir() else path
     try:
         report = json.loads(file.read_text(encoding="utf-8"))
@@ -59,7 +64,7 @@ def load(path: Path) -> Side:
     for key in ("score", "max_score"):
         if not isinstance(report.get(key), int | float):
             raise ReportError(f"{file} is not a grade report: it has no {key}")
-    return Side(file, report)
+    return Side(file, bounded(report))
 
 
 def checks_of(report: dict) -> dict[str, dict]:
@@ -281,11 +286,11 @@ def main(argv: list[str]) -> int:
     try:
         a, b = load(args.a), load(args.b)
     except ReportError as error:
-        print(f"compare: {error}", file=sys.stderr)
+        print(clean(f"compare: {error}", None), file=sys.stderr)
         return 2
-    sys.stdout.write(render_text(a, b))
+    sys.stdout.write(clean(render_text(a, b), None))  # the paths as given: the reports are clean
     if args.html:
         args.html.parent.mkdir(parents=True, exist_ok=True)
-        args.html.write_text(render_html(a, b), encoding="utf-8", errors="replace")
-        print(f"\nPage: {args.html}")
+        args.html.write_text(clean(render_html(a, b), None), encoding="utf-8")
+        print(clean(f"\nPage: {args.html}", None))
     return 0

@@ -1,8 +1,9 @@
 """One grading run: read the submission, run the checks in-process, score, write the reports.
 
-The candidate's code runs only in the workers the checks start (`sandbox.py`); this process
-imports none of it and builds the report from what its own checks concluded, after every worker
-is gone. Whatever happens half-way, a report is written, with the failure as a visible error.
+The candidate's code runs only in the workers the checks start (`grader/sandbox/`), each in
+namespaces of its own where the system allows (the report's `isolation` says how they ran); this
+process imports none of it and builds the report from what its own checks concluded, after every
+worker is gone. Whatever happens half-way, a report is written, with the failure as a visible error.
 """
 
 import contextlib
@@ -29,7 +30,8 @@ from grader.integration import run_integration
 from grader.plugin import CHECKS_DIR, CheckResult, GradingPlugin
 from grader.profiles import Profile
 from grader.rubric import PARTS, Rubric
-from grader.sandbox import NO_CUDA, Limits
+from grader.sandbox.isolation import Isolation
+from grader.sandbox.process import NO_CUDA, Limits
 from grader.timing import IMPLAUSIBLE_SPEEDUP
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +50,7 @@ class Options:
     limits: Limits
     rubric: Rubric
     out: Path
+    isolation: Isolation
     lang: str = "en"  # of the candidate-facing text: "en" or "zh"
     live: bool = False
 
@@ -78,6 +81,7 @@ def run_checks(intake: Intake, options: Options) -> GradingPlugin:
         seeded=options.seed is not None,
         limits=options.limits,
         worker_env={part: worker_environment(part) for part in options.parts},
+        isolation=options.isolation,
         point_overrides=options.rubric.points,
         live=options.live,
     )
@@ -194,6 +198,13 @@ def environment(options: Options) -> dict:
     }
 
 
+def isolation_flags(isolation: Isolation) -> list[dict]:
+    """An unisolated grading's flag, first in the report: its scores are no evidence."""
+    if isolation.isolated:
+        return []
+    return [{"source": "isolation", "message": isolation.describe()}]
+
+
 def grade(intake: Intake, options: Options) -> dict:
     """Grade `intake`; returns the report, already written to `options.out`."""
     started = time.time()
@@ -203,7 +214,8 @@ def grade(intake: Intake, options: Options) -> dict:
         "language": options.lang,
         "parts": {},
         "benchmarks": [],
-        "integrity": scan.scan_files(intake.files),
+        "isolation": options.isolation.as_report(),
+        "integrity": isolation_flags(options.isolation) + scan.scan_files(intake.files),
         "ignored_files": intake.ignored,
         "errors": [],
         "environment": environment(options),
@@ -240,8 +252,9 @@ def grade(intake: Intake, options: Options) -> dict:
         print("  engine check (a tiny transformer served by your parts, not scored)...",
               file=sys.stderr, flush=True)  # fmt: skip
         try:
-            report["integration"] = run_integration(intake.files, options.limits,
-                                                    worker_environment())  # fmt: skip
+            report["integration"] = run_integration(
+                intake.files, options.limits, worker_environment(), options.isolation
+            )
         except Exception:
             report["errors"].append(f"the engine check failed: {traceback.format_exc()}")
     report["score"] = round(sum(part["score"] for part in report["parts"].values()), 2)

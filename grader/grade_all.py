@@ -9,18 +9,30 @@ GPU, and two gradings timing kernels at once would each measure the other's load
 timings are ratios to the reference measured in the same rounds, so they bear a shared machine.)
 
 Each report folder also gets `grade.log`, the grader's output. Then `OUT/leaderboard.csv` and
-`OUT/leaderboard.html` (`leaderboard.py`). Exit status 0 when the leaderboard was written; 2 when
-FOLDER holds no submission or an option is wrong.
+`OUT/leaderboard.html` (`leaderboard.py`), grade-all's own outputs (`OWN_OUTPUTS`). Exit status 0
+when the leaderboard was written; 2 when FOLDER holds no submission or an option is wrong (OUT
+may not be FOLDER itself, where report folders would land among the submissions).
+
+A submission's `<name>`, its report folder and its name on the leaderboard, is chosen so that no
+two submissions share a folder and none is one of grade-all's own outputs (a submission named
+`leaderboard.html.zip` must not become `OUT/leaderboard.html/`), comparing names as a case- and
+normalisation-insensitive file system would (`unique_key`). Entries are taken in sorted order,
+and each gets the first free name of: its name without the archive suffix (`a.zip` -> `a`); its
+whole name (`a.zip`), which says which entry it was; its whole name and `-2`, `-3`, ... So `a/`,
+`a.tgz` and `a.zip` are reported as `a`, `a.tgz` and `a.zip`, and `leaderboard.html.zip` as
+`leaderboard.html.zip`.
 """
 
 import argparse
 import contextlib
+import itertools
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -29,9 +41,11 @@ from grader.compare import ReportError, load
 from grader.leaderboard import Outcome
 from grader.profiles import PROFILES
 from grader.rubric import PARTS, parse_parts
+from grader.sandbox import isolation
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 SUFFIXES = (".zip", ".tar.gz", ".tgz")
+OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html")  # what leaderboard.write_all writes in OUT
 DEFAULT_OUT = Path("reports") / "leaderboard"
 DEFAULT_TIMEOUT = 3600.0  # seconds for one grading: the grader's own part limits come far sooner
 LOG_LINES = 4  # of a failed grading's output, shown in its row
@@ -44,7 +58,8 @@ def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
         prog="python -m grader grade-all",
         description="Grade every submission in FOLDER (folders, .zip, .tar.gz, .tgz), "
-        "each into OUT/<name>/, then write OUT/leaderboard.html and OUT/leaderboard.csv. "
+        "each into OUT/<name>/ (the name made unique, and never one of the leaderboard's "
+        "files), then write OUT/leaderboard.html and OUT/leaderboard.csv. "
         "Any other option (--rubric, --memory-limit-gb, the timeouts) goes to every grading.",
     )
     cli.add_argument("folder", type=Path, help="the folder holding the submissions")
@@ -55,34 +70,53 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     cli.add_argument("--seed", type=int, help="a private seed, the same for every submission")
     cli.add_argument("--lang", choices=("en", "zh"), default="en")
+    cli.add_argument("--isolation", choices=isolation.MODES, default="auto",
+                     help="workers in bubblewrap (auto, bwrap) or not (none)")  # fmt: skip
+    cli.add_argument("--allow-unisolated", action="store_true",
+                     help="grade even where no sandbox can be made: every row then says "
+                          "'not isolated: not for a hiring decision'")  # fmt: skip
     cli.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                      help="seconds one grading may take (default: an hour)")  # fmt: skip
     return cli
 
 
 def submissions(folder: Path, out: Path) -> dict[str, Path]:
-    """`name -> entry` for each submission in `folder`, names made unique; others are named."""
+    """`name -> entry` for each submission in `folder`, each name a report folder of its own
+    (`report_name`); other entries are named on stderr and skipped."""
     found: dict[str, Path] = {}
+    taken = {unique_key(own) for own in OWN_OUTPUTS}
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry.resolve() == out.resolve():
-            continue
+        if entry.name.startswith(".") or out.resolve().is_relative_to(entry.resolve()):
+            continue  # hidden, or OUT itself (or the folder holding it)
         if not (entry.is_dir() or entry.name.endswith(SUFFIXES)):
             print(f"  skipping {entry.name}: not a folder, .zip, .tar.gz or .tgz", file=sys.stderr)
             continue
-        name = next(entry.name.removesuffix(suffix) for suffix in (*SUFFIXES, "") if
-                    entry.name.endswith(suffix))  # fmt: skip
-        unique, count = name, 1
-        while unique in found:
-            count += 1
-            unique = f"{name}-{count}"
-        found[unique] = entry
+        name = report_name(entry.name, taken)
+        taken.add(unique_key(name))
+        found[name] = entry
     return found
+
+
+def unique_key(name: str) -> str:
+    """`name` as a case- and normalisation-insensitive file system (macOS, Windows) tells names
+    apart: two names of one key would be one folder there."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def report_name(entry: str, taken: set[str]) -> str:
+    """The first of these names whose `unique_key` is not in `taken`: the entry's name without
+    its archive suffix, its whole name, its whole name and `-2`, `-3`, ..."""
+    stem = next(entry.removesuffix(suffix) for suffix in (*SUFFIXES, "") if entry.endswith(suffix))
+    candidates = itertools.chain(
+        (stem, entry), (f"{entry}-{count}" for count in itertools.count(2))
+    )
+    return next(name for name in candidates if unique_key(name) not in taken)
 
 
 def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str]:
     """The grader's command line for one submission, with the batch's options."""
     line = [sys.executable, "-m", "grader", str(entry.resolve()), "--out", str(report_dir)]
-    line += ["--profile", args.profile, "--lang", args.lang]
+    line += ["--profile", args.profile, "--lang", args.lang, "--isolation", args.isolation]
     if args.seed is not None:
         line += ["--seed", str(args.seed)]
     if args.parts:
@@ -93,7 +127,10 @@ def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str
 def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
     """Grade `entry` in a process (group) of its own; its report, or why there is none."""
     report_dir = (args.out / name).resolve()
-    report_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a name too long for the file system, say
+        return Outcome(name, str(entry), None, f"no report folder: {error}", [], 0.0)
     started = time.monotonic()
     with LAUNCHING:  # Ctrl-C stops every grading started, and none starts after it
         if STOPPING.is_set():
@@ -161,6 +198,21 @@ def main(argv: list[str]) -> int:
     if args.jobs < 1:
         print(f"grade-all: --jobs {args.jobs}: give 1 or more", file=sys.stderr)
         return 2
+    if args.out.resolve() == args.folder.resolve():
+        print(f"grade-all: --out {args.out} is the submissions' folder: give another, where the "
+              "reports cannot mix with the submissions", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        found = isolation.probe(args.isolation)
+    except RuntimeError as error:
+        print(f"grade-all: {error}", file=sys.stderr)
+        return 2
+    if not found.isolated and not args.allow_unisolated:
+        print(f"grade-all: {found.describe()}. A drive ranks people: install bubblewrap "
+              "(Debian/Ubuntu: apt-get install bubblewrap), or pass --allow-unisolated to grade "
+              "anyway, every row marked.", file=sys.stderr)  # fmt: skip
+        return 2
+    args.isolation = "bwrap" if found.isolated else "none"  # every grading, the same way
     entries = submissions(args.folder, args.out)
     if not entries:
         print(f"grade-all: {args.folder} holds no submission: put each candidate's folder, "

@@ -2,17 +2,29 @@
 
 Only the four files of SPEC.md are taken, as bytes; everything else is listed as ignored. Nothing
 is extracted to disk and nothing is followed: archives with absolute paths, `..`, links or
-special files are refused, as are symlinks in a folder, a SPEC file over `MAX_FILE_BYTES` and
-submissions that unpack to more than `MAX_TOTAL_BYTES`. Each worker later writes the bytes into
-a temp folder of its own, so no process ever runs the candidate's files in place.
+special files are refused, as are symlinks in a folder, a SPEC file over `MAX_FILE_BYTES`,
+submissions that unpack to more than `MAX_TOTAL_BYTES` and submissions of more than
+`MAX_ENTRIES` files and folders. Each worker later writes the bytes into a temp folder of its
+own, so no process ever runs the candidate's files in place.
+
+A hostile submission costs bounded time and memory. Entries are counted as they are read and
+reading stops at the first one past `MAX_ENTRIES`: a .tar.gz of a million empty files is refused
+after its first few thousand headers, a folder is walked without being listed whole first, and a
+.zip's end record (zip64 included) is checked before `zipfile` parses its central directory. A
+.tar.gz is unpacked through `Bounded`, which stops at `tar_limit()` bytes whatever size a header
+claims. The report names at most `MAX_IGNORED_LISTED` ignored paths, then how many more.
 """
 
+import gzip
 import hashlib
+import io
+import os
 import stat
 import tarfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 SUBMISSION_FILES = (
     "block_allocator.py",
@@ -22,6 +34,10 @@ SUBMISSION_FILES = (
 )
 MAX_FILE_BYTES = 1 << 20
 MAX_TOTAL_BYTES = 64 << 20
+MAX_ENTRIES = 4096  # files and folders; an archive's clutter counts too (each costs reading)
+ZIP_ENTRY_BYTES = 1024  # a .zip's central directory may take this much per entry on average
+TAR_ENTRY_BYTES = 4096  # unpacked tar beyond the files' bytes: headers, padding, pax records
+MAX_IGNORED_LISTED = 200  # ignored paths named in the report, then "... and N more"
 CLUTTER = ("__pycache__", ".DS_Store", ".git", ".venv", ".ipynb_checkpoints")
 
 
@@ -76,6 +92,9 @@ def select_files(name: str, path: str, entries: dict[str, bytes | None]) -> Inta
             files[entry.name] = data
         elif not any(part in CLUTTER for part in entry.parts):
             ignored.append(str(entry))
+    if len(ignored) > MAX_IGNORED_LISTED:
+        more = len(ignored) - MAX_IGNORED_LISTED
+        ignored = [*ignored[:MAX_IGNORED_LISTED], f"... and {more:,} more"]
     return Intake(name=name, path=path, files=files, ignored=ignored)
 
 
@@ -105,36 +124,83 @@ def wanted(name: str) -> bool:
     return PurePosixPath(name).name in SUBMISSION_FILES
 
 
+def too_many() -> SubmissionRefused:
+    return SubmissionRefused(
+        f"the submission holds more than {MAX_ENTRIES:,} files and folders: "
+        "submit the four files (and little else)"
+    )
+
+
 def folder_entries(folder: Path) -> dict[str, bytes | None]:
-    """The files under `folder` (version control and caches skipped); links are refused."""
-    entries, total = {}, 0
+    """The files under `folder` (version control and caches skipped); links are refused.
+
+    Each folder is read entry by entry (`os.scandir`), each entry counted as it comes: a folder
+    of a million files costs its first `MAX_ENTRIES`, not a list of them all."""
+    entries, total, count = {}, 0, 0
+    pending = [folder]
     try:
-        for path in sorted(folder.rglob("*")):
-            name = path.relative_to(folder).as_posix()
-            if any(part in CLUTTER for part in PurePosixPath(name).parts):
-                continue
-            if path.is_symlink():
-                raise SubmissionRefused(f"{name} is a symbolic link: submit the file itself")
-            if path.is_file():
-                total = checked_size(path.stat().st_size, total, name)
-                entries[name] = path.read_bytes() if wanted(name) else None
+        while pending:
+            with os.scandir(pending.pop()) as listing:
+                for item in listing:
+                    if item.name in CLUTTER:
+                        continue  # neither looked into nor counted
+                    count += 1
+                    if count > MAX_ENTRIES:
+                        raise too_many()
+                    path = Path(item.path)
+                    name = path.relative_to(folder).as_posix()
+                    if item.is_symlink():
+                        raise SubmissionRefused(
+                            f"{name} is a symbolic link: submit the file itself"
+                        )
+                    if item.is_dir():
+                        pending.append(path)
+                    elif item.is_file():
+                        total = checked_size(item.stat().st_size, total, name)
+                        entries[name] = path.read_bytes() if wanted(name) else None
     except OSError as error:
         raise SubmissionRefused(f"{folder} could not be read: {error}") from None
     return entries
 
 
+def zip_directory_checked(file: BinaryIO) -> None:
+    """Refuse a .zip whose end record announces more than `MAX_ENTRIES` entries, or a central
+    directory over `MAX_ENTRIES * ZIP_ENTRY_BYTES`, before `zipfile` reads and parses it.
+
+    The record is read by `zipfile._EndRecData`, the function `ZipFile` itself reads it with
+    (zip64 included), so the numbers checked are the ones it goes by. It parses `_ECD_SIZE`
+    bytes of directory whatever the entry count says, hence both bounds."""
+    end = zipfile._EndRecData(file)
+    if not end:
+        return  # no end record: ZipFile refuses it
+    if end[zipfile._ECD_ENTRIES_TOTAL] > MAX_ENTRIES:
+        raise too_many()
+    if end[zipfile._ECD_SIZE] > MAX_ENTRIES * ZIP_ENTRY_BYTES:
+        raise SubmissionRefused(
+            f"the archive's central directory takes {end[zipfile._ECD_SIZE]:,} bytes, more than "
+            f"{MAX_ENTRIES * ZIP_ENTRY_BYTES:,}: submit the four files (and little else)"
+        )
+
+
 def zip_entries(archive: Path) -> dict[str, bytes | None]:
     entries, total = {}, 0
     try:
-        with zipfile.ZipFile(archive) as bundle:
-            for info in bundle.infolist():
-                name = checked_path(info.filename)
-                if stat.S_ISLNK(info.external_attr >> 16):
-                    raise SubmissionRefused(f"the archive holds a link {name!r}: repack it plainly")
-                if info.is_dir():
-                    continue
-                total = checked_size(info.file_size, total, name)
-                entries[name] = bundle.read(info) if wanted(name) else None
+        with archive.open("rb") as file:
+            zip_directory_checked(file)
+            with zipfile.ZipFile(file) as bundle:
+                infos = bundle.infolist()
+                if len(infos) > MAX_ENTRIES:  # more than the end record said: forged
+                    raise too_many()
+                for info in infos:
+                    name = checked_path(info.filename)
+                    if stat.S_ISLNK(info.external_attr >> 16):
+                        raise SubmissionRefused(
+                            f"the archive holds a link {name!r}: repack it plainly"
+                        )
+                    if info.is_dir():
+                        continue
+                    total = checked_size(info.file_size, total, name)
+                    entries[name] = bundle.read(info) if wanted(name) else None
     except SubmissionRefused:
         raise
     except Exception as error:  # zipfile's, zlib's and lzma's errors, encryption, unknown methods
@@ -142,11 +208,56 @@ def zip_entries(archive: Path) -> dict[str, bytes | None]:
     return entries
 
 
+def tar_limit() -> int:
+    """The bytes a .tar.gz may unpack to: its files' and room for each entry's headers."""
+    return MAX_TOTAL_BYTES + MAX_ENTRIES * TAR_ENTRY_BYTES
+
+
+class Bounded:
+    """The unpacked tar stream for `tarfile`, read forward only and no further than `limit`.
+
+    `tarfile` reads a pax or GNU long-name header whole, whatever size it claims, before it
+    yields the member: a request past the limit is refused before anything is read."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self.stream, self.limit, self.position = stream, limit, 0
+
+    def too_big(self) -> SubmissionRefused:
+        return SubmissionRefused(
+            f"the archive unpacks to more than {self.limit >> 20} MiB of tar data: "
+            "submit the four files (and little else)"
+        )
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0 or self.position + size > self.limit:
+            raise self.too_big()
+        data = self.stream.read(size)
+        self.position += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence != io.SEEK_SET or offset < self.position:
+            raise tarfile.ReadError("the archive is read forward only")
+        if offset > self.limit:
+            raise self.too_big()
+        self.position = self.stream.seek(offset)
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+
 def tar_entries(archive: Path) -> dict[str, bytes | None]:
-    entries, total = {}, 0
+    entries, total, count = {}, 0, 0
     try:
-        with tarfile.open(archive, mode="r:gz") as bundle:
-            for member in bundle:
+        with (
+            gzip.open(archive, "rb") as unpacked,
+            tarfile.open(fileobj=Bounded(unpacked, tar_limit()), mode="r:") as bundle,
+        ):
+            for member in bundle:  # lazily: the headers past the first refused one stay unread
+                count += 1
+                if count > MAX_ENTRIES:
+                    raise too_many()
                 name = checked_path(member.name)
                 if member.isdir():
                     continue
@@ -158,6 +269,8 @@ def tar_entries(archive: Path) -> dict[str, bytes | None]:
                 total = checked_size(member.size, total, name)
                 data = bundle.extractfile(member).read() if wanted(name) else None
                 entries[name] = data
-    except (tarfile.TarError, OSError, EOFError) as error:
+    except SubmissionRefused:
+        raise
+    except Exception as error:  # tarfile's, gzip's and zlib's errors, a pax chain's recursion
         raise SubmissionRefused(f"{archive} is not a readable .tar.gz: {error}") from None
     return entries

@@ -15,8 +15,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from grader.proxy import RemoteError, Submission
-from grader.sandbox import Limits, NotImplementedInSubmission, Sandbox, SubmissionFailure
+from grader.sandbox.isolation import Isolation
+from grader.sandbox.process import Limits, NotImplementedInSubmission, Sandbox, SubmissionFailure
+from grader.sandbox.proxy import RemoteError, Submission
 from kernels import engine
 
 MODULES = ("kv_cache_manager", "scheduler", "paged_attention")
@@ -26,7 +27,12 @@ TRACEBACK_CHARS = 1500
 REQUIRED_FIGURES = {"requests", "tokens", "steps", "preemptions", "generated"}
 
 
-def run_integration(files: dict[str, bytes], limits: Limits, worker_env: dict[str, str]) -> dict:
+def run_integration(
+    files: dict[str, bytes],
+    limits: Limits,
+    worker_env: dict[str, str],
+    isolation: Isolation | None = None,
+) -> dict:
     """`{"status": "passed" | "failed" | "skipped", "message": str, "figures": {...}}`."""
     missing = [f"{name}.py" for name in MODULES if f"{name}.py" not in files]
     if missing:
@@ -34,7 +40,8 @@ def run_integration(files: dict[str, bytes], limits: Limits, worker_env: dict[st
     if importlib.util.find_spec("triton") is None:
         return outcome("skipped", "needs Triton for paged_attention.py; it installs on Linux only")
     limits = replace(limits, call_seconds=max(limits.call_seconds, CALL_SECONDS))
-    sandbox = Sandbox(files, limits, worker_env, time.monotonic() + limits.part_seconds)
+    deadline = time.monotonic() + limits.part_seconds
+    sandbox = Sandbox(files, limits, worker_env, deadline, isolation)
     try:
         figures = Submission(sandbox, "submission").tool("engine", "serve", TRACE, modules=MODULES)
     except NotImplementedInSubmission as failure:

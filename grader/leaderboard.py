@@ -5,21 +5,26 @@ the score), the kernel's timing ratio (the geometric mean of the kernel part's b
 the time the grading took and a relative link to the report; a submission the grader could not
 grade gets a row saying why. Rows are sorted by score, best first; ungraded ones come last.
 
-The page is self-contained (inline style, no script) and every string from a report or a file
-name is escaped; CSV cells a spreadsheet would read as a formula are quoted with a `'`.
+The page is self-contained (inline style, no script). Names, reports and log tails may carry a
+candidate's text: both files show each outcome `cleaned` (`text.py`: no control characters or
+lone surrogates, bounded lengths); the page escapes every string, and CSV cells a spreadsheet
+would read as a formula are quoted with a `'`.
 """
 
 import csv
 import io
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
 from grader.report_html import origin, points
+from grader.reports import bounded
 from grader.rubric import PARTS
+from grader.sandbox.isolation import UNISOLATED
+from grader.text import clean
 
 STYLE = """
 *{box-sizing:border-box}
@@ -47,6 +52,7 @@ ul{margin:.2rem 0;padding-left:1.1rem}
 }
 """
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+NAME_CHARS = 200  # of a submission's name
 
 
 @dataclass
@@ -59,6 +65,19 @@ class Outcome:
     failure: str
     tail: list[str]
     seconds: float
+
+
+def cleaned(outcome: Outcome) -> Outcome:
+    """`outcome` with its strings cleaned and bounded: the name, the failure and the log's tail
+    (`text.clean`), the report (`reports.bounded`)."""
+    return replace(
+        outcome,
+        name=clean(outcome.name, NAME_CHARS),
+        entry=clean(outcome.entry, NAME_CHARS),
+        report=None if outcome.report is None else bounded(outcome.report),
+        failure=clean(outcome.failure),
+        tail=[clean(line) for line in outcome.tail],
+    )
 
 
 def ranked(outcomes: list[Outcome]) -> list[tuple[int | None, Outcome]]:
@@ -102,6 +121,8 @@ def note(outcome: Outcome) -> str:
     if outcome.report is None:
         return f"not graded ({outcome.failure}): " + " | ".join(outcome.tail)
     notes = []
+    if outcome.report.get("isolation", {}).get("isolated") is False:
+        notes.append(UNISOLATED)
     if outcome.report.get("errors"):
         last = outcome.report["errors"][-1].strip().rpartition("\n")[2]
         notes.append(f"the grader failed on part of it: {last}")
@@ -118,8 +139,9 @@ def report_path(outcome: Outcome) -> str:
 
 
 def link(outcome: Outcome) -> str:
-    """`report_path` as a URL, for the page."""
-    return quote(report_path(outcome))
+    """`report_path` as a URL, for the page: of the name as it is on disk, not `cleaned`
+    (undecodable bytes, as surrogates, are quoted as the bytes they were)."""
+    return quote(report_path(outcome), errors="surrogateescape")
 
 
 def took(seconds: float) -> str:
@@ -144,7 +166,7 @@ def render_csv(outcomes: list[Outcome]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
-    for rank, o in ranked(outcomes):
+    for rank, o in ranked([cleaned(o) for o in outcomes]):
         r = o.report
         if r is None:
             scores = ["", "", *([""] * len(parts)), "", "", ""]
@@ -167,6 +189,7 @@ def render_html(outcomes: list[Outcome], options: dict) -> str:
     parts = parts_of(outcomes)
     graded = sum(o.report is not None for o in outcomes)
     seed = options.get("seed")
+    folder = escape(clean(str(options.get("folder", "")), None))
     settings = f"{options.get('profile', 'quick')} profile, " + (
         f"seed {seed}" if seed is not None else "the default examples"
     )
@@ -175,14 +198,14 @@ def render_html(outcomes: list[Outcome], options: dict) -> str:
     head_cells = "".join(
         f"<th{' class=num' if h in numeric else ''}>{escape(h)}</th>" for h in heads
     )
-    rows = "\n".join(html_row(rank, o, parts) for rank, o in ranked(outcomes))
+    rows = "\n".join(html_row(rank, cleaned(o), parts, link(o)) for rank, o in ranked(outcomes))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Leaderboard: {escape(str(options.get("folder", "")))}</title>
+<title>Leaderboard: {folder}</title>
 <style>{STYLE}</style></head>
 <body>
-<h1>Leaderboard: {escape(str(options.get("folder", "")))}</h1>
+<h1>Leaderboard: {folder}</h1>
 <p class="muted">{graded} of {len(outcomes)} submissions graded, {escape(settings)},
 {escape(time.strftime("%Y-%m-%d %H:%M"))}. Integrity flags are for the reviewer and never change
 the score. The kernel ratio is the geometric mean of the kernel's time over the reference's (lower
@@ -197,8 +220,9 @@ is faster). Each name links to its report.</p>
 """
 
 
-def html_row(rank: int | None, outcome: Outcome, parts: list[str]) -> str:
-    name = f'<a href="{escape(link(outcome))}">{escape(outcome.name)}</a>'
+def html_row(rank: int | None, outcome: Outcome, parts: list[str], href: str) -> str:
+    """A submission's row; `outcome` is `cleaned`, `href` the `link` to its report."""
+    name = f'<a href="{escape(href)}">{escape(outcome.name)}</a>'
     r = outcome.report
     if r is None:
         tail = escape("\n".join(outcome.tail))
@@ -242,7 +266,7 @@ def flags_cell(found: list[str]) -> str:
 def write_all(outcomes: list[Outcome], out: Path, options: dict) -> Path:
     """Write `leaderboard.csv` and `leaderboard.html` into `out`; the page's path."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "leaderboard.csv").write_text(render_csv(outcomes), encoding="utf-8")
+    (out / "leaderboard.csv").write_text(render_csv(outcomes), encoding="utf-8", errors="replace")
     page = out / "leaderboard.html"
     page.write_text(render_html(outcomes, options), encoding="utf-8", errors="replace")
     return page

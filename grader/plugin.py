@@ -11,7 +11,8 @@ the check is skipped where the answer key is not shipped), `profile`, `record_be
 timing, for the report) and `record_section` (any other JSON data for the report).
 
 A part built on other parts (`BUILT_ON`) is scored apart from them: its worker gets the answer
-key's files for those parts in place of the candidate's, where the kit ships the answer key;
+key's modules for those parts in place of the candidate's, where the kit ships the answer key, as
+bytecode (`sourceless`: the candidate's code beside them cannot read their source);
 `part_notes` says which files each such part was scored with.
 
 A check fails when the submission made it fail: an assertion, an exception from its code, or a
@@ -31,8 +32,9 @@ import pytest
 from hypothesis.internal.conjecture import engine as conjecture_engine
 
 from grader.profiles import Profile, hypothesis_settings
-from grader.proxy import RemoteError, Submission
-from grader.sandbox import Limits, Sandbox, SubmissionFailure
+from grader.sandbox.isolation import Isolation
+from grader.sandbox.process import Limits, Sandbox, SubmissionFailure, sourceless
+from grader.sandbox.proxy import RemoteError, Submission
 from grader.timing import IMPLAUSIBLE_SPEEDUP
 
 CHECKS_DIR = Path(__file__).parent / "checks"
@@ -75,6 +77,7 @@ class GradingPlugin:
     seeded: bool
     limits: Limits
     worker_env: dict[str, dict[str, str]]  # by part
+    isolation: Isolation | None = None  # None: bubblewrap where a sandbox can be made
     point_overrides: dict[str, float] = field(default_factory=dict)
     live: bool = False
     results: dict[str, CheckResult] = field(default_factory=dict)
@@ -146,12 +149,13 @@ class GradingPlugin:
             )
             return self.files
         self.part_notes[part] = f"scored with the kit's reference {names} in place of yours"
-        return self.files | {name: self.reference_files[name] for name in built_on}
+        files = {name: content for name, content in self.files.items() if name not in built_on}
+        return files | dict(sourceless(name, self.reference_files[name]) for name in built_on)
 
     def sandbox_for(self, part: str, files: dict[str, bytes]) -> Sandbox:
         """A worker for `part`; all of a part's workers share its wall-clock budget."""
         deadline = self.deadlines.setdefault(part, time.monotonic() + self.limits.part_seconds)
-        return Sandbox(files, self.limits, self.worker_env[part], deadline)
+        return Sandbox(files, self.limits, self.worker_env[part], deadline, self.isolation)
 
     @pytest.fixture
     def profile(self) -> Profile:

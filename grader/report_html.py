@@ -198,7 +198,7 @@ def header(report: dict, lang: str) -> str:
 def how_it_ran(report: dict, lang: str) -> str:
     """When the grade ran, for how long, with which profile and seed, on which device."""
     env = report["environment"]
-    return tr(
+    ran = tr(
         lang,
         "graded",
         started_at=report["started_at"],
@@ -207,6 +207,8 @@ def how_it_ran(report: dict, lang: str) -> str:
         seed=shown(env["seed"]),
         device=env["device"],
     )
+    isolation = report.get("isolation")
+    return f"{ran} {isolation['description']}." if isolation else ran
 
 
 def meter(score: float, max_score: float, big: bool = False) -> str:

@@ -6,7 +6,9 @@
 - `results.json`: Gradescope's autograder format;
 - `junit.xml`: JUnit XML, one test suite per part.
 
-Messages carry the candidate's exception text and file names: each format escapes them its own way.
+Messages carry the candidate's exception text and file names: `bounded` first cleans every
+string (`text.py`: no terminal escapes, no lone surrogates) and cuts it to a bounded length, then
+each format escapes them its own way.
 """
 
 import json
@@ -33,10 +35,21 @@ from grader.report_html import (
     tally,
     verdict,
 )
+from grader.text import MESSAGE_CHARS, clean
+
+# The most characters of one string in the files (`bounded`): of a message, which the candidate's
+# exception text reaches (some room over `MESSAGE_CHARS`, which it was cut to where it entered);
+# of any other string, a counterexample, a traceback or an entry of `errors` the longest; of a key.
+LIMITS = {"message": 2 * MESSAGE_CHARS}
+LONG_CHARS = 20_000
+KEY_CHARS = 1_000
+NOTE_CHARS = 100  # over a bound, a string is left whole: room for the note of a cut made before
 
 
 def write_all(report: dict, out: Path) -> None:
-    """Create `out` and write the five report files into it, `report.json` first."""
+    """Create `out` and write the five report files into it, `report.json` first, all from
+    the report `bounded`: clean text of a bounded length."""
+    report = bounded(report)
     writers: dict[str, Callable[[dict], str]] = {
         "report.json": report_json,
         "report.md": render_markdown,
@@ -46,8 +59,27 @@ def write_all(report: dict, out: Path) -> None:
     }
     out.mkdir(parents=True, exist_ok=True)
     for name, render in writers.items():
-        # errors="replace": a lone surrogate in a candidate's message must not lose the report.
         (out / name).write_text(render(report), encoding="utf-8", errors="replace")
+
+
+def bounded(value: object, limit: int = LONG_CHARS) -> object:
+    """A copy of `value` (a report, or any JSON-like part of one) cleaned as `text.clean_all`
+    cleans it, each string also cut: a `message` (a check's, an integrity flag's, the engine
+    check's) to `LIMITS["message"]` characters, any other string to `LONG_CHARS`, a key to
+    `KEY_CHARS`. Cut as it is cleaned: a candidate's 100 MB string costs no more than a short one.
+    A string up to `NOTE_CHARS` over its bound stays whole: `bounded` of a bounded report (one read
+    back, as `compare.load` does) is the same report, and no string gets two notes.
+    """
+    if isinstance(value, str):
+        return clean(value, None if len(value) <= limit + NOTE_CHARS else limit)
+    if isinstance(value, dict):
+        return {
+            clean(str(key), KEY_CHARS): bounded(item, LIMITS.get(key, LONG_CHARS))
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [bounded(item, limit) for item in value]
+    return value
 
 
 def report_json(report: dict) -> str:

@@ -2,13 +2,23 @@
 
 `scan_files` parses each file with `ast`; it never imports or runs the code. Each flag says what
 was seen and where, `{"source": "scan", "file", "line", "message"}`: imports of the kit or of a
-ready-made attention library, processes, threads, native code, introspection, dynamic code, file
-access, and assignments that patch the libraries the grader checks with. Flags are leads for a
-reviewer, not a verdict: they never change the score, and a file without flags is not thereby
-trusted (the sandboxed worker is what contains the code).
+ready-made attention library, processes, threads, signals, native code, introspection, dynamic code
+(`runpy`, loading a module from a path or a computed name), file access (also by descriptor, and
+any string naming a `/proc` path), `getattr`/`setattr`/`delattr` on `os`, `sys`, `builtins`,
+`signal` or `subprocess`, stack frames and tracebacks (`f_back`, `tb_frame`, ...), and assignments
+that patch the libraries the grader checks with. A worker is isolated by the operating system; the
+scan only points a reviewer at code that tries to leave it or to read the grader. Flags are leads,
+not a verdict: they never change the score, and a file without flags is not thereby trusted.
+
+`paged_attention.py` is also read by `scan_kernel`: torch computing attention outside any
+`@triton.jit` function (the worker's dispatch mode fails such a call at run time), and the ways
+around that dispatch mode it cannot see: torch's dispatch internals, patches of Triton's launch
+machinery, torch reached by a computed name, torch inside a kernel (run as Python by Triton's
+interpreter), and numpy.
 """
 
 import ast
+import contextlib
 from fnmatch import fnmatchcase
 
 # Modules flagged when imported (with any submodule), and why.
@@ -24,15 +34,26 @@ MODULES = {
     **dict.fromkeys(["gc", "inspect", "builtins", "importlib"], "introspection"),
     "__main__": "reaches the worker's own code",
     **dict.fromkeys(["pathlib", "shutil"], "file access"),
+    "runpy": "runs code from a file",
 }
 # Attributes flagged when used or imported (fnmatch patterns of dotted names), and why.
 ATTRIBUTES = {
     **dict.fromkeys(["os.system", "os.popen"], "runs a shell command"),
-    **dict.fromkeys(["os.fork*", "os.exec*", "os.spawn*"], "can start processes"),
-    **dict.fromkeys(["os.kill", "os._exit", "sys.exit"], "can end processes"),
+    **dict.fromkeys(["os.fork*", "os.vfork", "os.exec*", "os.*spawn*"], "can start processes"),
+    **dict.fromkeys(["os.setsid", "os.setpg*"], "leaves the worker's process group"),
+    **dict.fromkeys(["os.kill*", "signal.pthread_kill"], "can end processes"),
+    **dict.fromkeys(["os._exit", "sys.exit"], "can end processes"),
     **dict.fromkeys(["sys._getframe", "sys.modules", "sys.meta_path", "sys.path"], "introspection"),
+    "inspect.currentframe": "introspection",
     **dict.fromkeys(["os.remove", "os.unlink", "os.rename", "os.replace"], "file access"),
     **dict.fromkeys(["os.makedirs", "os.mkdir", "os.chdir"], "file access"),
+    **dict.fromkeys(["os.open", "os.read", "os.pread", "os.write", "os.pwrite"], "file access"),
+    **dict.fromkeys(["os.mkfifo", "os.mknod"], "makes a special file"),
+    "runpy.*": "runs code from a file",
+    **dict.fromkeys(
+        ["importlib.util.spec_from_file_location", "importlib.machinery.*FileLoader"],
+        "loads code from a file",
+    ),
 }
 # Built-in names flagged when read, and why.
 NAMES = {
@@ -47,11 +68,25 @@ PATCHED = {
     "torch", "pytest", "hypothesis", "builtins", "sys", "os", "time", "json", "math", "random"
 }  # fmt: skip
 DYNAMIC_IMPORTS = {"__import__", "builtins.__import__", "importlib.import_module"}
+# Modules whose attributes are flagged when reached by name: `getattr(os, "kill")`.
+BY_NAME = {"os", "sys", "builtins", "signal", "subprocess"}
+# Attributes of stack frames, tracebacks, generators and coroutines that reach the caller's frames.
+FRAMES = {
+    "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins", "f_code",
+    "gi_frame", "cr_frame", "__traceback__",
+}  # fmt: skip
 
 
 def scan_files(files: dict[str, bytes]) -> list[dict]:
-    """The flags of every file, sorted by file then line."""
+    """The flags of every file (and `scan_kernel`'s of the kernel file), sorted by file then
+    line."""
     flags = [flag for name, source in files.items() for flag in scan_file(name, source)]
+    flags += [
+        flag
+        for name, source in files.items()
+        if name.rsplit("/", 1)[-1] == KERNEL_FILE
+        for flag in scan_kernel(name, source)
+    ]
     return sorted(flags, key=lambda flag: (flag["file"], flag["line"]))
 
 
@@ -82,6 +117,12 @@ def attribute_reason(name: str) -> str | None:
 
 def string_literal(node: ast.expr) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def names_proc(value: object) -> bool:
+    """`"/proc"`, `"/proc/self/mem"`, `b"/proc/1"`: a path under /proc (not `"/process"`)."""
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    return isinstance(text, str) and (text == "/proc" or text.startswith("/proc/"))
 
 
 class Scanner(ast.NodeVisitor):
@@ -116,7 +157,7 @@ class Scanner(ast.NodeVisitor):
         for alias in node.names:
             name = f"{node.module}.{alias.name}"
             self.aliases[alias.asname or alias.name] = name
-            if reason := module_reason(name) or attribute_reason(name):
+            if reason := attribute_reason(name) or module_reason(name):
                 self.flag(alias, f"imports {name} ({reason})")
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -130,26 +171,248 @@ class Scanner(ast.NodeVisitor):
             self.flag(node, f"{verb} {name} (patches a library)")
         elif name and (reason := attribute_reason(name)):
             self.flag(node, f"uses {name} ({reason})")
+        elif node.attr in FRAMES:
+            chain, inner = [node.attr], node.value  # `f.f_back.f_globals`: one flag for it all
+            while isinstance(inner, ast.Attribute) and inner.attr in FRAMES:
+                chain, inner = [inner.attr, *chain], inner.value
+            self.flag(node, f"uses .{'.'.join(chain)} (reads stack frames)")
+            self.visit(inner)
         else:
             self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if names_proc(node.value):  # also the start of an f-string or of `"/proc/" + pid`
+            self.flag(node, f"names {node.value!r:.40} (reads processes through /proc)")
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.dotted(node.func)
         if callee in DYNAMIC_IMPORTS:
-            self.check_dynamic_import(node)
-        elif callee in ("setattr", "delattr"):
-            self.check_setattr(node, "assigns" if callee == "setattr" else "deletes")
+            self.check_dynamic_import(node, callee)
+        elif callee in ("getattr", "setattr", "delattr") and self.check_by_name(node, callee):
+            for child in [node.func, *node.args[1:], *node.keywords]:  # not the module (flagged)
+                self.visit(child)
+            return
         self.generic_visit(node)
 
-    def check_dynamic_import(self, node: ast.Call) -> None:
-        """`__import__("grader")`, `importlib.import_module("grader")`: a literal name only."""
+    def check_dynamic_import(self, node: ast.Call, callee: str) -> None:
+        """`__import__("grader")`, `importlib.import_module(name)`: a kit module, or any name
+        computed at run time (a bare `__import__` is flagged as a name already)."""
         module = string_literal(node.args[0]) if node.args else None
         if module and (reason := module_reason(module)):
             self.flag(node, f"imports {module} ({reason})")
+        elif node.args and module is None and callee != "__import__":
+            self.flag(node, f"uses {callee} with a computed name (imports by name)")
 
-    def check_setattr(self, node: ast.Call, verb: str) -> None:
+    def check_by_name(self, node: ast.Call, function: str) -> bool:
+        """`setattr(torch, ...)` patches a library; `getattr(os, "kill")`, `getattr(o, name)`
+        reach a module's attributes by name. Whether it flagged the call."""
         target = self.dotted(node.args[0]) if len(node.args) >= 2 else None
-        if target and target.split(".")[0] in PATCHED:
-            attribute = string_literal(node.args[1])
-            what = f"{target}.{attribute}" if attribute else f"an attribute of {target}"
+        if not target:
+            return False
+        attribute = string_literal(node.args[1])
+        what = f"{target}.{attribute}" if attribute else f"an attribute of {target}"
+        if function != "getattr" and target.split(".")[0] in PATCHED:
+            verb = "assigns" if function == "setattr" else "deletes"
             self.flag(node, f"{verb} {what} (patches a library)")
+        elif target in BY_NAME:
+            builtin = NAMES.get(attribute or "") if target == "builtins" else None
+            reason = attribute_reason(what) or builtin
+            why = f"dynamic attribute access: {reason}" if reason else "dynamic attribute access"
+            self.flag(node, f"uses {function} on {what} ({why})")
+        else:
+            return False
+        return True
+
+
+# -- the kernel file ------------------------------------------------------------------------------
+
+KERNEL_FILE = "paged_attention.py"
+JIT_DECORATORS = {"triton.jit"}
+# Tensor methods, and torch functions (also as `torch.Tensor.<method>`), that compute attention.
+ATTENTION_METHODS = {
+    "matmul", "mm", "bmm", "baddbmm", "addmm", "mv", "dot", "tensordot", "softmax", "log_softmax",
+    "exp", "exp_", "index_select", "gather", "take",
+}  # fmt: skip
+ATTENTION_CALLS = {
+    *(f"torch.{name}" for name in [*ATTENTION_METHODS, "einsum", "embedding", "compile"]),
+    *(f"torch.Tensor.{name}" for name in ATTENTION_METHODS),
+    "torch.nn.functional.*", "torch.special.*", "torch.ops.*",
+}  # fmt: skip
+# Names that reach torch's dispatch modes, and Triton's launch machinery.
+MODE_NAMES = {"_disable_current_modes", "_pop_mode", "_push_mode", "__torch_function__"}
+LAUNCHERS = {
+    "JITFunction", "InterpretedFunction", "KernelInterface", "GridExecutor", "Autotuner",
+    "Heuristics", "interpreter",
+}  # fmt: skip
+SEES = "the grader's dispatch mode does not see it"
+
+
+def scan_kernel(name: str, source: bytes) -> list[dict]:
+    """`paged_attention.py`'s kernel flags: attention computed by torch outside any `@triton.jit`
+    function, and ways around the worker's dispatch mode (`KernelScanner`). A file that does not
+    parse gives none here (`scan_file` says so)."""
+    try:
+        tree = ast.parse(source, filename=name)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    scanner = KernelScanner(name, import_aliases(tree))
+    with contextlib.suppress(RecursionError, MemoryError):  # scan_file says it is too deep
+        scanner.visit(tree)
+    return scanner.flags
+
+
+def import_aliases(tree: ast.AST) -> dict[str, str]:
+    """Each name the file's imports bind, anywhere in it, and the dotted name it stands for."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                aliases[alias.asname or top] = alias.name if alias.asname else top
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def escape_reason(name: str) -> str | None:
+    """Why the dotted `name` (or a bare identifier, or a string) can get around the worker's
+    dispatch mode; None when it cannot."""
+    parts = name.split(".")
+    if any("dispatch" in part.lower() or part in MODE_NAMES for part in parts):
+        return "can switch off the grader's torch dispatch mode"
+    if parts[0] == "torch" and any(p.startswith("_") and not p.endswith("__") for p in parts):
+        return "torch internals: can switch off the grader's torch dispatch mode"
+    if any(part in LAUNCHERS for part in parts) or name.startswith("triton.runtime.jit"):
+        return "Triton's launch machinery: can hide torch work inside a launch"
+    return None
+
+
+def chain_root(node: ast.expr) -> ast.expr:
+    """`a` of `a.b.c`; `f()` of `f().b`."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
+
+
+def computed_index(index: ast.expr) -> bool:
+    """Whether a subscript's index holds anything but literals and slices (`[0]`, `[:, :n]`)."""
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    return not all(
+        isinstance(item, ast.Slice | ast.Constant)
+        or (isinstance(item, ast.UnaryOp) and isinstance(item.operand, ast.Constant))
+        for item in items
+    )
+
+
+class KernelScanner(ast.NodeVisitor):
+    """Collects `scan_kernel`'s flags, resolving names through the file's imports."""
+
+    def __init__(self, file: str, aliases: dict[str, str]) -> None:
+        self.file, self.aliases = file, aliases
+        self.flags: list[dict] = []
+        self.kernel: str | None = None  # the @triton.jit function being walked, if any
+
+    def flag(self, node: ast.AST, message: str) -> None:
+        self.flags.append(make_flag(self.file, node.lineno, message))
+
+    def dotted(self, node: ast.expr) -> str | None:
+        """`a.b.c` with `a` resolved through the imports; else None."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id, node.id)
+        if isinstance(node, ast.Attribute) and (base := self.dotted(node.value)):
+            return f"{base}.{node.attr}"
+        return None
+
+    def outside(self, node: ast.AST, what: str) -> None:
+        """Flag `what`, torch computing attention, unless it is inside a kernel."""
+        if self.kernel is None:
+            self.flag(node, f"{what} outside any @triton.jit kernel (attention computed by torch)")
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        decorators = [getattr(item, "func", item) for item in node.decorator_list]
+        outer = self.kernel
+        if outer is None and any(self.dotted(item) in JIT_DECORATORS for item in decorators):
+            self.kernel = node.name
+        self.generic_visit(node)
+        self.kernel = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        module = getattr(node, "module", None) if getattr(node, "level", 0) == 0 else None
+        for alias in node.names:
+            name = f"{module}.{alias.name}" if module else alias.name
+            if reason := escape_reason(name):
+                self.flag(node, f"imports {name} ({reason})")
+            elif name.split(".")[0] == "numpy":
+                self.flag(node, f"imports {name} (computes outside torch and Triton: {SEES})")
+
+    visit_ImportFrom = visit_Import
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.check_name(node, self.aliases.get(node.id, node.id))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        name = self.dotted(node)
+        if name and not isinstance(node.ctx, ast.Load) and name.split(".")[0] == "triton":
+            self.flag(node, f"assigns {name} (patches Triton: can hide torch work inside a launch)")
+        elif not self.check_name(node, name or node.attr):
+            self.generic_visit(node)
+
+    def check_name(self, node: ast.Name | ast.Attribute, name: str) -> bool:
+        """Flag a name that gets around the dispatch mode, or torch inside a kernel; whether
+        it flagged (the rest of an `a.b.c` chain is then not walked)."""
+        if reason := escape_reason(name):
+            self.flag(node, f"uses {name} ({reason})")
+        elif self.kernel is not None and name.split(".")[0] == "torch":
+            where = f"inside @triton.jit kernel {self.kernel}"
+            self.flag(node, f"uses {name} {where} (runs only under Triton's interpreter: {SEES})")
+        else:
+            return False
+        return True
+
+    def visit_Call(self, node: ast.Call) -> None:
+        callee, root = self.dotted(node.func), chain_root(node.func)
+        module = isinstance(root, ast.Name) and root.id in self.aliases
+        method = node.func.attr if isinstance(node.func, ast.Attribute) and not module else None
+        if method in ATTENTION_METHODS:
+            self.outside(node, f"calls .{method}()")
+        elif method in ("numpy", "tolist"):
+            self.flag(node, f"calls .{method}() (computes outside torch and Triton: {SEES})")
+        elif callee and any(fnmatchcase(callee, pattern) for pattern in ATTENTION_CALLS):
+            self.outside(node, f"uses {callee}")
+        elif callee in ("getattr", "setattr", "delattr") and len(node.args) >= 2:
+            self.check_by_name(node, callee)
+        for argument in node.args:
+            text = string_literal(argument) or ""
+            if text.replace(".", "_").isidentifier() and (reason := escape_reason(text)):
+                self.flag(argument, f"names {text!r:.60} ({reason})")
+        self.generic_visit(node)
+
+    def check_by_name(self, node: ast.Call, function: str) -> None:
+        """`getattr(torch, name)`: torch or Triton reached by a computed name, or patched."""
+        target = self.dotted(node.args[0]) or ""
+        if target.split(".")[0] not in ("torch", "triton"):
+            return
+        attribute = string_literal(node.args[1])
+        what = f"{target}.{attribute}" if attribute else f"an attribute of {target}"
+        if function != "getattr" and target.startswith("triton"):
+            self.flag(node, f"uses {function} on {what} (patches Triton: can hide torch work)")
+        elif attribute is None:
+            self.flag(node, f"uses {function} on {what} (a computed name the scan cannot read)")
+        elif any(fnmatchcase(what, pattern) for pattern in ATTENTION_CALLS):
+            self.outside(node, f"uses {what}")
+
+    def visit_BinOp(self, node: ast.BinOp | ast.AugAssign) -> None:
+        if isinstance(node.op, ast.MatMult):
+            self.outside(node, "uses the @ operator")
+        self.generic_visit(node)
+
+    visit_AugAssign = visit_BinOp
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        cache = node.value.id if isinstance(node.value, ast.Name) else ""
+        if "cache" in cache.lower() and computed_index(node.slice):
+            self.outside(node, f"indexes {cache} with a computed index")
+        self.generic_visit(node)

@@ -4,7 +4,8 @@ What to look at first, in this order: the grader's own failures (the score may b
 the first failed check of the earliest part that was started, with its message, its
 counterexample and where the report shows it; the parts not implemented yet; the provisional
 scores; the end-to-end engine check; the integrity flags; and last the report's path. The kit's
-words are in the report's language (`i18n.py`); what a check says stays as it was written.
+words are in the report's language (`i18n.py`); what a check says stays as it was written, but
+cleaned (`text.clean`): a candidate's message must not move the cursor or redraw the screen.
 """
 
 import sys
@@ -14,21 +15,38 @@ from typing import TextIO
 
 from grader.i18n import language, part_title, tr
 from grader.report_html import check_anchor, graded, tally
+from grader.reports import bounded
+from grader.text import clean
 
 NOT_STARTED = ("not implemented:", "not submitted:")  # messages of checks that could not start
 FAILED = ("failed", "error")
 MESSAGE_LINES = 6  # of the first failure's message, in the terminal
 COUNTEREXAMPLE_LINES = 16  # of its counterexample; the report has all of it
+LINE_CHARS = 2000  # of one line on the terminal
 
 
-def print_summary(report: dict, out: Path, stream: TextIO = sys.stdout) -> None:
-    """Print the summary of `report`, whose files are in `out`, to `stream`."""
-    print("\n".join(summary_lines(report, out)), file=stream)
+def print_summary(report: dict, out: Path, stream: TextIO | None = None) -> None:
+    """Print the summary of `report`, whose files are in `out`, to `stream` (standard output).
+
+    Every line is cleaned and cut (`text.clean`): no terminal escapes, no lone surrogates, which a
+    strict UTF-8 stream refuses; what a stream cannot encode otherwise (CJK on ASCII) is replaced.
+    """
+    stream = sys.stdout if stream is None else stream
+    lines = "\n".join(summary_lines(bounded(report), out)).split("\n")
+    text = "\n".join(clean(line, LINE_CHARS) for line in lines)
+    try:
+        print(text, file=stream)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        print(text.encode(encoding, "replace").decode(encoding), file=stream)
 
 
 def summary_lines(report: dict, out: Path) -> list[str]:
     lang = language(report)
     lines = ["", *score_table(report, lang), ""]
+    isolation = report.get("isolation", {})
+    if isolation.get("isolated") is False:
+        lines += [f"WARNING: {isolation['description']}", ""]
     for error in report["errors"]:
         lines += [tr(lang, "grader_failed"), error.rstrip(), ""]
     lines.append(tr(lang, "first_look"))

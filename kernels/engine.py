@@ -1,8 +1,9 @@
 """A tiny serving engine on a submission's parts: proof that they make continuous batching work.
 
 Standalone (stdlib and torch at module level): the grader copies this file into the sandboxed
-worker (`grader.sandbox.TOOLS`) and runs `serve` there on the candidate's `kv_cache_manager`,
-`scheduler` and `paged_attention` modules, where no kit package is importable. `make demo`
+worker (`grader.sandbox.process.TOOLS`) and runs `serve` there on the candidate's
+`kv_cache_manager`, `scheduler` and `paged_attention` modules, where no kit package is
+importable. `make demo`
 (`python -m kernels.engine`) runs it on the answer key.
 
 The model

@@ -9,10 +9,15 @@
    under `DIR/grade/`, its output in the log.
 3. The device's copy bandwidth (`gpu_timing.copy_bandwidth`).
 4. The timing suite (`gpu_timing.SUITE`) for the answer key's `paged_attention_decode`, the
-   split-KV kernel and torch's gather-then-SDPA, each call's sampled output rows re-checked
-   against the float64 oracle. An implementation that fails is reported, and the rest go on.
+   split-KV kernel and torch's gather-then-SDPA, measured as the grader measures it, here in
+   one process (`gpu_timing.Batch`): per shape a calibration, then `ROUNDS` rounds of an empty
+   and a timed batch of N calls on this process's clock; the time per call is (median timed
+   batch - median empty batch) / N (`gpu_timing.per_call_ms`), and the CUDA events' time per
+   call stands beside it, checked against it as the grader does (`event_disagreement`). A few
+   calls' sampled output rows per batch are re-checked against the float64 oracle. An
+   implementation that fails is reported, and the rest go on.
 5. `DIR/gpu_check.json` (every figure) and `DIR/gpu_check.log` (everything printed), then one
-   table, printed last: per shape and implementation, the median time, the achieved GB/s
+   table, printed last: per shape and implementation, the time per call, the achieved GB/s
    (`gpu_timing.bytes_moved` over the time) and its share of the copy bandwidth.
 
 DIR defaults to `$OUT` if set, else `reports/gpu-check`. Exit status 0 when everything ran and
@@ -21,7 +26,9 @@ passed; 1 without a CUDA device or when anything failed. It takes a few minutes 
 
 import argparse
 import importlib.util
+import itertools
 import json
+import math
 import os
 import resource
 import statistics
@@ -44,7 +51,7 @@ from kernels.torch_baseline import gather_sdpa_decode
 KIT_ROOT = Path(__file__).resolve().parent.parent
 ANSWER_KEY = KIT_ROOT / "solutions" / "paged_attention.py"
 DEVICE = "cuda"
-CALLS = 10  # timed calls per shape and implementation
+ROUNDS = 10  # empty and timed batches per shape and implementation
 SEED = 2024
 PROBE_LIMITS_GB = (8, 64, 512, 4096)  # worker address-space limits to try, the default first
 PROBE_TIMEOUT = 120.0
@@ -73,7 +80,7 @@ class Log:
 
 def probe_worker(log: Log) -> dict:
     """The smallest of `PROBE_LIMITS_GB` under which a worker-like process can use CUDA."""
-    from grader.sandbox import memory_rlimit, worker_environment
+    from grader.sandbox.process import memory_rlimit, worker_environment
 
     failures = {}
     for limit_gb in PROBE_LIMITS_GB:
@@ -86,7 +93,7 @@ def probe_worker(log: Log) -> dict:
             try:
                 done = subprocess.run(
                     [sys.executable, "-c", PROBE],
-                    env=worker_environment(Path(home), {}),
+                    env=worker_environment(home, {}),
                     cwd=home,
                     preexec_fn=apply_limit,
                     capture_output=True,
@@ -163,61 +170,100 @@ def implementations(log: Log) -> dict[str, Callable[..., torch.Tensor] | str]:
 
 
 def time_suite(copy_bandwidth: float, log: Log) -> dict[str, dict[str, dict]]:
-    """Per shape and implementation: the median time, GB/s, its share of `copy_bandwidth`,
+    """Per shape and implementation: the time per call, GB/s, its share of `copy_bandwidth`,
     and whether the sampled rows matched the oracle (or the error that stopped it)."""
     results: dict[str, dict[str, dict]] = {}
     decoders = implementations(log)
     for name, shape in gpu_timing.SUITE.items():
-        samples = gpu_timing.SAMPLES_PER_CALL
-        sets = range(gpu_timing.input_sets(shape))
-        kv_sets = [gpu_timing.make_kv(shape, index, DEVICE) for index in sets]
-        expected = gpu_timing.reference_rows(
-            shape, SEED, CALLS, samples, paged_attention_decode_reference, kv_sets
-        )
-        del kv_sets
-        torch.cuda.empty_cache()
         results[name] = {}
         for label, decode in decoders.items():
-            results[name][label] = row = time_one(decode, shape, expected, copy_bandwidth)
-            shown = row.get("error") or f"{row['median_us']:,.1f} us, {row['check']}"
+            results[name][label] = row = time_one(decode, shape, copy_bandwidth)
+            shown = row.get("error") or (
+                f"{row['median_us']:,.1f} us (events {row['event_us']:,.1f} us, "
+                f"{row['calls']} calls a batch), {row['check']}"
+            )
             log(f"  {name:<18} {label:<18} {shown}")
     return results
 
 
 def time_one(
-    decode: Callable[..., torch.Tensor] | str,
-    shape: gpu_timing.Shape,
-    expected: torch.Tensor,
-    copy_bandwidth: float,
+    decode: Callable[..., torch.Tensor] | str, shape: gpu_timing.Shape, copy_bandwidth: float
 ) -> dict[str, Any]:
     """One implementation on one shape; its failure is the row's `error`, never raised."""
     if isinstance(decode, str):
         return {"error": decode}
     try:
-        timed = gpu_timing.time_calls(decode, shape, seed=SEED, calls=CALLS, device=DEVICE)
+        timed, failure = time_batches(decode, shape), ""
     except Exception as error:  # report it and go on with the others
-        torch.cuda.empty_cache()
-        return {"error": f"{type(error).__name__}: {str(error)[:300]}"}
-    median_ms = statistics.median(timed["event_ms"])
-    moved = timed["bytes"]
-    error = relative_error(timed["rows"].flatten(0, 1), expected.flatten(0, 1))
+        failure = f"{type(error).__name__}: {str(error)[:300]}"
+    torch.cuda.empty_cache()  # the batch's inputs and outputs, gone with the call
+    if failure:
+        return {"error": failure}
+    calls = timed["calls"]
+    median_ms = gpu_timing.per_call_ms(timed["batch_ms"], timed["empty_ms"], calls)
+    moved = gpu_timing.bytes_moved(shape)
+    sets = range(gpu_timing.input_sets(shape))
+    kv_sets = [gpu_timing.make_kv(shape, index, DEVICE) for index in sets]  # rebuilt afresh
+    errors = []
+    for seed, checked, rows in timed["rows"]:
+        expected = gpu_timing.reference_rows(
+            shape, seed, calls, checked, rows.shape[1], paged_attention_decode_reference, kv_sets
+        )
+        errors.append(relative_error(rows.flatten(0, 1), expected.flatten(0, 1)))
+    del kv_sets
+    torch.cuda.empty_cache()
+    error = max(errors, key=lambda value: math.inf if math.isnan(value) else value)
     tolerance = TOLERANCE[shape.torch_dtype]
     problems = [] if all(timed["finite"]) else ["NaN or Inf in an output"]
     if not error <= tolerance:
         problems.append(f"rows off by {error:.3g} (tolerance {tolerance:g})")
-    clock = gpu_timing.clock_disagreement(timed["event_ms"], timed["wall_ms"])
-    problems += [clock] if clock else []
+    events = gpu_timing.event_disagreement(timed["event_ms"], median_ms, calls)
+    problems += [events] if events else []
     return {
         "median_us": median_ms * 1e3,
-        "min_us": min(timed["event_ms"]) * 1e3,
-        "median_wall_us": statistics.median(timed["wall_ms"]) * 1e3,
+        "event_us": statistics.median(timed["event_ms"]) * 1e3,
+        "calls": calls,
+        "median_batch_ms": statistics.median(timed["batch_ms"]),
+        "median_empty_ms": statistics.median(timed["empty_ms"]),
         "bytes": moved,
         "GBps": moved / median_ms / 1e6,
         "copy_share": moved / (median_ms / 1e3) / copy_bandwidth,
-        "input_sets": timed["input_sets"],
+        "input_sets": gpu_timing.input_sets(shape),
         "relative_error": error,
         "check": "; ".join(problems) or "ok",
     }
+
+
+def time_batches(decode: Callable[..., torch.Tensor], shape: gpu_timing.Shape) -> dict[str, Any]:
+    """`decode` on `shape` as the grader times it, in this process: a calibration, then
+    `ROUNDS` empty and timed batches of N calls on `time.perf_counter`. Per timed batch: the
+    wall times, the events' time per call, whether its outputs were finite, and the rows of
+    its first, middle and last calls (`(seed, calls checked, rows)`)."""
+    batch = gpu_timing.Batch(decode, shape, DEVICE)
+    seeds = itertools.count(SEED)
+
+    def wall_ms(calls: int, kernel: bool) -> tuple[float, int, tuple]:
+        seed = next(seeds)
+        started = time.perf_counter()
+        reply = batch.run(calls, seed, kernel)
+        return (time.perf_counter() - started) * 1e3, seed, reply
+
+    def net_ms(calls: int) -> float:
+        return wall_ms(calls, True)[0] - wall_ms(calls, False)[0]
+
+    estimate, _ = gpu_timing.calibrate(net_ms, gpu_timing.max_calls(shape))
+    calls = gpu_timing.choose_calls(shape, estimate)
+    checked = sorted({0, calls // 2, calls - 1})
+    timed: dict[str, Any] = {"calls": calls, "batch_ms": [], "empty_ms": [], "event_ms": [],
+                             "finite": [], "rows": []}  # fmt: skip
+    for _ in range(ROUNDS):
+        timed["empty_ms"].append(wall_ms(calls, False)[0])
+        spent, seed, (event_ms, finite, rows) = wall_ms(calls, True)
+        timed["batch_ms"].append(spent)
+        timed["event_ms"].append(event_ms / calls)
+        timed["finite"].append(bool(finite.all()))
+        timed["rows"].append((seed, checked, rows[checked]))
+    return timed
 
 
 def table(results: dict[str, dict[str, dict]], copy_bandwidth: float) -> str:
@@ -227,8 +273,9 @@ def table(results: dict[str, dict[str, dict]], copy_bandwidth: float) -> str:
         f"{'x key':>6}  check"
     )
     lines = [
-        f"Paged-attention decode, 32/8 heads, head dim 128, bf16, block 16; median of {CALLS} "
-        f"calls; copy bandwidth {copy_bandwidth / 1e9:,.0f} GB/s",
+        f"Paged-attention decode, 32/8 heads, head dim 128, bf16, block 16; per call, (median "
+        f"timed - median empty batch) / N over {ROUNDS} rounds; copy bandwidth "
+        f"{copy_bandwidth / 1e9:,.0f} GB/s",
         header,
         "-" * len(header),
     ]
@@ -270,7 +317,7 @@ def main(argv: list[str]) -> int:
     report: dict[str, Any] = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
-        "calls_per_shape": CALLS,
+        "rounds_per_shape": ROUNDS,
     }
     log(f"gpu-check on {report['device']} (torch {torch.__version__}), writing to {out}")
     passed = True
@@ -292,7 +339,7 @@ def main(argv: list[str]) -> int:
     copy_bandwidth = gpu_timing.copy_bandwidth("cuda")
     report["copy_bandwidth_GBps"] = copy_bandwidth / 1e9
     log(f"  {copy_bandwidth / 1e9:,.0f} GB/s (read + write, best of {gpu_timing.COPY_REPEATS})")
-    log(f"[4/4] the timing suite, {CALLS} calls per shape and implementation")
+    log(f"[4/4] the timing suite, {ROUNDS} rounds per shape and implementation")
     report["timing"] = results = time_suite(copy_bandwidth, log)
     passed &= all(row.get("check") == "ok" for rows in results.values() for row in rows.values())
     report["seconds"] = round(time.monotonic() - started, 1)

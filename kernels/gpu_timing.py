@@ -1,9 +1,12 @@
-"""GPU timing of a paged-attention decode: the suite, its inputs, and the timed loop.
+"""GPU timing of a paged-attention decode: the suite, its inputs, and the timed batches.
 
 Standalone (stdlib and torch only): the grader copies this file into the sandboxed worker
-(`grader.sandbox.TOOLS`) and runs `time_suite` there on the candidate's `paged_attention`
-module, where no kit package is importable. The grading process and `kernels.gpu_check` import
-it too, to rebuild the very inputs a timed call saw and to measure the copy bandwidth.
+(`grader.sandbox.process.TOOLS`) and runs `prepare_batch` and `run_batch` there on the
+candidate's `paged_attention` module, where no kit package is importable. The grading process and
+`kernels.gpu_check` import it too: to rebuild the very inputs a timed call saw, to turn the times
+they measure into a time per call (`per_call_ms`), to choose how many calls a batch makes
+(`calibrate`, `choose_calls`), to cross-check the worker's CUDA events (`event_disagreement`) and
+to measure the copy bandwidth.
 
 The suite
 ---------
@@ -16,33 +19,84 @@ An input set (`make_kv`) is a K and a V pool holding exactly the batch's blocks 
 block, block tables shuffled over the pool, each ending with one padding entry that names the
 padding block, and the lengths. The padding block, and the slots past a length in a last
 block, hold NaN: a kernel that reads them turns its output NaN. Several sets per shape
-(`input_sets`) are rotated from call to call. Tables come from a seeded CPU generator; the
-pools (up to 4 GiB a set) from a seeded generator on the device itself, because CPU random
-numbers for them would take minutes. Both are deterministic for a given device and torch, so
-the grading process rebuilds them bit for bit on its own GPU. Every call also gets a fresh
-query (`make_query`, seeded by the round's seed and the call's index): an output memoised
-from an earlier call is wrong for the new query.
+(`input_sets`) are rotated from call to call: at least two, and as many as it takes for the sets
+together to span `ROTATION_MIN_BYTES` (at most `MAX_INPUT_SETS`), far past the L2 of any GPU, so
+that a set has been evicted by the others before its turn comes again. Tables come from a seeded
+CPU generator; the pools (up to 4 GiB a set) from a seeded generator on the device itself,
+because CPU random numbers for them would take minutes. Both are deterministic for a given device
+and torch, so the grading process rebuilds them bit for bit on its own GPU. Every call also gets
+a fresh query, drawn on the device just before the call from a generator the batch's seed starts
+(`query_stream`): a query does not exist before its call, and an output memoised from an earlier
+call is wrong for the new query.
 
-The timed call (`time_calls`)
------------------------------
-Warm-up calls first (past Triton's JIT and any autotuning). Then, for each timed call:
-synchronise the device; start the host clock; zero a buffer twice the L2's size (evicting the
-inputs, so each call reads them from memory) and enqueue a short sleep kernel (it keeps the
-device busy while the host launches the call, so the wrapper's Python overhead is hidden as it
-is behind the previous step in a serving loop); record a CUDA event; make the call; record a
-second event; synchronise; stop the host clock. The time is the events' elapsed time: device
-time from the first event to the last work of the call on the current stream, plus any stall
-the call causes (a host sync inside it, host work longer than the sleep). The host time spans
-the whole window, so it is never below the event time, and far above it only when work ran
-outside the timed stream (`clock_disagreement`).
+How it is measured
+------------------
+The grading process times; the worker only runs. Nothing a worker reports is evidence of time:
+this tool runs in the candidate's own process, where code can rewrite any clock, event or
+function the tool calls (rewriting the clock and `Event.elapsed_time` turned 55 ms into 6.9 ms).
 
-After the call returns, a few output rows `(sequence, head)` are drawn (`sample_rows`) and sent
-back for the grading process to re-check against the float64 oracle. They are drawn only after
-the call, from a generator seeded by the grader's per-round seed and the call's index: nothing
-the kernel is given says which rows will be read, so a kernel that skips, approximates or
-reuses any share of its rows is caught with a probability that grows with every call. A
-candidate could predict the rows only by reading this tool's state from inside its own
-process, introspection the static scan flags for review.
+`prepare_batch` (a worker call the grading process does not time) builds a shape's input sets,
+makes the warm-up calls (past Triton's JIT and any autotuning), synchronises the device and
+returns a `Batch`, a handle the grading process passes back.
+
+`run_batch(batch, calls=N, seed=..., kernel=True)` is the timed batch: the grading process reads
+its own `time.perf_counter` around the whole worker call, round trip and all. In the worker
+(`Batch.run`): synchronise the device; record a CUDA event; N times, draw the call's query and
+call the kernel on it and on the next input set, keeping every output; record a second event;
+synchronise the device. Then, past the sync: check every output's shape, dtype and device and
+that no call returned an earlier call's buffer, stack the outputs, flag each call whose output
+holds NaN or Inf, gather `SAMPLES_PER_CALL` rows of every call's output, and reply with the
+events' time, the flags and the rows of all N calls. The calls are enqueued back to back, as in
+a decode loop: a call takes its kernel's device time, or its wrapper's host time where that is
+the longer (at the smallest shapes, where a kernel takes a few microseconds and a Triton launch
+from Python ten or more), for candidate and reference alike. A call's time also holds drawing
+its query (one small random-number kernel) and freeing its output once the batch is done: a few
+microseconds, the same for both.
+
+`run_batch(batch, calls=N, seed=..., kernel=False)` is the empty batch: the same worker call with
+the same N and no call at all: no query and no kernel, but the same syncs, checks, stack, gather
+and a reply of the same size (its "outputs" are N references to one zero tensor). The grading
+process times it in the same round, just before the timed batch, with a seed of its own (the
+timed batch's seed is not known before the timed batch starts). Per call, the grading process
+takes (median timed batch - median empty batch) / N (`per_call_ms`): the round trip, the request
+and the reply, and everything past the sync cancel; what is left is the N calls. The empty batch
+subtracted from the candidate's is never above the reference's: the candidate's process could
+stretch its own empty batch to shrink its calls.
+
+N: a batch must dominate its round trip (on the order of a millisecond, more with a reply of
+thousands of rows) and the round trip's jitter. `calibrate` times batches of 1, 4, 16, ...
+calls, each less its empty batch, on the grading process's clock, until one takes past
+`CALIBRATION_MS`; its time per call is the estimate. `choose_calls` then takes enough calls for
+the reference's batch to take `TARGET_BATCH_MS` (20 ms: the round trip's jitter, a fraction of a
+millisecond, stays a few percent of a batch; the slowest shapes make about 20 calls, the
+smallest a thousand or more), within `max_calls` (every output of a batch is kept until the
+sync: `MAX_BATCH_OUTPUT_BYTES`), and fewer where the candidate's batch would pass
+`MAX_BATCH_MS`; candidate and reference make the same N, so that their empty batches compare.
+
+The L2: no flush. The earlier per-call timing zeroed twice the L2 before each call, outside the
+events' window; a batch timed whole has no outside. Inside the batch a flush would be part of
+every call, tens of microseconds of memset, longer than the smallest kernels themselves; taking
+it out again with an empty batch of N flushes would leave the small kernels' times a difference
+of two large numbers, and the flush's dirty lines, written back while the next kernel reads,
+shift time between flush and kernel. The rotation replaces it: the sets of a shape span
+`ROTATION_MIN_BYTES` together, so every call reads its K and V from memory, as a call after a
+flush did, with nothing else in the time. For the same reason no sleep kernel hides the wrapper
+any more: it would be most of every call.
+
+The CUDA events are a cross-check only. Their time over N is what the worker says a call took;
+it is never scored. Where its median over the rounds and the grading process's time per call
+are more than `1 + EVENT_TOLERANCE` times apart (`EVENT_SLACK_MS` over the batch allowed), the
+timing is flagged for review (`event_disagreement`).
+
+The rows tie the time to the work. They are drawn after the calls (`sample_rows`), from a
+generator the batch's seed starts: nothing the kernel is given says which rows will be read. The
+reply of a timed batch carries the rows of every call, and the grading process re-checks a few
+calls', chosen after the reply, against the float64 oracle: a worker that skipped the sync, or
+left work running past its reply, would have to send rows no kernel had computed yet, and a
+kernel that skips, approximates or reuses any share of its rows is caught with a probability
+that grows with every batch. A candidate could predict the rows or the queries only by reading
+this tool's state or arguments from inside its own process, introspection the static scan flags
+for review.
 
 Bytes moved (`bytes_moved`): K and V of the real tokens once each (under GQA a kv head is
 counted once, however many query heads read it), q, the output, and the table entries and
@@ -53,20 +107,27 @@ import hashlib
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-WARMUP_CALLS = 2  # per shape, before its timed calls: past JIT compilation and autotuning
-SAMPLES_PER_CALL = 2  # output rows re-checked against the oracle, per timed call
-ROTATION_BYTES = 4 << 30  # input sets per shape: as many as fit here, between 2 and 4
-FALLBACK_L2_BYTES = 128 << 20  # when torch does not report the L2's size
-PAD_CYCLES = 200_000  # the sleep kernel before each timed call: ~100 us at 2 GHz
+WARMUP_CALLS = 2  # per prepared batch, before its timed calls: past JIT compilation and autotuning
+SAMPLES_PER_CALL = 2  # output rows sent back, per call of a batch
+ROTATION_MIN_BYTES = 512 << 20  # input sets per shape: together at least this, far past any L2
+MAX_INPUT_SETS = 256
+MAX_CALLS = 4096  # per batch
+MAX_BATCH_OUTPUT_BYTES = 512 << 20  # a batch keeps every output until its sync
+TARGET_BATCH_MS = 20.0  # the reference's timed batch, on the grading process's clock
+CALIBRATION_MS = 5.0  # a calibration batch this long gives the estimate N is chosen from
+CALIBRATION_GROWTH = 4  # calls of the next calibration batch, times those of the last
+MAX_BATCH_MS = 200.0  # a candidate's batch, at most (10x the target: the loosest speed tier)
+MIN_CALL_MS = 1e-6  # a time per call is never below this (a ratio must stay finite)
+EVENT_TOLERANCE = 0.25  # events and grading process may be 1.25x apart per call, either way,
+EVENT_SLACK_MS = 1.0  # ... give or take this much over the batch
 COPY_BYTES = 1 << 30  # copy-bandwidth buffer: far past any L2
 COPY_REPEATS = 10
-WALL_SLACK_MS = 2.0  # host time may exceed twice the event time by this much (median)
 
 
 @dataclass(frozen=True)
@@ -98,6 +159,11 @@ class Shape:
     def pool_shape(self) -> tuple[int, int, int, int]:
         return (self.num_blocks, self.block_size, self.num_kv_heads, self.head_dim)
 
+    @property
+    def query_shape(self) -> tuple[int, int, int]:
+        """q's shape, and the output's."""
+        return (self.batch, self.num_heads, self.head_dim)
+
 
 SUITE = {
     f"batch{batch}-ctx{context}": Shape(batch, context)
@@ -121,9 +187,17 @@ def bytes_moved(shape: Shape) -> int:
 
 
 def input_sets(shape: Shape) -> int:
-    """How many input sets of `shape` are rotated: 2 to 4, as many as `ROTATION_BYTES` hold."""
-    pool = math.prod(shape.pool_shape) * element_bytes(shape)
-    return max(2, min(4, ROTATION_BYTES // (2 * pool)))
+    """How many input sets of `shape` are rotated: at least 2, and enough to span
+    `ROTATION_MIN_BYTES` together (at most `MAX_INPUT_SETS`)."""
+    set_bytes = 2 * math.prod(shape.pool_shape) * element_bytes(shape)
+    return max(2, min(MAX_INPUT_SETS, -(-ROTATION_MIN_BYTES // set_bytes)))
+
+
+def max_calls(shape: Shape) -> int:
+    """The most calls a batch of `shape` makes: `MAX_CALLS`, fewer where the outputs it keeps
+    would pass `MAX_BATCH_OUTPUT_BYTES`."""
+    output = math.prod(shape.query_shape) * element_bytes(shape)
+    return max(1, min(MAX_CALLS, MAX_BATCH_OUTPUT_BYTES // output))
 
 
 def seed_of(*parts: Any) -> int:
@@ -159,39 +233,50 @@ def make_kv(shape: Shape, set_index: int, device: str | torch.device) -> tuple[t
     return pools[0], pools[1], block_tables, seq_lens
 
 
-def make_query(shape: Shape, seed: int, call: int) -> torch.Tensor:
-    """The query of call `call` of the round seeded `seed`, on the CPU: `[batch, heads, dim]`."""
-    generator = torch.Generator().manual_seed(seed_of(shape, "query", seed, call))
-    size = (shape.batch, shape.num_heads, shape.head_dim)
-    return torch.randn(size, generator=generator).to(shape.torch_dtype)
+def query_stream(shape: Shape, seed: int, device: str | torch.device) -> Iterator[torch.Tensor]:
+    """The queries of the batch seeded `seed`, call after call: `[batch, heads, dim]` in the
+    suite's dtype, drawn on `device` from one generator (the grading process replays it)."""
+    device = torch.device(device)
+    generator = torch.Generator(device).manual_seed(seed_of(shape, "query", seed))
+    while True:
+        yield torch.randn(
+            shape.query_shape, generator=generator, device=device, dtype=shape.torch_dtype
+        )
 
 
 def call_inputs(
     shape: Shape, seed: int, call: int, kv_sets: Sequence[tuple[torch.Tensor, ...]]
 ) -> tuple[torch.Tensor, ...]:
-    """The arguments of call `call`: its fresh query and the input set its turn comes to."""
-    kv = kv_sets[call % len(kv_sets)]
-    return (make_query(shape, seed, call).to(kv[0].device), *kv)
+    """The arguments of call `call` of the batch seeded `seed`: its query (the stream replayed on
+    the input sets' device) and the input set its turn comes to."""
+    queries = query_stream(shape, seed, kv_sets[0][0].device)
+    for _ in range(call):
+        next(queries)
+    return (next(queries), *kv_sets[call % len(kv_sets)])
 
 
-def sample_rows(shape: Shape, seed: int, call: int, count: int) -> tuple[list[int], list[int]]:
-    """The `(sequence, head)` rows of call `call`'s output that are re-checked: `count`
-    distinct ones (fewer if the output has fewer)."""
-    generator = torch.Generator().manual_seed(seed_of(shape, "rows", seed, call))
-    rows = torch.randperm(shape.batch * shape.num_heads, generator=generator)[:count].tolist()
-    seqs, heads = zip(*(divmod(row, shape.num_heads) for row in rows), strict=True)
-    return list(seqs), list(heads)
-
-
-def l2_flush_bytes(properties: Any) -> int:
-    """Twice the L2's size (`properties`: `torch.cuda.get_device_properties`), or a fallback."""
-    l2 = getattr(properties, "L2_cache_size", 0) or FALLBACK_L2_BYTES
-    return 2 * l2
+def sample_rows(
+    shape: Shape, seed: int, calls: int, count: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The `(sequence, head)` rows of each call's output that the batch seeded `seed` sends back:
+    two int64 tensors `[calls, count]` (fewer columns if an output has fewer rows), the rows of a
+    call distinct. They depend on `calls`: rebuild them with the batch's own."""
+    total = shape.batch * shape.num_heads
+    generator = torch.Generator().manual_seed(seed_of(shape, "rows", seed))
+    picked = torch.empty((calls, 0), dtype=torch.long)
+    for drawn in range(min(count, total)):
+        # Uniform over the rows not picked yet: a draw among `total - drawn`, moved past each
+        # picked row at or below it, smallest first.
+        row = torch.randint(total - drawn, (calls,), generator=generator)
+        for taken in picked.sort(dim=1).values.unbind(dim=1):
+            row += row >= taken
+        picked = torch.cat([picked, row.unsqueeze(1)], dim=1)
+    return picked // shape.num_heads, picked % shape.num_heads
 
 
 class HostEvent:
     """`torch.cuda.Event`'s timing on the host clock: the stand-in on CPU, where the kit's tests
-    check the loop's bookkeeping. Its times mean nothing: the kit never times on the CPU."""
+    check the batch's bookkeeping. Its times mean nothing: the kit never times on the CPU."""
 
     def record(self) -> None:
         self.seconds = time.perf_counter()
@@ -200,72 +285,10 @@ class HostEvent:
         return (end.seconds - self.seconds) * 1e3
 
 
-def time_calls(
-    decode: Callable[..., torch.Tensor],
-    shape: Shape,
-    *,
-    seed: int,
-    calls: int,
-    device: str | torch.device = "cuda",
-    warmup: int = WARMUP_CALLS,
-    samples: int = SAMPLES_PER_CALL,
-) -> dict:
-    """Time `calls` calls of `decode` on `shape` after `warmup` untimed ones.
-
-    Returns `bytes` (`bytes_moved`), `input_sets`, per timed call `event_ms`, `wall_ms` and
-    `finite` (the whole output free of NaN and Inf), and `rows`: `[calls, samples, head_dim]`,
-    the output rows `sample_rows` names, in q's dtype. Raises ValueError if an output has the
-    wrong shape or dtype.
-    """
-    device = torch.device(device)
-    cuda = device.type == "cuda"
-    kv_sets = [make_kv(shape, index, device) for index in range(input_sets(shape))]
-    if cuda:
-        flush_bytes = l2_flush_bytes(torch.cuda.get_device_properties(device))
-        flush = torch.empty(flush_bytes, dtype=torch.uint8, device=device)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    else:
-        start, end = HostEvent(), HostEvent()
-
-    def synchronize() -> None:
-        if cuda:
-            torch.cuda.synchronize(device)
-
-    for call in range(-warmup, 0):
-        expect_output(decode(*call_inputs(shape, seed, call, kv_sets)), shape)
-    result = {"bytes": bytes_moved(shape), "input_sets": len(kv_sets)}
-    event_ms, wall_ms, finite, rows = [], [], [], []
-    inputs = ()
-    for call in range(calls):
-        inputs = call_inputs(shape, seed, call, kv_sets)
-        synchronize()
-        wall_start = time.perf_counter()
-        if cuda:
-            flush.zero_()
-            torch.cuda._sleep(PAD_CYCLES)
-        start.record()
-        out = decode(*inputs)
-        end.record()
-        synchronize()
-        wall_ms.append((time.perf_counter() - wall_start) * 1e3)
-        event_ms.append(start.elapsed_time(end))
-        expect_output(out, shape)
-        finite.append(bool(torch.isfinite(out).all()))
-        seqs, heads = sample_rows(shape, seed, call, samples)
-        rows.append(out[seqs, heads].cpu())
-        del out, inputs
-    del kv_sets
-    if cuda:
-        del flush
-        torch.cuda.empty_cache()
-    size = (0, samples, shape.head_dim)
-    stacked = torch.stack(rows) if rows else torch.empty(size, dtype=shape.torch_dtype)
-    return result | {"event_ms": event_ms, "wall_ms": wall_ms, "finite": finite, "rows": stacked}
-
-
-def expect_output(out: Any, shape: Shape) -> None:
-    """Raise ValueError unless `out` is a `[batch, heads, head_dim]` tensor in the suite's dtype."""
-    expected = (shape.batch, shape.num_heads, shape.head_dim)
+def expect_output(out: Any, shape: Shape, device: torch.device | None = None) -> None:
+    """Raise ValueError unless `out` is a `[batch, heads, head_dim]` tensor in the suite's dtype
+    (and on `device`, if given)."""
+    expected = shape.query_shape
     if not isinstance(out, torch.Tensor):
         raise ValueError(f"paged_attention_decode returned {type(out).__name__}, not a tensor")
     if tuple(out.shape) != expected or out.dtype != shape.torch_dtype:
@@ -273,31 +296,106 @@ def expect_output(out: Any, shape: Shape) -> None:
             f"paged_attention_decode returned {list(out.shape)} {out.dtype}, "
             f"not {list(expected)} {shape.torch_dtype} (q's shape and dtype)"
         )
+    if device is not None and out.device.type != device.type:
+        raise ValueError(f"paged_attention_decode returned a tensor on {out.device}, not {device}")
 
 
-def time_suite(
-    module: Any,
-    names: Sequence[str],
-    *,
-    seed: int,
-    calls: int,
-    warmup: int = WARMUP_CALLS,
-) -> dict[str, dict]:
-    """`time_calls` of `module.paged_attention_decode` on each named shape of `SUITE`, natively
-    on CUDA.
+class Batch:
+    """A shape's inputs in the worker, and the timed batches of `decode`'s calls on them (`run`).
 
-    The worker's entry point (`Submission.tool("gpu_timing", "time_suite", ...)`). Raises
-    RuntimeError without a CUDA device: the kit never times Triton's interpreter.
+    Built by `prepare_batch` (or directly, in one process: `kernels.gpu_check`, the kit's tests):
+    the input sets, a zero output for the empty batch, two events, then `warmup` calls."""
+
+    def __init__(
+        self,
+        decode: Callable[..., torch.Tensor],
+        shape: Shape,
+        device: str | torch.device,
+        warmup: int = WARMUP_CALLS,
+    ) -> None:
+        self.decode, self.shape, self.device = decode, shape, torch.device(device)
+        self.cuda = self.device.type == "cuda"
+        self.kv_sets = [make_kv(shape, index, self.device) for index in range(input_sets(shape))]
+        self.stand_in = torch.zeros(shape.query_shape, dtype=shape.torch_dtype, device=self.device)
+        if self.cuda:
+            self.start = torch.cuda.Event(enable_timing=True)
+            self.end = torch.cuda.Event(enable_timing=True)
+        else:
+            self.start, self.end = HostEvent(), HostEvent()
+        queries = query_stream(shape, seed_of(shape, "warm-up"), self.device)
+        for call in range(warmup):  # on the last sets: the first timed call's set is long evicted
+            kv = self.kv_sets[-1 - call % len(self.kv_sets)]
+            expect_output(decode(next(queries), *kv), shape, self.device)
+        self.synchronize()
+
+    def synchronize(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+
+    def run(
+        self, calls: int, seed: int, kernel: bool = True
+    ) -> tuple[float, torch.Tensor, torch.Tensor]:
+        """A batch of `calls` calls seeded `seed`, or (`kernel` false) the empty batch: the same
+        work without any call (see the module's docstring). Returns the events' time in ms,
+        whether each call's output is free of NaN and Inf (`[calls]`), and the sampled rows of
+        each call (`[calls, samples, head_dim]`, in q's dtype). Raises ValueError if an output
+        has the wrong shape, dtype or device, or is an earlier call's buffer."""
+        shape, decode, kv_sets = self.shape, self.decode, self.kv_sets
+        if not 1 <= calls <= max_calls(shape):
+            raise ValueError(f"a batch of {shape} makes 1 to {max_calls(shape)} calls, not {calls}")
+        sets = len(kv_sets)
+        outputs = []
+        self.synchronize()
+        self.start.record()
+        if kernel:
+            queries = query_stream(shape, seed, self.device)
+            for call in range(calls):
+                outputs.append(decode(next(queries), *kv_sets[call % sets]))
+        self.end.record()
+        self.synchronize()
+        # Past the sync: the same work in the timed and the empty batch.
+        if not kernel:
+            outputs = [self.stand_in] * calls
+        first_call = {}
+        for call, out in enumerate(outputs):
+            expect_output(out, shape, self.device)
+            earlier = first_call.setdefault(out.data_ptr(), call)
+            if kernel and earlier != call:
+                raise ValueError(
+                    f"paged_attention_decode returned call {earlier}'s output again at call "
+                    f"{call}: a timed batch keeps every output, so each call must return a "
+                    "tensor of its own (as a fresh torch.empty does)"
+                )
+        stacked = torch.stack(outputs)
+        finite = torch.isfinite(stacked.flatten(1)).all(dim=1)
+        seqs, heads = sample_rows(shape, seed, calls, SAMPLES_PER_CALL)
+        index = torch.arange(calls).unsqueeze(1)  # broadcast against [calls, samples]
+        rows = stacked[index.to(self.device), seqs.to(self.device), heads.to(self.device)]
+        event_ms = self.start.elapsed_time(self.end)
+        return event_ms, finite.cpu(), rows.cpu()
+
+
+def prepare_batch(module: Any, name: str, *, warmup: int = WARMUP_CALLS) -> Batch:
+    """A `Batch` of `module.paged_attention_decode` on `SUITE[name]`, natively on CUDA.
+
+    A worker's entry point (`Submission.tool("gpu_timing", "prepare_batch", name, ...)`), which
+    the grading process does not time. Raises RuntimeError without a CUDA device: the kit never
+    times Triton's interpreter.
     """
     if not torch.cuda.is_available():
         raise RuntimeError(
-            "time_suite needs a CUDA device: the kit never times Triton's interpreter"
+            "prepare_batch needs a CUDA device: the kit never times Triton's interpreter"
         )
-    decode = module.paged_attention_decode
-    return {
-        name: time_calls(decode, SUITE[name], seed=seed, calls=calls, warmup=warmup)
-        for name in names
-    }
+    torch.cuda.empty_cache()  # what the grader's last batch held, released with this request
+    return Batch(module.paged_attention_decode, SUITE[name], "cuda", warmup)
+
+
+def run_batch(
+    batch: Batch, *, calls: int, seed: int, kernel: bool = True
+) -> tuple[float, torch.Tensor, torch.Tensor]:
+    """`batch.run(calls, seed, kernel)`: a worker's entry point, the call the grading process
+    times (`Submission.tool("gpu_timing", "run_batch", batch, ...)`)."""
+    return batch.run(calls, seed, kernel)
 
 
 def row_case(
@@ -323,39 +421,88 @@ def reference_rows(
     shape: Shape,
     seed: int,
     calls: int,
+    checked: Sequence[int],
     samples: int,
     oracle: Callable[..., torch.Tensor],
     kv_sets: Sequence[tuple[torch.Tensor, ...]],
 ) -> torch.Tensor:
-    """What `time_calls` should return as `rows` for this round: `[calls, samples, head_dim]`,
-    computed by `oracle` (`paged_attention_decode_reference`'s signature) on `kv_sets`, the
-    round's input sets rebuilt with `make_kv`."""
-    rows = torch.zeros(calls, samples, shape.head_dim, dtype=torch.float64)
-    for call in range(calls):
-        inputs = call_inputs(shape, seed, call, kv_sets)
-        for index, (seq, head) in enumerate(
-            zip(*sample_rows(shape, seed, call, samples), strict=True)
-        ):
-            rows[call, index] = oracle(*row_case(inputs, shape, seq, head))[0, 0]
+    """What the batch of `calls` calls seeded `seed` should send back as the rows of the calls
+    `checked`: `[len(checked), samples, head_dim]` in float64, computed by `oracle`
+    (`paged_attention_decode_reference`'s signature) on `kv_sets`, the shape's input sets rebuilt
+    with `make_kv` on the device the batch ran on (its queries are replayed there)."""
+    seqs, heads = sample_rows(shape, seed, calls, samples)
+    rows = torch.zeros(len(checked), seqs.shape[1], shape.head_dim, dtype=torch.float64)
+    wanted, queries = set(checked), {}
+    stream = query_stream(shape, seed, kv_sets[0][0].device)
+    for call in range(max(checked, default=-1) + 1):
+        query = next(stream)
+        if call in wanted:
+            queries[call] = query
+    for index, call in enumerate(checked):
+        inputs = (queries[call], *kv_sets[call % len(kv_sets)])
+        for sample in range(seqs.shape[1]):
+            case = row_case(inputs, shape, int(seqs[call, sample]), int(heads[call, sample]))
+            rows[index, sample] = oracle(*case)[0, 0]
     return rows
 
 
-def clock_disagreement(event_ms: Sequence[float], wall_ms: Sequence[float]) -> str:
-    """Why the CUDA-event times of a shape cannot be trusted against the host's, or ""."""
-    if any(event > wall * 1.01 + 0.01 for event, wall in zip(event_ms, wall_ms, strict=True)):
-        return "a CUDA-event time exceeds the host time around it"
-    event, wall = statistics.median(event_ms), statistics.median(wall_ms)
-    if wall > 2 * event + WALL_SLACK_MS:
+# -- the grading process's side: its clock's times, and what it makes of them ------------------
+
+
+def per_call_ms(
+    batch_ms: Sequence[float], empty_ms: Sequence[float], calls: int, empty_cap_ms: float = math.inf
+) -> float:
+    """A shape's time per call on the grading process's clock: the median wall time of its timed
+    batches of `calls` calls, less the median of its empty batches (at most `empty_cap_ms`: the
+    reference's, for a candidate), over `calls`; at least `MIN_CALL_MS`."""
+    empty = min(statistics.median(empty_ms), empty_cap_ms)
+    return max((statistics.median(batch_ms) - empty) / calls, MIN_CALL_MS)
+
+
+def calibrate(net_ms: Callable[[int], float], most: int) -> tuple[float, int]:
+    """A first time per call, and the calls it was measured on: batches of 1, 4, 16, ... calls
+    (at most `most`) until one takes past `CALIBRATION_MS`. `net_ms(calls)` times one batch of
+    `calls` calls less its empty batch, on the grading process's clock."""
+    calls = 1
+    while True:
+        spent = net_ms(calls)
+        if spent >= CALIBRATION_MS or calls >= most:
+            return max(spent / calls, MIN_CALL_MS), calls
+        calls = min(calls * CALIBRATION_GROWTH, most)
+
+
+def choose_calls(shape: Shape, reference_ms: float, candidate_ms: float | None = None) -> int:
+    """N, the calls of each timed batch of `shape` (the same for candidate and reference): enough
+    for the reference's batch to take `TARGET_BATCH_MS` at `reference_ms` a call, fewer where the
+    candidate's would pass `MAX_BATCH_MS` at `candidate_ms`; 1 to `max_calls(shape)`."""
+    calls = math.ceil(TARGET_BATCH_MS / max(reference_ms, MIN_CALL_MS))
+    if candidate_ms is not None:
+        calls = min(calls, math.floor(MAX_BATCH_MS / max(candidate_ms, MIN_CALL_MS)))
+    return max(1, min(calls, max_calls(shape)))
+
+
+def event_disagreement(event_ms: Sequence[float], wall_ms: float, calls: int) -> str:
+    """Why the worker's CUDA-event times per call of a shape (one per batch of `calls` calls)
+    disagree with `wall_ms`, the grading process's time per call, or "". A cross-check for a
+    reviewer: the events are never scored."""
+    if not all(math.isfinite(event) for event in event_ms):
+        return "the worker's CUDA-event time is not a number"
+    if not event_ms:
+        return ""
+    event, slack, apart = statistics.median(event_ms), EVENT_SLACK_MS / calls, 1 + EVENT_TOLERANCE
+    if event > wall_ms * apart + slack or event < wall_ms / apart - slack:
         return (
-            f"the host time ({wall:.3f} ms) is far above the CUDA-event time ({event:.3f} ms): "
-            "work outside the timed stream?"
+            f"the worker's CUDA events say {event * 1e3:,.1f} us a call, the grading process "
+            f"measured {wall_ms * 1e3:,.1f} us (more than {apart:g}x apart): a rewritten clock "
+            "or event in the worker?"
         )
     return ""
 
 
 def copy_bandwidth(device: str | torch.device = "cuda", nbytes: int = COPY_BYTES) -> float:
     """The device's copy bandwidth in bytes per second, bytes read and written both counted:
-    the best of `COPY_REPEATS` device-to-device copies of `nbytes`, timed with CUDA events."""
+    the best of `COPY_REPEATS` device-to-device copies of `nbytes`, timed with CUDA events (in
+    the grading process, which runs it)."""
     device = torch.device(device)
     if device.type != "cuda":
         raise RuntimeError("copy_bandwidth needs a CUDA device")

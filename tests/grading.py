@@ -9,6 +9,7 @@ with a timeout, and the test reads the `report.json` it wrote.
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -124,11 +125,15 @@ class Graded:
         )
 
 
-def run_grader(submission: Path, out: Path, *options: str) -> Graded:
-    """`python -m grader SUBMISSION --out OUT OPTIONS...`, run from the kit's root."""
+def run_grader(
+    submission: Path, out: Path, *options: str, env: Mapping[str, str] | None = None
+) -> Graded:
+    """`python -m grader SUBMISSION --out OUT OPTIONS...`, run from the kit's root, with `env`
+    added to the environment."""
     done = subprocess.run(
         [sys.executable, "-m", "grader", str(submission), "--out", str(out), *options],
         cwd=KIT_ROOT,
+        env=os.environ | dict(env or {}),
         capture_output=True,
         text=True,
         timeout=CLI_TIMEOUT,
@@ -139,10 +144,12 @@ def run_grader(submission: Path, out: Path, *options: str) -> Graded:
     return Graded(done.returncode, done.stdout, done.stderr, report)
 
 
-def grade(submission: Path, *options: str, out: Path | None = None) -> Graded:
+def grade(
+    submission: Path, *options: str, out: Path | None = None, env: Mapping[str, str] | None = None
+) -> Graded:
     """Grade `submission` (the report goes to `out`, else beside it); fails if none was written."""
     out = out or submission.parent / f"{submission.name}-report"
-    graded = run_grader(submission, out, *options)
+    graded = run_grader(submission, out, *options, env=env)
     assert graded.returncode == 0, f"the grader failed\n{graded}"
     assert graded.report, f"the grader wrote no report\n{graded}"
     return graded

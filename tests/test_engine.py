@@ -20,7 +20,7 @@ if not torch.cuda.is_available():
 
 from grader.grade import worker_environment
 from grader.integration import run_integration, verify
-from grader.sandbox import Limits
+from grader.sandbox.process import Limits
 from kernels import engine
 
 ROOT = Path(__file__).resolve().parent.parent

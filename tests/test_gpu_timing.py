@@ -1,9 +1,12 @@
 """Part 4's GPU timing, as far as a CPU can check it: no test here times anything.
 
-The suite, the inputs (deterministic, NaN where a kernel must not read), the bytes moved, the
-torch baseline against the oracle, the timed loop's bookkeeping (with `HostEvent` standing in
-for CUDA events, and the torch baseline for a kernel), the grading process's re-check and
-scoring, and the skips and refusals without a CUDA device.
+The suite, the inputs (deterministic, NaN where a kernel must not read, rotated past any L2), the
+bytes moved, the torch baseline against the oracle, the timed batch's bookkeeping (with
+`HostEvent` standing in for CUDA events, and the torch baseline for a kernel), the pure logic of
+the grading process's timing (the time per call from its timed and empty batches, the
+calibration and the choice of N, the events' cross-check), the whole measurement with fake
+workers that move a fake grading-process clock (so every figure is exact), the re-check, and the
+skips and refusals without a CUDA device.
 """
 
 import contextlib
@@ -12,6 +15,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -68,11 +72,23 @@ def test_bytes_moved_counts_real_tokens_q_out_and_table_reads():
     assert gpu_timing.bytes_moved(SMALL) == 2 * 3 * 20 * 2 * 32 * 4 + 2 * 3 * 4 * 32 * 4 + 3 * 4 * 4
 
 
-def test_input_sets_rotate_two_to_four_and_the_largest_shape_fits_twice():
+def test_input_sets_span_past_any_l2_two_at_least():
     counts = {name: gpu_timing.input_sets(shape) for name, shape in SUITE.items()}
-    assert counts["batch64-ctx16384"] == 2
-    assert counts["batch1-ctx512"] == 4
-    assert set(counts.values()) <= {2, 3, 4}
+    assert counts["batch64-ctx16384"] == counts["batch16-ctx4096"] == 2
+    assert counts["batch64-ctx512"] == 4
+    assert counts["batch1-ctx512"] == 249  # 2 MiB a set
+    for name, shape in SUITE.items():
+        set_bytes = 2 * math.prod(shape.pool_shape) * 2
+        assert counts[name] * set_bytes >= gpu_timing.ROTATION_MIN_BYTES, name
+        assert counts[name] == 2 or (counts[name] - 1) * set_bytes < gpu_timing.ROTATION_MIN_BYTES
+    assert gpu_timing.input_sets(SMALL) == gpu_timing.MAX_INPUT_SETS  # 40 KiB a set
+
+
+def test_a_batch_keeps_at_most_its_output_budget():
+    assert gpu_timing.max_calls(SUITE["batch1-ctx512"]) == gpu_timing.MAX_CALLS
+    outputs = 64 * 32 * 128 * 2
+    assert gpu_timing.max_calls(SUITE["batch64-ctx512"]) == (512 << 20) // outputs == 1024
+    assert gpu_timing.max_calls(Shape(batch=1 << 16, context=16)) == 1
 
 
 def test_input_sets_are_deterministic_and_differ_from_each_other():
@@ -100,23 +116,41 @@ def test_tables_shuffle_the_pool_and_nan_marks_every_slot_not_to_read():
         assert not cache[read].isnan().any()
 
 
-def test_each_call_gets_a_fresh_query_and_its_own_rows():
-    assert torch.equal(gpu_timing.make_query(SMALL, 1, 0), gpu_timing.make_query(SMALL, 1, 0))
-    assert not torch.equal(gpu_timing.make_query(SMALL, 1, 0), gpu_timing.make_query(SMALL, 1, 1))
-    assert not torch.equal(gpu_timing.make_query(SMALL, 1, 0), gpu_timing.make_query(SMALL, 2, 0))
-    rows = [gpu_timing.sample_rows(SMALL, 1, call, 6) for call in range(4)]
-    assert rows[0] == gpu_timing.sample_rows(SMALL, 1, 0, 6)
-    assert len({str(row) for row in rows}) > 1
-    for seqs, heads in rows:
-        assert all(0 <= s < 3 for s in seqs)
-        assert all(0 <= h < 4 for h in heads)
+def test_each_call_gets_a_fresh_query_and_the_stream_replays():
+    first = gpu_timing.query_stream(SMALL, 1, "cpu")
+    queries = [next(first) for _ in range(4)]
+    assert queries[0].shape == (3, 4, 32)
+    assert queries[0].dtype == torch.float32
+    assert len({tuple(q.flatten().tolist()) for q in queries}) == 4
+    again = gpu_timing.query_stream(SMALL, 1, "cpu")
+    assert all(torch.equal(q, next(again)) for q in queries)
+    assert not torch.equal(next(gpu_timing.query_stream(SMALL, 2, "cpu")), queries[0])
+    sets = kv_sets(SMALL)[:3]
+    inputs = gpu_timing.call_inputs(SMALL, 1, 3, sets)
+    assert torch.equal(inputs[0], queries[3])
+    assert all(a is b for a, b in zip(inputs[1:], sets[0], strict=True))  # set 3 % 3
 
 
-def test_the_l2_flush_is_twice_the_l2_or_a_fallback():
-    assert gpu_timing.l2_flush_bytes(SimpleNamespace(L2_cache_size=60 << 20)) == 120 << 20
-    fallback = 2 * gpu_timing.FALLBACK_L2_BYTES
-    assert gpu_timing.l2_flush_bytes(SimpleNamespace()) == fallback
-    assert gpu_timing.l2_flush_bytes(SimpleNamespace(L2_cache_size=0)) == fallback
+def test_each_call_gets_its_own_distinct_rows_drawn_from_the_seed():
+    seqs, heads = gpu_timing.sample_rows(SMALL, 1, 50, 3)
+    assert seqs.shape == heads.shape == (50, 3)
+    rows = (seqs * SMALL.num_heads + heads).tolist()
+    assert all(len(set(row)) == 3 for row in rows)
+    assert all(0 <= s < 3 for s in seqs.flatten().tolist())
+    assert all(0 <= h < 4 for h in heads.flatten().tolist())
+    assert len({tuple(row) for row in rows}) > 10
+    again = gpu_timing.sample_rows(SMALL, 1, 50, 3)
+    assert torch.equal(seqs, again[0])
+    assert torch.equal(heads, again[1])
+    assert not torch.equal(seqs, gpu_timing.sample_rows(SMALL, 2, 50, 3)[0])
+    # Asking for every row gives each call a permutation of them; more is capped.
+    everything = gpu_timing.sample_rows(SMALL, 1, 20, 40)
+    assert everything[0].shape == (20, 12)
+    whole = (everything[0] * 4 + everything[1]).sort(dim=1).values
+    assert torch.equal(whole, torch.arange(12).expand(20, -1))
+    # Uniform over the rows: every row is drawn, first or second, in a few hundred calls.
+    seqs, heads = gpu_timing.sample_rows(SMALL, 3, 300, 2)
+    assert set((seqs * 4 + heads).flatten().tolist()) == set(range(12))
 
 
 # --- the torch baseline ----------------------------------------------------------------------
@@ -155,64 +189,161 @@ def test_the_torch_baseline_reads_no_padding_and_honours_scale():
     assert relative_error(out, reference) <= TOLERANCE[torch.float32]
 
 
-# --- the timed loop's bookkeeping, and the re-check ----------------------------------------
+# --- the timed batch's bookkeeping, in the worker (on the CPU here) ------------------------
 
 
-def memoised(decode):
-    """A cheat: for every call, the output of the first call with q's shape."""
+def counted(decode):
+    """`decode`, counting its calls in `.calls`."""
+
+    def call(*inputs):
+        call.calls += 1
+        return decode(*inputs)
+
+    call.calls = 0
+    return call
+
+
+def memoised(decode, copy=False):
+    """A cheat: for every call, the output of the first call with q's shape (or a copy)."""
     kept = {}
 
     def call(q, *rest):
-        return kept.setdefault(q.shape, decode(q, *rest))
+        out = kept.setdefault(q.shape, decode(q, *rest))
+        return out.clone() if copy else out
 
     return call
 
 
-def test_time_calls_returns_every_calls_figures_and_rows_the_oracle_confirms():
-    timed = gpu_timing.time_calls(gather_sdpa_decode, SMALL, seed=5, calls=6, device="cpu")
-    assert timed["bytes"] == gpu_timing.bytes_moved(SMALL)
-    assert timed["input_sets"] == 4
-    assert len(timed["event_ms"]) == len(timed["wall_ms"]) == len(timed["finite"]) == 6
-    assert all(timed["finite"])
-    assert timed["rows"].shape == (6, gpu_timing.SAMPLES_PER_CALL, 32)
-    expected = gpu_timing.reference_rows(
-        SMALL, 5, 6, gpu_timing.SAMPLES_PER_CALL, paged_attention_decode_reference, kv_sets(SMALL)
-    )
-    assert relative_error(timed["rows"].flatten(0, 1), expected.flatten(0, 1)) <= 1e-4
-    assert gpu_timing.clock_disagreement(timed["event_ms"], timed["wall_ms"]) == ""
+def test_a_batch_sends_every_calls_evidence_and_rows_the_oracle_confirms():
+    decode = counted(gather_sdpa_decode)
+    batch = gpu_timing.Batch(decode, SMALL, "cpu")
+    assert decode.calls == gpu_timing.WARMUP_CALLS
+    assert len(batch.kv_sets) == gpu_timing.input_sets(SMALL)
+    event_ms, finite, rows = gpu_timing.run_batch(batch, calls=6, seed=5)
+    assert decode.calls == gpu_timing.WARMUP_CALLS + 6
+    assert isinstance(event_ms, float)
+    assert finite.dtype == torch.bool
+    assert finite.tolist() == [True] * 6
+    assert rows.shape == (6, gpu_timing.SAMPLES_PER_CALL, 32)
+    assert rows.dtype == torch.float32
+    samples, oracle = gpu_timing.SAMPLES_PER_CALL, paged_attention_decode_reference
+    expected = gpu_timing.reference_rows(SMALL, 5, 6, range(6), samples, oracle, batch.kv_sets)
+    assert expected.shape == rows.shape
+    assert relative_error(rows.flatten(0, 1), expected.flatten(0, 1)) <= 1e-4
+    # Rebuilt afresh, a subset of the calls, in any order: the same rows.
+    some = gpu_timing.reference_rows(SMALL, 5, 6, [4, 1], samples, oracle, kv_sets(SMALL))
+    assert torch.equal(some, expected[[4, 1]])
 
 
-def test_a_memoised_output_fails_the_recheck():
-    timed = gpu_timing.time_calls(memoised(gather_sdpa_decode), SMALL, seed=5, calls=4,
-                                  device="cpu", warmup=0)  # fmt: skip
-    expected = gpu_timing.reference_rows(
-        SMALL, 5, 4, gpu_timing.SAMPLES_PER_CALL, paged_attention_decode_reference, kv_sets(SMALL)
-    )
-    assert relative_error(timed["rows"][1:].flatten(0, 1), expected[1:].flatten(0, 1)) > 0.1
+def test_the_empty_batch_makes_no_call_and_replies_alike():
+    decode = counted(gather_sdpa_decode)
+    batch = gpu_timing.Batch(decode, SMALL, "cpu", warmup=0)
+    event_ms, finite, rows = gpu_timing.run_batch(batch, calls=7, seed=5, kernel=False)
+    assert decode.calls == 0
+    assert isinstance(event_ms, float)
+    timed = gpu_timing.run_batch(batch, calls=7, seed=5)
+    assert (finite.shape, finite.dtype) == (timed[1].shape, timed[1].dtype)
+    assert (rows.shape, rows.dtype) == (timed[2].shape, timed[2].dtype)
+    assert not rows.any()
 
 
-def test_an_output_of_the_wrong_shape_or_dtype_is_refused():
+def test_a_batch_refuses_wrong_outputs_reused_buffers_and_sizes():
     def wrong_dtype(q, *rest):
         return gather_sdpa_decode(q, *rest).double()
 
     with pytest.raises(ValueError, match=r"not \[3, 4, 32\] torch.float32"):
-        gpu_timing.time_calls(wrong_dtype, SMALL, seed=0, calls=1, device="cpu")
+        gpu_timing.Batch(wrong_dtype, SMALL, "cpu", warmup=1)
+    batch = gpu_timing.Batch(lambda *inputs: [], SMALL, "cpu", warmup=0)
     with pytest.raises(ValueError, match="returned list"):
-        gpu_timing.time_calls(lambda *inputs: [], SMALL, seed=0, calls=1, device="cpu")
+        gpu_timing.run_batch(batch, calls=1, seed=0)
+    # The same tensor twice: a batch keeps every output, so each call needs its own.
+    batch = gpu_timing.Batch(memoised(gather_sdpa_decode), SMALL, "cpu", warmup=1)
+    with pytest.raises(ValueError, match="returned call 0's output again at call 1"):
+        gpu_timing.run_batch(batch, calls=3, seed=0)
+    for calls in (0, gpu_timing.max_calls(SMALL) + 1):
+        with pytest.raises(ValueError, match="calls, not"):
+            gpu_timing.run_batch(batch, calls=calls, seed=0)
 
 
-def test_clock_disagreement():
-    assert gpu_timing.clock_disagreement([1.0, 1.1], [1.2, 1.3]) == ""
-    assert "exceeds" in gpu_timing.clock_disagreement([1.0, 2.0], [1.2, 1.3])
-    assert "outside the timed stream" in gpu_timing.clock_disagreement([0.01] * 3, [9.0] * 3)
+def test_a_memoised_output_fails_the_recheck():
+    batch = gpu_timing.Batch(memoised(gather_sdpa_decode, copy=True), SMALL, "cpu", warmup=0)
+    _, _, rows = gpu_timing.run_batch(batch, calls=4, seed=5)
+    samples, oracle = gpu_timing.SAMPLES_PER_CALL, paged_attention_decode_reference
+    expected = gpu_timing.reference_rows(SMALL, 5, 4, range(4), samples, oracle, kv_sets(SMALL))
+    assert relative_error(rows[0], expected[0]) <= 1e-4
+    assert relative_error(rows[1:].flatten(0, 1), expected[1:].flatten(0, 1)) > 0.1
 
 
 @no_cuda
 def test_the_worker_tool_and_the_copy_bandwidth_refuse_without_cuda():
+    module = SimpleNamespace(paged_attention_decode=gather_sdpa_decode)
     with pytest.raises(RuntimeError, match="needs a CUDA device"):
-        gpu_timing.time_suite(SimpleNamespace(), ["batch1-ctx512"], seed=0, calls=1)
+        gpu_timing.prepare_batch(module, "batch1-ctx512")
     with pytest.raises(RuntimeError, match="needs a CUDA device"):
         gpu_timing.copy_bandwidth("cpu")
+
+
+# --- the grading process's arithmetic: time per call, N, the events' cross-check ---------------
+
+
+def test_the_time_per_call_is_the_timed_batch_less_the_empty_one_over_n():
+    # Medians of each: 30 ms timed, 2 ms empty, over 100 calls.
+    assert gpu_timing.per_call_ms([31.0, 30.0, 29.0], [2.0, 9.0, 1.5], 100) == pytest.approx(0.28)
+    # The candidate's empty batch is never taken above the reference's.
+    assert gpu_timing.per_call_ms([30.0], [12.0], 100, empty_cap_ms=2.0) == pytest.approx(0.28)
+    assert gpu_timing.per_call_ms([30.0], [1.0], 100, empty_cap_ms=2.0) == pytest.approx(0.29)
+    # A timed batch no longer than its empty one gives the floor, never zero or less.
+    assert gpu_timing.per_call_ms([1.0], [2.0], 10) == gpu_timing.MIN_CALL_MS
+
+
+def test_calibration_grows_the_batch_until_it_takes_long_enough():
+    def net(per_call_ms, seen):
+        def net_ms(calls):
+            seen.append(calls)
+            return calls * per_call_ms
+
+        return net_ms
+
+    seen = []
+    assert gpu_timing.calibrate(net(0.01, seen), 4096) == (pytest.approx(0.01), 1024)
+    assert seen == [1, 4, 16, 64, 256, 1024]
+    seen = []
+    assert gpu_timing.calibrate(net(0.001, seen), 1000) == (pytest.approx(0.001), 1000)
+    assert seen == [1, 4, 16, 64, 256, 1000]
+    seen = []
+    assert gpu_timing.calibrate(net(60.0, seen), 4096) == (60.0, 1)
+    seen = []
+    assert gpu_timing.calibrate(lambda calls: -1.0, 16) == (gpu_timing.MIN_CALL_MS, 16)
+
+
+def test_n_makes_the_references_batch_take_the_target_within_the_caps():
+    shape = SUITE["batch16-ctx4096"]
+    assert gpu_timing.TARGET_BATCH_MS == 20.0
+    assert gpu_timing.choose_calls(shape, 0.1) == 200
+    assert gpu_timing.choose_calls(shape, 0.1, 0.3) == 200
+    assert gpu_timing.choose_calls(shape, 3.0) == 7
+    assert gpu_timing.choose_calls(shape, 50.0) == 1
+    assert gpu_timing.choose_calls(shape, 0.0001) == gpu_timing.max_calls(shape)
+    assert gpu_timing.choose_calls(SUITE["batch64-ctx512"], 0.0001) == 1024
+    # Fewer calls where the candidate's batch would pass MAX_BATCH_MS: 200 ms at 4 ms a call.
+    assert gpu_timing.choose_calls(shape, 0.1, 4.0) == 50
+    assert gpu_timing.choose_calls(shape, 0.1, 1000.0) == 1
+
+
+def test_the_events_disagreeing_with_the_grading_process_are_flagged():
+    assert gpu_timing.event_disagreement([1.0, 1.1, 0.9], 1.05, 20) == ""
+    assert gpu_timing.event_disagreement([1.2], 1.0, 20) == ""
+    # The measured cheat: a rewritten clock and events turned 55 ms into 6.9 ms.
+    shown = gpu_timing.event_disagreement([6.9 / 20] * 3, 55.0 / 20, 20)
+    assert "CUDA events say 345.0 us a call" in shown
+    assert "measured 2,750.0 us" in shown
+    assert "more than 1.25x apart" in shown
+    assert "apart" in gpu_timing.event_disagreement([2.0], 1.0, 20)
+    # The slack: 1 ms over a batch of 1000 calls of 10 us is 1 us a call.
+    assert gpu_timing.event_disagreement([0.0134], 0.01, 1000) == ""
+    assert gpu_timing.event_disagreement([0.0140], 0.01, 1000) != ""
+    assert "not a number" in gpu_timing.event_disagreement([math.nan], 1.0, 20)
+    assert "not a number" in gpu_timing.event_disagreement([math.inf], 1.0, 20)
 
 
 # --- the grading process's side: scoring, flags, the whole measurement ------------------------
@@ -244,16 +375,35 @@ def test_review_flags(timing_check):
     assert "past the copy bandwidth" in flag
     fast = timing_check.review_flags({name: floor_ms}, {name: 20 * floor_ms}, bandwidth, {})
     assert fast == [f"{name}: 20x faster than the reference"]
-    clock = timing_check.review_flags({name: floor_ms}, {name: floor_ms}, bandwidth, {name: "x"})
-    assert clock == [f"{name}: x"]
+    events = timing_check.review_flags({name: floor_ms}, {name: floor_ms}, bandwidth, {name: "x"})
+    assert events == [f"{name}: x"]
+
+
+class FakeClock:
+    """The grading process's clock in these tests: it moves only when a fake worker works."""
+
+    def __init__(self) -> None:
+        self.seconds = 1000.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+    def advance(self, ms: float) -> None:
+        self.seconds += ms / 1e3
 
 
 class FakeWorkers:
-    """A worker that runs `time_calls` on the CPU with `decode`, as the tool would on CUDA, and
-    says it launched `launches` kernels."""
+    """A worker that runs the tool's `Batch` on the CPU with `decode`, as the tool would on CUDA,
+    and says it launched `launches` kernels. It moves the grading process's `clock` as a GPU
+    worker's calls would take: `round_trip_ms` each, plus `call_ms` per kernel call (an empty
+    batch: `stretch_empty_ms`, a hostile worker's delay); its events say `call_ms` a call, times
+    `event_scale`. `calls` records every worker call."""
 
-    def __init__(self, decode, launches=1):
-        self.decode, self.launches, self.calls = decode, launches, []
+    def __init__(self, decode, clock, call_ms, *, launches=1, round_trip_ms=0.5,
+                 stretch_empty_ms=0.0, event_scale=1.0):  # fmt: skip
+        self.decode, self.clock, self.call_ms, self.launches = decode, clock, call_ms, launches
+        self.round_trip_ms, self.stretch_empty_ms = round_trip_ms, stretch_empty_ms
+        self.event_scale, self.calls = event_scale, []
         self.transcript = SimpleNamespace(
             quiet=contextlib.nullcontext, define=lambda *lines, **values: None
         )
@@ -263,18 +413,30 @@ class FakeWorkers:
         return SimpleNamespace(call_counting_launches=self.call_counting_launches)
 
     def call_counting_launches(self, function, *inputs):
-        return self.launches, self.decode(*inputs)
+        return self.launches, (), self.decode(*inputs)
 
-    def tool(self, tool, function, names, *, seed, calls, warmup, modules, count_launches=False,
-             seconds=None):  # fmt: skip
-        assert (tool, function, modules) == ("gpu_timing", "time_suite", ("paged_attention",))
-        self.calls.append((tuple(names), seed, calls))
-        suite = {
-            name: gpu_timing.time_calls(self.decode, gpu_timing.SUITE[name], seed=seed,
-                                        calls=calls, warmup=warmup, device="cpu")
-            for name in names
-        }  # fmt: skip
-        return (self.launches, suite) if count_launches else suite
+    def tool(self, tool, function, *args, modules=(), count_launches=False, seconds=None,
+             **kwargs):  # fmt: skip
+        assert tool == "gpu_timing"
+        if function == "prepare_batch":
+            assert modules == ("paged_attention",)
+            assert (seconds is not None) == count_launches  # the first call's own time limit
+            (name,) = args
+            self.calls.append(("prepare", name))
+            batch = gpu_timing.Batch(self.decode, gpu_timing.SUITE[name], "cpu", **kwargs)
+            batch.name = name
+            return (self.launches, batch) if count_launches else batch
+        assert (function, modules, count_launches) == ("run_batch", (), False)
+        (batch,) = args
+        calls, seed, kernel = kwargs["calls"], kwargs["seed"], kwargs["kernel"]
+        self.calls.append(("run", batch.name, calls, seed, kernel))
+        _, finite, rows = gpu_timing.run_batch(batch, calls=calls, seed=seed, kernel=kernel)
+        spent = calls * self.call_ms if kernel else self.stretch_empty_ms
+        self.clock.advance(self.round_trip_ms + spent)
+        return calls * self.call_ms * self.event_scale, finite, rows
+
+    def runs(self, kernel=True):
+        return [call[1:4] for call in self.calls if call[0] == "run" and call[4] == kernel]
 
 
 class FakeBenchmark:
@@ -288,6 +450,13 @@ class FakeBenchmark:
 
 
 @pytest.fixture
+def clock(monkeypatch, timing_check):
+    clock = FakeClock()
+    monkeypatch.setattr(timing_check, "clock", clock)
+    return clock
+
+
+@pytest.fixture
 def small_suite(monkeypatch, timing_check):
     suite = {"small": SMALL, "tiny": TINY}
     monkeypatch.setattr(gpu_timing, "SUITE", suite)
@@ -296,28 +465,175 @@ def small_suite(monkeypatch, timing_check):
     monkeypatch.setattr(gpu_timing, "copy_bandwidth", lambda device: 1e15)
 
 
-@pytest.mark.parametrize(("cheat", "wrong"), [(False, False), (True, True)])
-def test_the_measurement_interleaves_rounds_and_rechecks_the_candidate(
-    timing_check, small_suite, cheat, wrong
+def measure(timing_check, candidate, reference, rounds=2, recorded=None):
+    benchmark = FakeBenchmark()
+    record = (lambda *row: recorded.append(row)) if recorded is not None else (lambda *row: None)
+    profile = SimpleNamespace(timing_rounds=rounds)
+    measurement = timing_check.measure(candidate, reference, benchmark, profile, record)
+    return measurement, benchmark.extra_info
+
+
+@pytest.mark.parametrize("cheat", [False, True])
+def test_the_measurement_times_batches_on_its_own_clock_and_rechecks_the_candidate(
+    timing_check, small_suite, clock, cheat
 ):
-    candidate = FakeWorkers(memoised(gather_sdpa_decode) if cheat else gather_sdpa_decode)
-    reference = FakeWorkers(gather_sdpa_decode)
+    decode = memoised(gather_sdpa_decode, copy=True) if cheat else gather_sdpa_decode
+    candidate = FakeWorkers(decode, clock, call_ms=2.0)
+    reference = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)
     recorded = []
-    profile = SimpleNamespace(timing_rounds=2)
-    measurement = timing_check.measure(
-        candidate, reference, FakeBenchmark(), profile, lambda *row: recorded.append(row)
+    measurement, extra = measure(timing_check, candidate, reference, recorded=recorded)
+    # Per shape: the warm-up, then calibration batches (1, 4, 16 calls of 1 ms; 1, 4 of 2 ms,
+    # the last past CALIBRATION_MS), each after its empty batch.
+    warm_up, first_empty = [call for call in reference.calls if call[1] == "small"][:2]
+    assert (warm_up, first_empty[:3], first_empty[4]) == (
+        ("prepare", "small"),
+        ("run", "small", 1),
+        False,
     )
-    # Warm-up per shape, the probe round, then 2 rounds: the same fresh seeds for both.
-    assert candidate.calls == reference.calls
-    assert [c[1:] for c in candidate.calls[:2]] == [(0, 0)] * 2
-    seeds = [seed for _, seed, calls in candidate.calls[2:] if calls == 4]
-    assert len(seeds) == len(set(seeds)) == 3
-    assert set(measurement.candidate_ms) == {"small", "tiny"}
+    assert [calls for name, calls, _ in reference.runs()[:3]] == [1, 4, 16]
+    assert [calls for name, calls, _ in candidate.runs()[:2]] == [1, 4]
+    # N from the reference's estimate: a 20 ms batch of 1 ms calls (21 if the estimate's last
+    # bit fell short); the same for both.
+    n = extra["small calls"]
+    assert n in (20, 21)
+    assert extra["tiny calls"] == n
+    timed = [run for run in candidate.runs() if run[1] == n]
+    assert timed == [run for run in reference.runs() if run[1] == n]
+    assert len(timed) == 2 * 2  # 2 rounds of 2 shapes
+    seeds = {seed for _, _, seed in timed}
+    assert len(seeds) == 2  # one seed a round, shared; the empty batches' are their own
+    assert not seeds & {seed for _, _, seed in candidate.runs(kernel=False)}
+    assert [run[:2] for run in candidate.runs(kernel=False)][-2:] == [("small", n), ("tiny", n)]
+    # The scored times are this process's: (timed - empty) / N, exactly.
+    assert measurement.candidate_ms == pytest.approx({"small": 2.0, "tiny": 2.0})
+    assert measurement.reference_ms == pytest.approx({"small": 1.0, "tiny": 1.0})
+    assert measurement.geomean == pytest.approx(2.0)
+    assert measurement.flags == []
+    assert extra["small candidate_us"] == extra["small candidate_event_us"] == 2000.0
     assert [row[0].split(",")[1].split()[0] for row in recorded[:2]] == ["small", "tiny"]
     assert "geometric mean" in recorded[-1][0]
-    assert bool(measurement.wrong) == wrong
-    if wrong:
+    assert bool(measurement.wrong) == cheat
+    if cheat:
         assert "call_inputs(SUITE['small']" in measurement.wrong[0]
+
+
+def test_a_stretched_empty_batch_does_not_shrink_the_candidates_calls(
+    timing_check, small_suite, clock
+):
+    candidate = FakeWorkers(gather_sdpa_decode, clock, call_ms=2.0, stretch_empty_ms=30.0)
+    reference = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)
+    measurement, _ = measure(timing_check, candidate, reference)
+    assert measurement.candidate_ms == pytest.approx({"small": 2.0, "tiny": 2.0})
+    assert measurement.geomean == pytest.approx(2.0)
+
+
+def test_the_workers_events_are_a_cross_check_never_the_score(timing_check, small_suite, clock):
+    candidate = FakeWorkers(gather_sdpa_decode, clock, call_ms=2.0, event_scale=1 / 8)
+    reference = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)
+    measurement, extra = measure(timing_check, candidate, reference)
+    assert measurement.candidate_ms == pytest.approx({"small": 2.0, "tiny": 2.0})
+    assert extra["small candidate_event_us"] == 250.0
+    assert len(measurement.flags) == 2
+    assert all("the worker's CUDA events say 250.0 us a call" in f for f in measurement.flags)
+
+
+def test_a_hopeless_candidate_is_scored_on_the_probe(timing_check, small_suite, clock):
+    candidate = FakeWorkers(gather_sdpa_decode, clock, call_ms=100.0)
+    reference = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)
+    measurement, extra = measure(timing_check, candidate, reference)
+    assert extra["small calls"] == 1  # the calls the probe measured
+    assert [run[1] for run in candidate.runs()] == [1, 1]  # one calibration batch per shape
+    assert measurement.candidate_ms == pytest.approx({"small": 100.0, "tiny": 100.0})
+    assert measurement.geomean == pytest.approx(100.0)
+    assert measurement.flags == []
+
+
+def test_a_malformed_reply_fails_the_measurement(timing_check, small_suite, clock):
+    candidate = FakeWorkers(gather_sdpa_decode, clock, call_ms=2.0)
+    tool = candidate.tool
+
+    def rows_missing(*args, **kwargs):
+        value = tool(*args, **kwargs)
+        return (*value[:2], value[2][:, :1]) if args[1] == "run_batch" else value
+
+    candidate.tool = rows_missing
+    reference = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)
+    with pytest.raises(AssertionError, match="is not the kit's tool's"):
+        measure(timing_check, candidate, reference)
+
+
+def test_a_candidate_that_launches_no_triton_kernel_is_not_timed(timing_check, small_suite, clock):
+    candidate = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0, launches=0)
+    reference = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)
+    with pytest.raises(AssertionError, match="launched no @triton"):
+        measure(timing_check, candidate, reference, rounds=1)
+    assert candidate.calls == []
+
+
+def test_a_kernel_that_hands_a_suite_shape_to_torch_is_flagged(timing_check, small_suite, clock):
+    candidate = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)  # its first call launched one
+    tool = candidate.tool
+
+    def no_kernel_at_small(*args, count_launches=False, **kwargs):
+        value = tool(*args, count_launches=count_launches, **kwargs)
+        return (0, value[1]) if count_launches and args[2] == "small" else value
+
+    candidate.tool = no_kernel_at_small
+    reference = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)
+    measurement, _ = measure(timing_check, candidate, reference, rounds=1)
+    assert measurement.flags == ["small: launched no @triton.jit kernel at this shape"]
+
+
+# A copy of the tool with a CPU entry point and a small suite, for a real worker on the CPU (the
+# kit's own `prepare_batch` refuses without CUDA).
+CPU_TOOL_TAIL = """
+
+SUITE = {"small": Shape(batch=3, context=20, num_heads=4, num_kv_heads=2, head_dim=32,
+                        block_size=8, dtype="float32")}
+
+
+def prepare_batch(module, name, *, warmup=WARMUP_CALLS):
+    return Batch(module.paged_attention_decode, SUITE[name], "cpu", warmup)
+"""
+
+
+def test_batches_cross_a_real_worker_as_handles(tmp_path, monkeypatch, timing_check, small_suite):
+    """The check's worker calls through a real sandboxed worker: the prepared batch comes back as
+    a handle and goes back as an argument; the reply passes `parse_reply`, and its rows are the
+    ones the grading process rebuilds (the queries replayed here)."""
+    from grader.sandbox import process as sandbox
+    from grader.sandbox.proxy import Submission
+
+    tool = tmp_path / "gpu_timing.py"
+    tool.write_text((KIT_ROOT / "kernels" / "gpu_timing.py").read_text() + CPU_TOOL_TAIL)
+    monkeypatch.setitem(sandbox.TOOLS, "gpu_timing", tool)
+    kernel = (KIT_ROOT / "kernels" / "torch_baseline.py").read_bytes()
+    kernel += b"\npaged_attention_decode = gather_sdpa_decode\n"
+    limits = sandbox.Limits(memory_bytes=4 << 30, call_seconds=600.0, import_seconds=600.0)
+    worker = sandbox.Sandbox({"paged_attention.py": kernel}, limits, sandbox.NO_CUDA,
+                             time.monotonic() + 1200)  # fmt: skip
+    submission = Submission(worker, "candidate")
+    try:
+        batch = timing_check.prepare(submission, "small")
+        assert type(batch).__name__ == "Remote"
+        _, reply = timing_check.timed_batch(submission, batch, 5, 7, kernel=True)
+        event_ms, finite, rows = timing_check.parse_reply(reply, SMALL, 5)
+        assert event_ms >= 0
+        assert finite.tolist() == [True] * 5
+        oracle = paged_attention_decode_reference
+        expected = gpu_timing.reference_rows(SMALL, 7, 5, range(5), 2, oracle, kv_sets(SMALL))
+        assert relative_error(rows.flatten(0, 1), expected.flatten(0, 1)) <= 1e-4
+        _, empty = timing_check.timed_batch(submission, batch, 5, 8, kernel=False)
+        assert [tuple(part.shape) for part in empty[1:]] == [(5,), (5, 2, 32)]
+        assert submission.transcript.lines == []  # quiet: only a failure is shown
+        handle = object.__getattribute__(batch, "_handle")
+        del batch
+        assert worker.pending_release == [handle]
+        again = timing_check.prepare(submission, "small")  # the release rides along
+        assert worker.pending_release == []
+        assert object.__getattribute__(again, "_handle") != handle
+    finally:
+        worker.close()
 
 
 # --- without a CUDA device -------------------------------------------------------------------
@@ -328,7 +644,7 @@ SKIP_PROBE = f"""
 import json, pytest
 from grader.plugin import GradingPlugin
 from grader.profiles import PROFILES
-from grader.sandbox import Limits, Sandbox
+from grader.sandbox.process import Limits, Sandbox
 
 def no_worker(self):
     raise AssertionError("a worker was started")
@@ -390,39 +706,22 @@ def test_gpu_check_table_lists_every_shape_and_implementation_last_with_errors()
     assert math.isclose(float(shown[6].split()[2]), 100.0)
 
 
-def test_a_candidate_that_launches_no_triton_kernel_is_not_timed(timing_check, small_suite):
-    candidate = FakeWorkers(gather_sdpa_decode, launches=0)
-    with pytest.raises(AssertionError, match="launched no @triton"):
-        timing_check.measure(candidate, FakeWorkers(gather_sdpa_decode), FakeBenchmark(),
-                             SimpleNamespace(timing_rounds=1), lambda *row: None)  # fmt: skip
-    assert candidate.calls == []
-
-
-def test_a_kernel_that_hands_a_suite_shape_to_torch_is_flagged(timing_check, small_suite):
-    candidate = FakeWorkers(gather_sdpa_decode)  # its first, small call launched a kernel
-    tool = candidate.tool
-
-    def no_kernel_at_small(*args, count_launches=False, **kwargs):
-        value = tool(*args, count_launches=count_launches, **kwargs)
-        return (0, value[1]) if count_launches and args[2] == ["small"] else value
-
-    candidate.tool = no_kernel_at_small
-    measurement = timing_check.measure(candidate, FakeWorkers(gather_sdpa_decode),
-                                       FakeBenchmark(), SimpleNamespace(timing_rounds=1),
-                                       lambda *row: None)  # fmt: skip
-    assert measurement.flags == ["small: launched no @triton.jit kernel at this shape"]
-
-
 def test_gpu_check_times_each_implementation_and_reports_failures_as_rows(
     monkeypatch, tmp_path, small_suite
 ):
     def broken(*inputs):
         raise RuntimeError("no kernel here")
 
-    found = {"torch": gather_sdpa_decode, "cheat": memoised(gather_sdpa_decode), "broken": broken,
+    found = {"torch": gather_sdpa_decode, "cheat": memoised(gather_sdpa_decode, copy=True),
+             "reuser": memoised(gather_sdpa_decode), "broken": broken,
              "absent": "not loaded: no file"}  # fmt: skip
     monkeypatch.setattr(gpu_check, "implementations", lambda log: found)
     monkeypatch.setattr(gpu_check, "DEVICE", "cpu")
+    # Few, short batches; the CPU's times mean nothing, so neither does their agreement.
+    monkeypatch.setattr(gpu_check, "ROUNDS", 2)
+    monkeypatch.setattr(gpu_timing, "TARGET_BATCH_MS", 2.0)
+    monkeypatch.setattr(gpu_timing, "CALIBRATION_MS", 0.5)
+    monkeypatch.setattr(gpu_timing, "EVENT_TOLERANCE", math.inf)
     log = gpu_check.Log(tmp_path / "log")
     results = gpu_check.time_suite(1e12, log)
     assert list(results) == ["small", "tiny"]
@@ -430,7 +729,10 @@ def test_gpu_check_times_each_implementation_and_reports_failures_as_rows(
     assert row["check"] == "ok"
     assert row["bytes"] == gpu_timing.bytes_moved(SMALL)
     assert row["GBps"] == pytest.approx(row["bytes"] / row["median_us"] / 1e3)
+    assert row["calls"] >= 1
+    assert row["input_sets"] == gpu_timing.input_sets(SMALL)
     assert "rows off by" in results["small"]["cheat"]["check"]
+    assert "output again" in results["small"]["reuser"]["error"]
     assert results["small"]["broken"] == {"error": "RuntimeError: no kernel here"}
     assert results["tiny"]["absent"] == {"error": "not loaded: no file"}
     log.file.close()

@@ -8,6 +8,10 @@ check, with no grader error. A kernel that reads or writes memory it does not ow
 worker: it is graded beside the allocator part, whose checks never import `paged_attention.py`,
 and that part must keep full marks. A buggy kernel that no check catches yet is a strict expected
 failure, whose reason says why.
+
+Attention computed by torch, with or without a Triton launch beside it, must score 0, every check
+saying why. A kernel that switches the worker's dispatch mode off may get past it at run time,
+but the static scan flags the switch for a reviewer.
 """
 
 from concurrent.futures import Future
@@ -34,6 +38,8 @@ PART = "kernel"
 UNTOUCHED = "allocator"  # its checks never import paged_attention.py
 CRASH_CAP = "10"  # seconds for each part (--part-timeout) where every check restarts a worker
 NO_LAUNCH = "launched no @triton.jit kernel"
+PART_FILE = "paged_attention.py"
+TORCH_ATTENTION = "computed attention with torch"
 
 SCORES_MASK = '        scores = tl.where(token_mask, scores, float("-inf"))\n'
 TILE_MASK = "tile_mask = token_mask[:, None] & dim_mask[None, :]"
@@ -53,7 +59,8 @@ class Buggy:
     wild: bool = False  # may crash its worker (reaches far outside its tensors): graded beside
     # the untouched part
     crashes: bool = False  # crashes its worker in every check: the parts' time is capped
-    says: str = ""  # what every kernel check must fail saying (empty: no such rule)
+    says: tuple[str, ...] = ()  # what every kernel check must fail saying (each of them)
+    scores_nothing: bool = False  # its kernel part must score 0
     uncaught: str = ""  # why no kernel check catches it yet: its test is an expected failure
 
     @property
@@ -104,16 +111,42 @@ BUGGY = [
     Buggy("loops_over_tokens_reads_past_the_table", uncaught=TABLE_READS_UNSEEN, edits=kernel(
         "for j in range(tl.cdiv(seq_len, BLOCK_SIZE)):", "for j in range(seq_len):")),
     Buggy("pure_torch", replaced_by=FIXTURES / "kernels" / "pure_torch" / "paged_attention.py",
-          says=NO_LAUNCH),
+          says=(NO_LAUNCH,), scores_nothing=True),
+    # Torch attention and a launch of a kernel that does nothing: the worker's dispatch mode sees
+    # the gather, the einsums' matmuls and the softmax.
+    Buggy("torch_with_noop_launch", scores_nothing=True,
+          replaced_by=FIXTURES / "kernels" / "torch_with_noop_launch" / "paged_attention.py",
+          says=(TORCH_ATTENTION, "aten.index", "aten.bmm", "aten._softmax")),
 ]
 # fmt: on
 ANSWER_KEY = "answer_key"
+# Torch attention with the dispatch modes switched off (`_disable_current_modes`) around it.
+ESCAPE = "torch_escaping_the_dispatch_mode"
+# The answer key's wrapper with the torch a wrapper may run around its kernel: copies, dtype
+# moves, integer bookkeeping on seq_lens and block_tables, fills of the output.
+BOOKKEEPING = "wrapper_bookkeeping"
+BOOKKEEPING_EDITS = (
+    *kernel(
+        "    if out.numel() == 0:\n        return out\n",
+        "    if out.numel() == 0:\n        return out\n"
+        "    block_tables = block_tables.long().to(torch.int32).contiguous()\n"
+        "    longest = int(seq_lens.max())\n"
+        "    needed = (seq_lens + block_size - 1) // block_size\n"
+        "    assert int(needed.max()) <= block_tables.shape[1] or longest == 0\n",
+    ),
+    *kernel(
+        "        HEAD_DIM=triton.next_power_of_2(head_dim),\n    )\n    return out\n",
+        "        HEAD_DIM=triton.next_power_of_2(head_dim),\n    )\n"
+        "    out[seq_lens == 0] = 0.0\n"
+        "    return out.masked_fill_((seq_lens == 0)[:, None, None], 0.0)\n",
+    ),
+)
 
 
 @pytest.fixture(scope="module")
 def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future[Graded]]:
-    """Every selected buggy kernel graded (keyed by id), and the answer key on the kernel part
-    when its test runs (keyed by ANSWER_KEY), two at a time."""
+    """Every selected buggy kernel graded (keyed by id), and the answer key, the ESCAPE fixture
+    and the BOOKKEEPING wrapper when their tests run (keyed so), two at a time."""
     root: Path = tmp_path_factory.mktemp("kernels")
 
     def job(buggy: Buggy):
@@ -122,10 +155,13 @@ def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future
         return lambda: grade(folder, *buggy.options)
 
     jobs = {buggy.id: job(buggy) for buggy in selected(request, "buggy")}
-    if any(
-        item.function is test_answer_key_gets_full_kernel_marks for item in module_items(request)
-    ):
+    tests = {item.function for item in module_items(request)}
+    if test_answer_key_gets_full_kernel_marks in tests:
         jobs[ANSWER_KEY] = lambda: grade(SOLUTIONS, "--parts", PART, out=root / ANSWER_KEY)
+    if test_switching_the_dispatch_mode_off_is_flagged in tests:
+        jobs[ESCAPE] = job(Buggy(ESCAPE, replaced_by=FIXTURES / "kernels" / ESCAPE / PART_FILE))
+    if test_a_wrapper_may_allocate_copy_and_count_around_its_kernel in tests:
+        jobs[BOOKKEEPING] = job(Buggy(BOOKKEEPING, edits=BOOKKEEPING_EDITS))
     return concurrently(jobs)
 
 
@@ -137,12 +173,17 @@ def test_buggy_kernel_loses_points(buggy: Buggy, graded: dict[str, Future[Graded
     caught = result.caught(PART)
     assert caught, f"no kernel check catches {buggy.id}\n{result.describe(PART)}"
     assert result.score(PART) < result.max_score(PART), result.describe(PART)
+    if buggy.scores_nothing:
+        assert result.score(PART) == 0, result.describe(PART)
     if buggy.says:
         silent = [
             check["id"]
             for check in checks
             if check["message"] != NEEDS_CUDA
-            and (check["status"] != "failed" or buggy.says not in check["message"])
+            and (
+                check["status"] != "failed"
+                or not all(text in check["message"] for text in buggy.says)
+            )
         ]
         assert not silent, f"checks that do not fail saying {buggy.says!r}\n{result.describe(PART)}"
     if buggy.wild:
@@ -152,8 +193,8 @@ def test_buggy_kernel_loses_points(buggy: Buggy, graded: dict[str, Future[Graded
         )
 
 
-def test_answer_key_gets_full_kernel_marks(graded: dict[str, Future[Graded]]) -> None:
-    result = graded[ANSWER_KEY].result()
+def assert_full_marks(result: Graded) -> None:
+    """Every kernel check passed, but those skipped for want of CUDA."""
     result.assert_clean()
     assert 0 < result.score(PART) == result.max_score(PART), result.describe(PART)
     unexplained = [
@@ -164,3 +205,30 @@ def test_answer_key_gets_full_kernel_marks(graded: dict[str, Future[Graded]]) ->
     assert not unexplained, result.describe(PART)
     if not torch.cuda.is_available():
         assert result.part(PART)["provisional"] == f"provisional: checks skipped ({NEEDS_CUDA})"
+
+
+def test_answer_key_gets_full_kernel_marks(graded: dict[str, Future[Graded]]) -> None:
+    assert_full_marks(graded[ANSWER_KEY].result())
+
+
+def test_a_wrapper_may_allocate_copy_and_count_around_its_kernel(
+    graded: dict[str, Future[Graded]],
+) -> None:
+    """The dispatch mode lets through what a wrapper needs besides its kernel (BOOKKEEPING)."""
+    assert_full_marks(graded[BOOKKEEPING].result())
+
+
+def test_switching_the_dispatch_mode_off_is_flagged(graded: dict[str, Future[Graded]]) -> None:
+    """The run-time check cannot see torch work done with the dispatch modes off; the scan of
+    the file flags the switch for a reviewer (the score is whatever the checks found)."""
+    result = graded[ESCAPE].result()
+    result.assert_clean()
+    flags = [
+        flag
+        for flag in result.report["integrity"]
+        if flag["source"] == "scan"
+        and flag["file"] == PART_FILE
+        and "_disable_current_modes" in flag["message"]
+        and "dispatch mode" in flag["message"]
+    ]
+    assert flags, result.report["integrity"]

@@ -1,10 +1,12 @@
 """Reading a submission: a folder, a .zip and a .tar.gz of the same files give the same SPEC files,
 byte for byte, and anything unsafe or unreadable is refused with a message that says why."""
 
+import gzip
 import hashlib
 import io
 import re
 import stat
+import struct
 import tarfile
 import zipfile
 from collections.abc import Callable
@@ -240,3 +242,213 @@ def test_refused_with_a_message_that_says_why(
 ) -> None:
     with pytest.raises(SubmissionRefused, match=re.escape(says)):
         read_submission(make(tmp_path))
+
+
+# -- how many entries ---------------------------------------------------------------------------
+
+
+def flat_tree(count: int) -> dict[str, bytes]:
+    """The SPEC files and notes, `count` entries in all, none in a folder (so each kind counts
+    the same: a folder's subfolders are entries, an archive need not list them)."""
+    return SOURCES | {f"note{index:05}.txt": b"" for index in range(count - len(SOURCES))}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_max_entries_are_read_and_one_more_is_refused(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(intake, "MAX_ENTRIES", 8)
+    assert read_submission(pack(kind, tmp_path, flat_tree(8))).files == SOURCES
+    (tmp_path / "more").mkdir()
+    with pytest.raises(SubmissionRefused, match="holds more than 8 files and folders: submit"):
+        read_submission(pack(kind, tmp_path / "more", flat_tree(9)))
+
+
+def test_a_folders_subfolders_count_and_its_clutter_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(intake, "MAX_ENTRIES", 6)
+    tree = SOURCES | {f".git/objects/{index}": b"" for index in range(50)}
+    folder = write_folder(tmp_path / "candidate", tree | {"docs/notes.md": b""})  # 6 entries
+    assert read_submission(folder).ignored == ["docs/notes.md"]
+    (folder / "docs" / "more.md").write_bytes(b"")
+    with pytest.raises(SubmissionRefused, match="more than 6 files and folders"):
+        read_submission(folder)
+
+
+def test_a_folder_of_too_many_files_is_refused(tmp_path: Path) -> None:
+    folder = write_folder(tmp_path / "candidate", flat_tree(intake.MAX_ENTRIES + 1))
+    with pytest.raises(SubmissionRefused, match=f"more than {intake.MAX_ENTRIES:,} files and"):
+        read_submission(folder)
+
+
+def million_empty_files(path: Path) -> Path:
+    """A .tar.gz of a million empty files, 5 MB: one gzip member of a thousand headers, written
+    a thousand times (gzip reads concatenated members as one stream)."""
+    header = tarfile.TarInfo("empty.txt").tobuf(format=tarfile.USTAR_FORMAT)
+    path.write_bytes(gzip.compress(header * 1000, compresslevel=1) * 1000)
+    return path
+
+
+def test_a_tar_of_a_million_entries_is_refused_after_max_entries_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    headers = []  # each header tarfile reads, counted
+    original = tarfile.TarFile.next
+
+    def counted(self: tarfile.TarFile) -> tarfile.TarInfo | None:
+        headers.append(1)
+        return original(self)
+
+    monkeypatch.setattr(tarfile.TarFile, "next", counted)
+    archive = million_empty_files(tmp_path / "bomb.tar.gz")
+    with pytest.raises(SubmissionRefused, match=f"more than {intake.MAX_ENTRIES:,} files and"):
+        read_submission(archive)
+    assert intake.MAX_ENTRIES < len(headers) <= intake.MAX_ENTRIES + 2  # not a million
+
+
+@pytest.mark.parametrize("form", [tarfile.PAX_FORMAT, tarfile.GNU_FORMAT], ids=["pax", "gnu"])
+def test_long_names_and_whole_blocks_read_forward_only(form: int, tmp_path: Path) -> None:
+    """`Bounded` never seeks back: not after a file of whole 512-byte blocks, nor past the
+    headers that long names (and, in pax, long records) take."""
+    top = "d" * 120  # over ustar's 100 characters
+    tree = {
+        "scheduler.py": b"#" * 512,
+        "block_allocator.py": b"#" * 1024,
+        "paged_attention.py": b"#" * 513,
+        "n" * 150: b"#" * 512,
+        "kv_cache_manager.py": b"",
+    }
+    with tarfile.open(tmp_path / "long.tar.gz", "w:gz", format=form) as bundle:
+        for name, data in tree.items():
+            member = tarfile.TarInfo(f"{top}/{name}")
+            member.size = len(data)
+            member.pax_headers = {"comment": "\u00e9" * 3000} if form == tarfile.PAX_FORMAT else {}
+            bundle.addfile(member, io.BytesIO(data))
+    submission = read_submission(tmp_path / "long.tar.gz")
+    assert submission.files == {name: data for name, data in tree.items() if name.endswith(".py")}
+    assert submission.ignored == [f"{top}/{'n' * 150}"]
+
+
+def tar_of_one_header(path: Path, kind: bytes, size: int) -> Path:
+    """A header claiming `size` bytes of pax or long-name data, followed by 4 KiB of them."""
+    header = tarfile.TarInfo("././@LongLink")
+    header.type, header.size = kind, size
+    path.write_bytes(gzip.compress(header.tobuf(format=tarfile.USTAR_FORMAT) + bytes(4096)))
+    return path
+
+
+@pytest.mark.parametrize("kind", [tarfile.XHDTYPE, tarfile.GNUTYPE_LONGNAME], ids=["pax", "long"])
+def test_a_tar_header_claiming_a_gigabyte_is_refused_before_reading_it(
+    kind: bytes, tmp_path: Path
+) -> None:
+    """`tarfile` would read the header's data whole; refused when asked, before reading (read,
+    the 4 KiB the archive holds would end short: 'not a readable .tar.gz')."""
+    archive = tar_of_one_header(tmp_path / "claim.tar.gz", kind, 1 << 30)
+    limit = intake.tar_limit() >> 20
+    with pytest.raises(SubmissionRefused, match=f"unpacks to more than {limit} MiB of tar data"):
+        read_submission(archive)
+
+
+def test_a_chain_of_pax_headers_is_refused_as_unreadable(tmp_path: Path) -> None:
+    """`tarfile` reads each pax header's member by recursion: a long chain is not a traceback."""
+    record = b"20 comment=aaaaaaaa\n"
+    pax = tarfile.TarInfo("pax")
+    pax.type, pax.size = tarfile.XHDTYPE, len(record)
+    block = pax.tobuf(format=tarfile.USTAR_FORMAT) + record.ljust(512, b"\0")
+    tail = tarfile.TarInfo("scheduler.py").tobuf(format=tarfile.USTAR_FORMAT) + bytes(1024)
+    (tmp_path / "chain.tar.gz").write_bytes(gzip.compress(block * 3000 + tail))
+    with pytest.raises(SubmissionRefused, match=r"chain\.tar\.gz is not a readable \.tar\.gz"):
+        read_submission(tmp_path / "chain.tar.gz")
+
+
+def zip_of_one_file_listed(path: Path, listed: int, announced: int | None = None) -> Path:
+    """A .zip of one empty file, `f`, whose central directory lists it `listed` times, and whose
+    end record announces `announced` entries (the truth by default; over 65,534, in zip64
+    records, as zipfile writes them)."""
+    local = struct.pack(zipfile.structFileHeader, zipfile.stringFileHeader, 20, 0, 0, 0, 0, 0,
+                        0, 0, 0, 1, 0) + b"f"  # fmt: skip
+    central = struct.pack(zipfile.structCentralDir, zipfile.stringCentralDir, 20, 3, 20, 0, 0, 0,
+                          0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0o644 << 16, 0) + b"f"  # fmt: skip
+    announced = listed if announced is None else announced
+    directory = central * listed
+    end = b""
+    if announced > 0xFFFE:
+        end_at = len(local) + len(directory)
+        end += struct.pack(zipfile.structEndArchive64, zipfile.stringEndArchive64, 44, 45, 45,
+                           0, 0, announced, announced, len(directory), len(local))  # fmt: skip
+        end += struct.pack(zipfile.structEndArchive64Locator, zipfile.stringEndArchive64Locator,
+                           0, end_at, 1)  # fmt: skip
+        counts, size, offset = 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF
+    else:
+        counts, size, offset = announced, len(directory), len(local)
+    end += struct.pack(zipfile.structEndArchive, zipfile.stringEndArchive, 0, 0, counts, counts,
+                       size, offset, 0)  # fmt: skip
+    path.write_bytes(local + directory + end)
+    return path
+
+
+@pytest.fixture
+def directories_parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times `zipfile` parsed a central directory."""
+    parsed: list[int] = []
+    original = zipfile.ZipFile._RealGetContents
+
+    def counted(self: zipfile.ZipFile) -> None:
+        parsed.append(1)
+        original(self)
+
+    monkeypatch.setattr(zipfile.ZipFile, "_RealGetContents", counted)
+    return parsed
+
+
+@pytest.mark.parametrize("listed", [3, 100_000], ids=["zip", "zip64"])
+def test_the_handmade_zips_are_sound(
+    listed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, directories_parsed: list[int]
+) -> None:
+    """What the next tests refuse is read when the limits allow it (so zipfile reads it so)."""
+    monkeypatch.setattr(intake, "MAX_ENTRIES", listed)
+    submission = read_submission(zip_of_one_file_listed(tmp_path / "many.zip", listed))
+    assert (submission.files, submission.ignored) == ({}, ["f"])
+    assert directories_parsed == [1]
+
+
+DIRECTORY_BYTES = intake.MAX_ENTRIES * intake.ZIP_ENTRY_BYTES  # 100,000 entries take more
+TOO_MANY = f"holds more than {intake.MAX_ENTRIES:,} files and folders"
+ZIPS_REFUSED_UNPARSED = [
+    pytest.param(100_000, None, TOO_MANY, id="zip64 count"),
+    pytest.param(3, 0xFFFF_FFFF_FFFF, TOO_MANY, id="forged zip64 count"),
+    pytest.param(3, 65_000, TOO_MANY, id="forged count"),
+    pytest.param(
+        100_000, 3, f"directory takes 4,700,000 bytes, more than {DIRECTORY_BYTES:,}", id="size"
+    ),
+]
+
+
+@pytest.mark.parametrize(("listed", "announced", "says"), ZIPS_REFUSED_UNPARSED)
+def test_a_zip_announcing_too_many_entries_is_refused_before_its_directory_is_parsed(
+    listed: int, announced: int | None, says: str, tmp_path: Path, directories_parsed: list[int]
+) -> None:
+    archive = zip_of_one_file_listed(tmp_path / "many.zip", listed, announced)
+    with pytest.raises(SubmissionRefused, match=says):
+        read_submission(archive)
+    assert directories_parsed == []
+
+
+def test_a_zip_listing_more_entries_than_it_announces_is_refused(
+    tmp_path: Path, directories_parsed: list[int]
+) -> None:
+    """Under the directory's size limit, parsed (bounded work), then counted."""
+    archive = zip_of_one_file_listed(tmp_path / "many.zip", intake.MAX_ENTRIES + 1, 3)
+    with pytest.raises(SubmissionRefused, match=TOO_MANY):
+        read_submission(archive)
+    assert directories_parsed == [1]
+
+
+def test_the_report_names_the_first_ignored_paths_then_how_many_more(tmp_path: Path) -> None:
+    listed = intake.MAX_IGNORED_LISTED
+    submission = read_submission(pack("zip", tmp_path, flat_tree(len(SOURCES) + listed + 50)))
+    assert submission.files == SOURCES
+    assert submission.ignored == [f"note{index:05}.txt" for index in range(listed)] + [
+        "... and 50 more"
+    ]

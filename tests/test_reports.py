@@ -10,7 +10,7 @@ import pytest
 
 from grader import grade
 from grader.i18n import PART_ASKS, PART_TITLES, STRINGS
-from grader.reports import fence, write_all
+from grader.reports import bounded, fence, write_all
 from grader.rubric import PARTS
 from grader.summary import summary_lines
 
@@ -206,12 +206,22 @@ def written(report: dict, folder: Path) -> dict[str, str]:
 @pytest.mark.parametrize("make_report", [failing_report, full_marks_report])
 def test_writes_all_five_files_into_a_new_folder(tmp_path: Path, make_report) -> None:
     write_all(make_report(), tmp_path / "out" / "nested")
-    assert sorted(path.name for path in (tmp_path / "out" / "nested").iterdir()) == sorted(FILES)
+    files = list((tmp_path / "out" / "nested").iterdir())
+    assert sorted(path.name for path in files) == sorted(FILES)
+    for path in files:  # the failing report's message has an escape and a lone surrogate
+        assert b"\x1b" not in path.read_bytes()
+        path.read_bytes().decode("utf-8")
 
 
 @pytest.mark.parametrize("make_report", [failing_report, full_marks_report])
 def test_report_json_round_trips(tmp_path: Path, make_report) -> None:
-    assert json.loads(written(make_report(), tmp_path)["report.json"]) == make_report()
+    """As `bounded` leaves it: the failing report's escape and surrogate do not come back."""
+    report = json.loads(written(make_report(), tmp_path)["report.json"])
+    assert report == bounded(make_report())
+    assert bounded(report) == report
+    if make_report is failing_report:
+        message = report["parts"]["allocator"]["checks"][2]["message"]
+        assert message.endswith("KeyError: '[31m<b>\ufffd'")
 
 
 def test_html_escapes_every_string_from_the_report(tmp_path: Path) -> None:

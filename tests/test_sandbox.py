@@ -6,9 +6,9 @@ import time
 import pytest
 import torch
 
-from grader import sandbox
-from grader.proxy import Iter, RemoteError, Submission
-from grader.sandbox import (
+from grader.sandbox import process as sandbox
+from grader.sandbox.process import (
+    BadReply,
     CallTimedOut,
     ImportFailed,
     Limits,
@@ -17,7 +17,8 @@ from grader.sandbox import (
     Sandbox,
     WorkerCrashed,
 )
-from grader.worker import TENSOR_DTYPES, tensor_from_wire, tensor_to_wire
+from grader.sandbox.proxy import Iter, RemoteError, Submission
+from grader.sandbox.wire import TENSOR_DTYPES, tensor_from_wire, tensor_to_wire
 
 PROBE = b"""
 import os, sys
@@ -68,12 +69,26 @@ class Box:
 """
 
 
+def probe_submission(call_seconds: float) -> Submission:
+    # Calls here import torch: their limit is generous, so that a busy machine cannot hit it.
+    limits = Limits(memory_bytes=2 << 30, call_seconds=call_seconds, import_seconds=600.0)
+    sandbox = Sandbox({"probe.py": PROBE}, limits, {}, time.monotonic() + 1200)
+    return Submission(sandbox, "candidate")
+
+
 @pytest.fixture
 def probe():
-    limits = Limits(memory_bytes=2 << 30, call_seconds=3.0, import_seconds=60.0)
-    sandbox = Sandbox({"probe.py": PROBE}, limits, {}, time.monotonic() + 120)
-    yield Submission(sandbox, "candidate")
-    sandbox.close()
+    submission = probe_submission(call_seconds=600.0)
+    yield submission
+    submission.sandbox.close()
+
+
+@pytest.fixture
+def impatient_probe():
+    """Calls time out after 10 s: only for calls that never return."""
+    submission = probe_submission(call_seconds=10.0)
+    yield submission
+    submission.sandbox.close()
 
 
 def test_the_kit_is_not_importable_and_an_attempt_is_recorded(probe):
@@ -93,13 +108,12 @@ def test_the_environment_is_stripped_and_the_cwd_is_private(probe, monkeypatch):
     assert "SECRET_TOKEN" not in environment
     assert "PYTHONPATH" not in environment
     assert environment["PYTHONHASHSEED"] == "0"
-    assert module.cwd().startswith(str(probe.sandbox.home))
+    assert module.cwd() == probe.sandbox.cwd
 
 
 def test_prints_reach_the_log_not_the_channel(probe):
     assert probe.module("probe").shout() == "said"
-    probe.sandbox.log.flush()
-    assert "fake reply" in (probe.sandbox.home / "worker.log").read_text()
+    assert "fake reply" in probe.sandbox.log_tail()
 
 
 def test_values_handles_and_iterators_cross(probe):
@@ -152,14 +166,14 @@ def test_not_implemented_is_not_a_runtime_error(probe):
         probe.module("probe").unfinished()
 
 
-def test_a_hang_times_out_and_the_next_check_gets_a_fresh_worker(probe):
-    module = probe.module("probe")
+def test_a_hang_times_out_and_the_next_check_gets_a_fresh_worker(impatient_probe):
+    module = impatient_probe.module("probe")
     with pytest.raises(CallTimedOut):
         module.spin()
     with pytest.raises(CallTimedOut):  # the failure sticks for the rest of the check
         module.cwd()
-    probe.sandbox.next_check()
-    assert probe.module("probe").cwd()
+    impatient_probe.sandbox.next_check()
+    assert impatient_probe.module("probe").cwd()
 
 
 def test_an_early_exit_is_a_crash(probe):
@@ -208,3 +222,78 @@ def test_unknown_dtypes_are_refused():
     wire = tensor_to_wire(torch.zeros(2))["$tensor"] | {"dtype": "object"}
     with pytest.raises(ValueError, match="unexpected tensor dtype"):
         tensor_from_wire(wire)
+
+
+CHANNEL_ATTACKS = b"""
+import os, time
+
+def channels():
+    fds = []
+    for fd in range(3, 64):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                fds.append(fd)
+        except OSError:
+            pass
+    return fds
+
+def send(data):
+    for fd in channels():
+        try:
+            os.write(fd, data)
+        except OSError:  # the request channel's end, which cannot be written
+            pass
+
+def close_and_sleep():
+    for fd in channels():
+        os.close(fd)
+    time.sleep(600)
+
+def trickle():
+    while True:
+        send(b"x")
+        time.sleep(0.01)
+
+def flood():
+    while True:
+        send(b"x" * (1 << 20))
+
+def garbage():
+    send(b"garbage\\n")
+    return 1
+
+def fifo_log():
+    print("before the swap", file=__import__("sys").stderr, flush=True)
+    os.mkfifo("fifo")
+    os.dup2(os.open("fifo", os.O_RDWR), 2)
+    os._exit(3)
+"""
+
+
+@pytest.fixture
+def attacker():
+    limits = Limits(memory_bytes=2 << 30, call_seconds=10.0, import_seconds=600.0)
+    sandbox = Sandbox({"attack.py": CHANNEL_ATTACKS}, limits, {}, time.monotonic() + 1200)
+    yield Submission(sandbox, "candidate")
+    sandbox.close()
+
+
+@pytest.mark.parametrize(
+    ("attack", "failure", "says"),
+    [
+        # bubblewrap holds the channel open too: a closed channel ends at the call's deadline
+        ("close_and_sleep", (WorkerCrashed, CallTimedOut), "closed its reply|in time"),
+        ("trickle", CallTimedOut, "did not return in time"),
+        ("flood", BadReply, "more than 64 MiB"),
+        ("garbage", BadReply, "not one the kit's worker sends"),
+        ("fifo_log", WorkerCrashed, "before the swap"),
+    ],
+)
+def test_a_broken_channel_fails_the_check_and_the_next_gets_a_fresh_worker(
+    attacker, attack, failure, says
+):
+    module = attacker.module("attack")
+    with pytest.raises(failure, match=says):
+        getattr(module, attack)()
+    attacker.sandbox.next_check()
+    assert attacker.module("attack").channels()

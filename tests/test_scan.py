@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.scan import scan_files
+from grader.scan import scan_files, scan_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -129,8 +129,132 @@ FLAGGED = [
     pytest.param("import math, \\\n    subprocess", [(2, "imports subprocess")]),
 ]
 
+# What a worker would need to leave its sandbox or read the grader: reaching modules by name,
+# /proc and raw descriptors, new processes and sessions, loading code from a path, stack frames.
+ESCAPES = [
+    # getattr, setattr, delattr on the modules that reach the system, by a literal or computed name
+    pytest.param(
+        "import os\ngetattr(os, 'kill')(1, 9)",
+        [(2, "uses getattr on os.kill (dynamic attribute access: can end processes)")],
+    ),
+    pytest.param("import os as o\nf = getattr(o, 'kill')", [(2, "uses getattr on os.kill (")]),
+    pytest.param(
+        "import os\nf = getattr(os, name)",
+        [(2, "uses getattr on an attribute of os (dynamic attribute access)")],
+    ),
+    pytest.param("import sys\nf = getattr(sys, '_getframe')", [(2, "on sys._getframe (dynamic")]),
+    pytest.param("import sys as s\nf = getattr(s, 'mod' + 'ules')", [(2, "an attribute of sys")]),
+    pytest.param(
+        "import builtins as b\nf = getattr(b, name)",
+        [(1, "imports builtins"), (2, "uses getattr on an attribute of builtins (dynamic")],
+    ),
+    pytest.param(
+        "f = getattr(__builtins__, 'eval')",
+        [(1, "uses getattr on builtins.eval (dynamic attribute access: runs code from a string)")],
+    ),
+    pytest.param(
+        "import signal\nsetattr(signal, 'SIGTERM', 0)",
+        [(1, "imports signal"), (2, "uses setattr on signal.SIGTERM (dynamic attribute access)")],
+    ),
+    pytest.param(
+        "import subprocess as sp\nrun = getattr(sp, 'run')",
+        [(1, "imports subprocess"), (2, "uses getattr on subprocess.run (dynamic attribute")],
+    ),
+    pytest.param("import os\ndelattr(os, 'kill')", [(2, "deletes os.kill (patches a library)")]),
+    pytest.param("setattr(__builtins__, 'len', f)", [(1, "assigns builtins.len (patches a")]),
+    # /proc, in any string that starts a path there
+    pytest.param(
+        "x = '/proc/self/mem'", [(1, "names '/proc/self/mem' (reads processes through /proc)")]
+    ),
+    pytest.param("x = b'/proc/self/maps'", [(1, "names b'/proc/self/maps' (reads processes")]),
+    pytest.param("x = f'/proc/{pid}/environ'", [(1, "names '/proc/' (reads processes through")]),
+    pytest.param("x = '/proc/' + str(pid)", [(1, "names '/proc/' (reads processes")]),
+    pytest.param("x = f'{root}/proc/{pid}'", [(1, "names '/proc/' (reads processes")]),
+    pytest.param("import os\np = os.path.join('/proc', pid)", [(2, "names '/proc' (reads")]),
+    pytest.param(
+        "maps = open('/proc/self/maps')",
+        [(1, "uses open (file access)"), (1, "names '/proc/self/maps'")],
+    ),
+    # raw descriptors, processes, sessions, signals, special files
+    pytest.param("import os\nfd = os.open('x', 0)", [(2, "uses os.open (file access)")]),
+    pytest.param("import os\ndata = os.read(fd, 10)", [(2, "uses os.read (file access)")]),
+    pytest.param("import os\nos.pread(fd, 10, 0)", [(2, "uses os.pread (file access)")]),
+    pytest.param("import os\nos.write(fd, b'x')", [(2, "uses os.write (file access)")]),
+    pytest.param("import os as o\no.read(fd, 10)", [(2, "uses os.read (file access)")]),
+    pytest.param("from os import read", [(1, "imports os.read (file access)")]),
+    pytest.param("import os\nos.forkpty()", [(2, "uses os.forkpty (can start processes)")]),
+    pytest.param("import os\nos.vfork()", [(2, "uses os.vfork (can start processes)")]),
+    pytest.param("import os\nos.setsid()", [(2, "uses os.setsid (leaves the worker's process")]),
+    pytest.param("import os\nos.setpgid(0, 0)", [(2, "uses os.setpgid (leaves the worker's")]),
+    pytest.param("import os\nos.posix_spawn(p, a, e)", [(2, "uses os.posix_spawn (can start")]),
+    pytest.param("import os\nos.posix_spawnp(p, a, e)", [(2, "uses os.posix_spawnp (can")]),
+    pytest.param("from os import posix_spawn", [(1, "imports os.posix_spawn (can start")]),
+    pytest.param("import os\nos.mkfifo('p')", [(2, "uses os.mkfifo (makes a special file)")]),
+    pytest.param("import os\nos.mknod('p')", [(2, "uses os.mknod (makes a special file)")]),
+    pytest.param("import os\nos.killpg(0, 9)", [(2, "uses os.killpg (can end processes)")]),
+    pytest.param("from os import kill", [(1, "imports os.kill (can end processes)")]),
+    pytest.param(
+        "import signal\nsignal.pthread_kill(t, 9)",
+        [(1, "imports signal"), (2, "uses signal.pthread_kill (can end processes)")],
+    ),
+    pytest.param("from signal import pthread_kill", [(1, "imports signal.pthread_kill (can end")]),
+    # code loaded from a path or by a computed name
+    pytest.param("import runpy", [(1, "imports runpy (runs code from a file)")]),
+    pytest.param("from runpy import run_path", [(1, "imports runpy.run_path (runs code from")]),
+    pytest.param(
+        "import runpy as r\nr.run_path('x.py')",
+        [(1, "imports runpy"), (2, "uses runpy.run_path (runs code from a file)")],
+    ),
+    pytest.param(
+        "import importlib.util\ns = importlib.util.spec_from_file_location('m', p)",
+        [(1, "imports importlib.util"), (2, "uses importlib.util.spec_from_file_location (lo")],
+    ),
+    pytest.param(
+        "from importlib.machinery import SourceFileLoader",
+        [(1, "imports importlib.machinery.SourceFileLoader (loads code from a file)")],
+    ),
+    pytest.param(
+        "import importlib.machinery as m\nm.SourcelessFileLoader('m', p)",
+        [(1, "imports importlib.machinery"), (2, "uses importlib.machinery.SourcelessFileLoader")],
+    ),
+    pytest.param(
+        "import importlib\nm = importlib.import_module(name)",
+        [(1, "imports importlib"), (2, "uses importlib.import_module with a computed name")],
+    ),
+    pytest.param(
+        "from importlib import import_module as im\nm = im(f'{x}')",
+        [(1, "imports importlib.import_module"), (2, "importlib.import_module with a computed")],
+    ),
+    pytest.param(
+        "import builtins\nm = builtins.__import__(name)",
+        [(1, "imports builtins"), (2, "uses builtins.__import__ with a computed name")],
+    ),
+    pytest.param("m = __import__(name)", [(1, "uses __import__ (imports by name)")]),
+    # stack frames and tracebacks: one flag for a whole chain
+    pytest.param(
+        "g = e.__traceback__.tb_frame.f_back.f_globals['grader']",
+        [(1, "uses .__traceback__.tb_frame.f_back.f_globals (reads stack frames)")],
+    ),
+    pytest.param("t = tb.tb_next", [(1, "uses .tb_next (reads stack frames)")]),
+    pytest.param("f = frame.f_back", [(1, "uses .f_back (reads stack frames)")]),
+    pytest.param("g = frame.f_locals", [(1, "uses .f_locals (reads stack frames)")]),
+    pytest.param("b = frame.f_builtins", [(1, "uses .f_builtins (reads stack frames)")]),
+    pytest.param("c = frame.f_code", [(1, "uses .f_code (reads stack frames)")]),
+    pytest.param("f = gen.gi_frame", [(1, "uses .gi_frame (reads stack frames)")]),
+    pytest.param("f = coro.cr_frame", [(1, "uses .cr_frame (reads stack frames)")]),
+    pytest.param(
+        "import sys\ng = sys._getframe(1).f_globals",
+        [(2, "uses .f_globals (reads stack frames)"), (2, "uses sys._getframe (introspection)")],
+    ),
+    pytest.param(
+        "import inspect as i\nf = i.currentframe()",
+        [(1, "imports inspect"), (2, "uses inspect.currentframe (introspection)")],
+    ),
+    pytest.param("from inspect import currentframe", [(1, "imports inspect.currentframe")]),
+]
 
-@pytest.mark.parametrize(("source", "expected"), FLAGGED)
+
+@pytest.mark.parametrize(("source", "expected"), FLAGGED + ESCAPES)
 def test_each_flag_is_seen_once_on_its_line(source: str, expected: list[tuple[int, str]]) -> None:
     flags = seen(source)
     assert [line for line, _ in flags] == [line for line, _ in expected], flags
@@ -159,6 +283,15 @@ ORDINARY = [
     "model.eval()\nfn = torch.compile(f)\nself.open = True",
     "self.time = 0\nself.torch = None\nx.sys.path = []",
     "def evaluate(exec_time: float) -> None:\n    opened = exec_time",
+    # allocator and kernel code that merely looks like the escapes
+    "name = 'free'\nfn = getattr(self, name)\nok = hasattr(self.allocator, 'free')",
+    "import torch\nf = getattr(torch, name)\ny = torch.matmul(a, b)",
+    "import os\nroot = getattr(os.path, 'sep')\nhas_fork = hasattr(os, 'fork')",
+    "import os\npath = os.path.join('/process', 'procfs', '/procs')",
+    "x = 'see /proc/meminfo'\ny = f'{base}/process/{pid}'",
+    "allocator.free(ids)\nself.read(block)\nstream.write(out)",
+    "self.frame = frame\nblock.f_next = None\nerror.traceback = tb",
+    "import os\nn = os.cpu_count()\nb = os.path.basename(p)\nv = os.environ.get('X')",
 ]
 
 
@@ -240,3 +373,144 @@ def test_the_scan_never_runs_the_code(tmp_path: Path) -> None:
     source = f"open({str(marker)!r}, 'w').close()\n"
     assert seen(source) == [(1, "uses open (file access)")]
     assert not marker.exists()
+
+
+# -- the kernel file (`scan_kernel`): torch attention outside kernels, ways around the dispatch mode
+
+
+def kernel_seen(source: str) -> list[tuple[int, str]]:
+    """(line, message) of each flag the scan raises on `paged_attention.py`."""
+    flags = scan_files({"paged_attention.py": source.encode()})
+    return [(flag["line"], flag["message"]) for flag in flags]
+
+
+OUTSIDE = "outside any @triton.jit kernel (attention computed by torch)"
+SWITCHES_OFF = "can switch off the grader's torch dispatch mode"
+LAUNCH_MACHINERY = "can hide torch work"
+
+KERNEL_FLAGGED = [
+    # attention computed by torch in the wrapper
+    pytest.param("import torch\ns = torch.matmul(q, k)", [(2, f"uses torch.matmul {OUTSIDE}")]),
+    pytest.param("import torch as t\ns = t.bmm(q, k)", [(2, "uses torch.bmm outside any")]),
+    pytest.param("from torch import einsum\ns = einsum('d,td->t', q, k)", [(2, "torch.einsum")]),
+    pytest.param("s = q @ k.T\nacc @= v", [(1, "uses the @ operator"), (2, "uses the @ operator")]),
+    pytest.param("p = scores.softmax(dim=-1)", [(1, f"calls .softmax() {OUTSIDE}")]),
+    pytest.param("p = (s - m).exp()", [(1, "calls .exp() outside any")]),
+    pytest.param("import torch\np = torch.softmax(s, -1)", [(2, "uses torch.softmax")]),
+    pytest.param(
+        "import torch.nn.functional as F\no = F.scaled_dot_product_attention(q, k, v)",
+        [(2, "uses torch.nn.functional.scaled_dot_product_attention outside any")],
+    ),
+    pytest.param(
+        "import torch\np = torch.nn.functional.softmax(s, dim=-1)",
+        [(2, "uses torch.nn.functional.softmax outside any")],
+    ),
+    pytest.param(
+        "keys = k_cache[blocks]", [(1, f"indexes k_cache with a computed index {OUTSIDE}")]
+    ),
+    pytest.param("v = v_cache[table[s], :, h]", [(1, "indexes v_cache with a computed index")]),
+    pytest.param("import torch\nf = getattr(torch, 'einsum')", [(2, "uses torch.einsum outside")]),
+    pytest.param("import torch\nc = torch.compile(attention)", [(2, "uses torch.compile outside")]),
+    pytest.param("import torch\ns = torch.ops.aten.mm(q, k)", [(2, "uses torch.ops.aten.mm")]),
+    pytest.param(
+        "import torch\nimport triton\n@triton.jit\ndef k(x):\n    y = torch.exp(x)",
+        [(5, "uses torch.exp inside @triton.jit kernel k (runs only under Triton's interpreter")],
+    ),
+    # computing outside torch and Triton
+    pytest.param("import numpy as np", [(1, "imports numpy (computes outside torch and Triton")]),
+    pytest.param("k = k_cache.numpy()\nn = q.tolist()", [(1, "calls .numpy()"), (2, ".tolist()")]),
+    # ways around the dispatch mode
+    pytest.param(
+        "import torch\nwith torch.utils._python_dispatch._disable_current_modes():\n    pass",
+        [(2, f"uses torch.utils._python_dispatch._disable_current_modes ({SWITCHES_OFF})")],
+    ),
+    pytest.param(
+        "from torch.utils._python_dispatch import _disable_current_modes as off\nwith off():\n"
+        "    pass",
+        [(1, "imports torch.utils._python_dispatch._disable"), (2, "_disable_current_modes")],
+    ),
+    pytest.param(
+        "from torch.utils._python_dispatch import TorchDispatchMode\nclass M(TorchDispatchMode):"
+        "\n    pass",
+        [(1, "imports torch.utils._python_dispatch.TorchDispatchMode"), (2, SWITCHES_OFF)],
+    ),
+    pytest.param(
+        "import torch\nmode = torch._C._pop_torch_dispatch_stack()",
+        [(2, "uses torch._C._pop_torch_dispatch_stack")],
+    ),
+    pytest.param("import torch\ntorch._C._set_grad_enabled(False)", [(2, "torch internals")]),
+    pytest.param(
+        "from triton.runtime.jit import JITFunction\nJITFunction.run = run",
+        [(1, "imports triton.runtime.jit.JITFunction"), (2, "assigns triton.runtime.jit.JITF")],
+    ),
+    pytest.param(
+        "import triton\ntriton.runtime.interpreter.InterpretedFunction.run = run",
+        [(2, "assigns triton.runtime.interpreter.InterpretedFunction.run (patches Triton")],
+    ),
+    pytest.param(
+        "from triton.runtime import interpreter\nf = interpreter.GridExecutor",
+        [(1, LAUNCH_MACHINERY), (2, "uses triton.runtime.interpreter.GridExecutor")],
+    ),
+    pytest.param(
+        "import torch\nf = getattr(torch, name)",
+        [(2, "uses getattr on an attribute of torch (a computed name")],
+    ),
+    pytest.param(
+        "import torch\nm = getattr(torch.utils, '_python_dispatch')",
+        [(2, f"names '_python_dispatch' ({SWITCHES_OFF})")],
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), KERNEL_FLAGGED)
+def test_each_kernel_flag_is_seen_once_on_its_line(
+    source: str, expected: list[tuple[int, str]]
+) -> None:
+    flags = kernel_seen(source)
+    assert [line for line, _ in flags] == [line for line, _ in expected], flags
+    for (_, message), (_, text) in zip(flags, expected, strict=True):
+        assert text in message
+
+
+KERNEL_ORDINARY = [
+    # a wrapper's allocation, views, bookkeeping and launch
+    "import torch\nout = torch.empty_like(q, memory_format=torch.contiguous_format)",
+    "n = int(seq_lens.max())\nt = block_tables.long()\nk = k_cache.view(-1, d)",
+    "block_size, num_kv_heads = k_cache.shape[1:3]\nstrides = (*k_cache.stride(),)",
+    "tail = k_cache[0]\nlast = v_cache[-1, :, 0]\nhead = k_cache[:, :n]\nall_ = v_cache[...]",
+    "import math\nscale = 1.0 / math.sqrt(head_dim)\ne = math.exp(1.0)",
+    "import triton\ngrid = (triton.cdiv(n, 16), triton.next_power_of_2(d))",
+    "import torch\nx = getattr(torch, 'float16')\ny = torch.float32",
+    # Triton's language inside a kernel: tl.exp, @, a cache pointer indexed by offsets
+    "import triton\nimport triton.language as tl\n@triton.jit\ndef k(k_cache_ptr, offs):\n"
+    "    x = tl.load(k_cache_ptr + offs)\n    y = tl.exp(x) @ x\n    z = x.exp()",
+    "from triton import jit\n@jit\ndef k(x):\n    y = x @ x",
+    "import triton\n@triton.autotune(configs=[], key=[])\n@triton.jit\ndef k(x):\n    y = x @ x",
+    "import triton\nfrom triton.runtime import driver\nprops = driver.active.utils",
+    "def helper():\n    '''Docstrings may say dispatch, torch._C and JITFunction.'''",
+]
+
+
+@pytest.mark.parametrize("source", KERNEL_ORDINARY)
+def test_ordinary_kernel_code_gives_no_flag(source: str) -> None:
+    assert kernel_seen(source) == []
+
+
+def test_the_kits_kernels_give_no_kernel_flag() -> None:
+    answer = ROOT / "solutions" / "paged_attention.py"
+    assert scan_files({"paged_attention.py": answer.read_bytes()}) == []
+    split = ROOT / "kernels" / "paged_attention_split.py"
+    assert scan_kernel("paged_attention.py", split.read_bytes()) == []
+
+
+def test_the_kernel_flags_are_for_the_kernel_file_only() -> None:
+    source = b"import torch\ns = torch.matmul(q, k)\nkeys = k_cache[blocks]\n"
+    assert scan_files({"kv_cache_manager.py": source, "scheduler.py": source}) == []
+    assert [flag["file"] for flag in scan_files({"paged_attention.py": source})] == [
+        "paged_attention.py",
+        "paged_attention.py",
+    ]
+
+
+def test_a_kernel_file_that_does_not_parse_gives_one_flag() -> None:
+    assert kernel_seen("def f(:\n    x = q @ k\n") == [(1, "does not parse: invalid syntax")]

@@ -4,8 +4,11 @@ Each case is a decode batch from `kernels.cases.make_case`: ragged lengths with 
 blocks, shuffled block tables, NaN in every slot the kernel must not read (the tails of last
 blocks, blocks no sequence owns, the block padding entries name). The output must have q's
 shape and dtype, hold no NaN or Inf, be exact zeros for empty sequences, and stay within SPEC's
-relative tolerance elsewhere. Every call must launch at least one `@triton.jit` kernel: a
-pure-torch answer scores nothing here.
+relative tolerance elsewhere. Every call must launch at least one `@triton.jit` kernel, and
+compute nothing in torch outside its kernels: the worker watches the call with a torch dispatch
+mode, and an aten op no wrapper needs (a matmul, a softmax, float arithmetic, a gather from the
+cache: `worker.wrapper_may_run`) fails the check. Every check here goes through `run_kernel`, so
+a pure-torch answer, with or without a Triton launch beside it, scores nothing here.
 
 Without CUDA the worker runs the kernel under Triton's interpreter on CPU tensors (a few ms per
 loop iteration of a program), so the cases are small; with CUDA they run natively, and
@@ -70,10 +73,19 @@ def run_kernel(submission, case: Case, description: str, scale: float | None = N
     )  # fmt: skip
     kwargs = {} if scale is None else {"scale": scale}
     module = submission.module("paged_attention")
-    launches, out = module.call_counting_launches("paged_attention_decode", *case.inputs, **kwargs)
+    launches, torch_ops, out = module.call_counting_launches(
+        "paged_attention_decode", *case.inputs, **kwargs
+    )
     assert launches > 0, (
         "paged_attention_decode launched no @triton.jit kernel: the work must be done by a "
         "Triton kernel (a pure-torch answer scores nothing in this part)"
+        + (f"; it ran {', '.join(torch_ops)} in torch" if torch_ops else "")
+    )
+    assert not torch_ops, (
+        f"paged_attention_decode computed attention with torch ({', '.join(torch_ops)}) outside "
+        "any Triton kernel: the attention must be computed by a @triton.jit kernel, so this part "
+        "scores 0 (outside its kernels a wrapper may only allocate, view, copy, fill and convert "
+        "tensors, and do integer bookkeeping on seq_lens and block_tables)"
     )
     assert isinstance(out, torch.Tensor), f"paged_attention_decode returned {type(out).__name__}"
     assert out.shape == case.q.shape, f"the output's shape is {list(out.shape)}, not q's"

@@ -7,42 +7,68 @@ the report marks the part's score provisional.
 How it is measured
 ------------------
 The suite is `kernels.gpu_timing.SUITE`: batch {1, 16, 64} x context {512, 4096, 16384}, 32/8
-heads, head dim 128, bfloat16, block size 16. Each worker runs `gpu_timing.time_suite` on its
-own `paged_attention` module (a kit tool, copied into the worker): per shape a warm-up call,
-then `CALLS` timed calls, each with a fresh query, the next of the rotated input sets, the L2
-flushed outside the timed window, CUDA events around the call and the host clock around those
-(the tool's docstring says how). First a warm-up round, one call per shape and worker (JIT and
-autotuning, each within `WARM_UP_SECONDS`; the candidate's must launch a Triton kernel at every
-shape); then a probe round, which ends the measurement
-early for a kernel over `HOPELESS`x slower; then `profile.timing_rounds` rounds, each timing the
-reference's whole suite and then the candidate's. pytest-benchmark drives those rounds
-(`benchmark.pedantic`: the reference's call is the round's setup, the candidate's the timed
-target), so its own statistics are the seconds of the candidate's worker call, round trip and
-all, and are not scored: what is scored are the CUDA-event times the calls return, whose
-medians per shape go into the benchmark's `extra_info` and into the report's benchmarks.
+heads, head dim 128, bfloat16, block size 16. The kernels run in the workers (the candidate's
+own process, and the reference's); the times that are scored are read here, on this process's
+own clock (`clock`, `time.perf_counter`), around whole worker calls: nothing a worker reports is
+evidence of time (the tool's docstring, "How it is measured", says why and how).
+
+Per shape, each worker prepares a batch (`gpu_timing.prepare_batch`, untimed: the rotated input
+sets and a warm-up call), then two worker calls are timed here: the empty batch
+(`gpu_timing.run_batch` with `kernel=False`: the same worker call, the same N, no kernel call)
+and the timed batch (N calls of the kernel, each on a fresh query and the next input set, back
+to back, the device synchronised before the reply, which carries sampled rows of every call's
+output). The shape's time per call is (median timed batch - median empty batch) / N over the
+rounds (`gpu_timing.per_call_ms`); the empty batch subtracted from the candidate's is never
+above the reference's (the same N: the candidate's process could stretch its own empty batch to
+shrink its calls).
+
+First, per shape: each worker's first call (JIT and autotuning, within `WARM_UP_SECONDS`; the
+candidate's must launch a Triton kernel at every shape), then the probe, each worker's
+calibration on this clock (`gpu_timing.calibrate`: batches of 1, 4, 16, ... calls until one
+takes past `gpu_timing.CALIBRATION_MS`). From the reference's estimate comes N, the same for
+both workers (`gpu_timing.choose_calls`: a batch of the reference's takes about
+`gpu_timing.TARGET_BATCH_MS`, so that the round trip and its jitter are a few percent of it;
+fewer calls where the candidate's would pass `gpu_timing.MAX_BATCH_MS`). A candidate whose
+estimates are over `HOPELESS`x the reference's (geometric mean) is scored on the probe alone.
+Then `profile.timing_rounds` rounds, each timing the reference's whole suite and then the
+candidate's, shape by shape: a fresh prepared batch, its empty batch, its timed batch.
+pytest-benchmark drives those rounds (`benchmark.pedantic`: the reference's suite is the round's
+setup, the candidate's the timed target), so its own statistics are the seconds of the
+candidate's whole suite, preparation and all, and are not scored: what is scored are the times
+per call above, which go into the benchmark's `extra_info` (with N and the worker's event times)
+and into the report's benchmarks.
+
+The worker also reports its CUDA events' time around its N calls. It is a cross-check, never
+scored: where its median per call and this process's time per call are more than
+`1 + gpu_timing.EVENT_TOLERANCE` times apart (`gpu_timing.event_disagreement`), the timing is
+flagged for review.
 
 How it is scored
 ----------------
 The timed calls cannot count kernel launches, so the measurement starts with one call through
 `check_kernel.run_kernel`: it must launch a `@triton.jit` kernel (a pure-torch answer earns no
-speed points) and be right. Per shape, the ratio of the candidate's median time to the
+speed points) and be right. Per shape, the ratio of the candidate's time per call to the
 reference's; over the suite, their geometric mean. Three tiers, each a check: within 10x, 3x
 and 1.5x of the reference (the answer key graded as a candidate measures about 1x, well within
 the last). A tier also needs the timed outputs right and nothing flagged for review. Flagged,
-and not rewarded: a shape faster than its bandwidth floor (bytes moved over the copy bandwidth
-measured here, with `FLOOR_MARGIN`), a candidate over `IMPLAUSIBLE_SPEEDUP`x faster than the
-reference, or event times that disagree with the host clock (`gpu_timing.clock_disagreement`).
+and not rewarded, on this process's times: a shape faster than its bandwidth floor (bytes moved
+over the copy bandwidth measured here, with `FLOOR_MARGIN`), a candidate over
+`IMPLAUSIBLE_SPEEDUP`x faster than the reference; and the worker's events disagreeing with them.
 
-The outputs of the timed calls are re-checked here, in the grading process: the worker sends
-back a few rows of each output, drawn after the call; the inputs are rebuilt on this process's
-GPU (`gpu_timing.make_kv`, `make_query`) and each row is compared with the float64 oracle
-within SPEC's tolerance.
+The outputs of the timed calls are re-checked here, in the grading process: each reply carries
+`gpu_timing.SAMPLES_PER_CALL` rows of every call's output, drawn after the calls; of each batch,
+`RECHECKED_CALLS` calls are chosen here once the reply is in (`secrets`), their inputs rebuilt on
+this process's GPU (`gpu_timing.make_kv`, `query_stream`) and each of their rows compared with
+the float64 oracle within SPEC's tolerance. That the rows of any call may be checked is what ties
+a batch's time to its work: a worker that returned before its kernels had run could not send
+them.
 """
 
 import importlib.util
 import math
 import secrets
 import statistics
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +76,7 @@ import pytest
 import torch
 
 from grader.checks.check_kernel import run_kernel
-from grader.sandbox import SubmissionFailure
+from grader.sandbox.process import SubmissionFailure
 from grader.timing import IMPLAUSIBLE_SPEEDUP
 from kernels import gpu_timing
 from kernels.cases import TOLERANCE, make_case, relative_error
@@ -66,37 +92,72 @@ pytestmark = [
 ]
 
 DEVICE = "cuda"  # where the grading process rebuilds inputs and measures the copy bandwidth
-CALLS = 4  # timed calls per shape and round (input sets rotate between them)
 HOPELESS = 30.0  # a probe this many times slower than the reference ends the measurement
 WARM_UP_SECONDS = 300.0  # a shape's first call, compiling and autotuning (within the budget)
 FLOOR_MARGIN = 0.8  # a shape below this share of its bandwidth floor is flagged
 SPEED_TIERS = (10.0, 3.0, 1.5)  # geometric-mean ratio limits, one check each
+RECHECKED_CALLS = 4  # per batch: calls whose rows are re-checked, chosen once the reply is in
 SUITE_NAMES = tuple(gpu_timing.SUITE)
+clock = time.perf_counter  # the grading process's own clock: every scored time is read on it
+chooser = secrets.SystemRandom()  # which calls are re-checked: nothing the worker can predict
 
 
 @dataclass
 class Timings:
-    """One implementation's measurement: per shape, every timed call's times and output rows."""
+    """One implementation's measurement, per shape: this process's wall times (ms) of the timed
+    and the empty batches of the rounds, the worker's CUDA-event times per call (a cross-check),
+    the probe's estimates, and the evidence of the outputs."""
 
-    event_ms: dict[str, list[float]] = field(default_factory=dict)
-    wall_ms: dict[str, list[float]] = field(default_factory=dict)
-    finite: dict[str, list[bool]] = field(default_factory=dict)
-    rows: dict[str, dict[int, torch.Tensor]] = field(default_factory=dict)  # by round seed
+    batch_ms: dict[str, list[float]] = field(default_factory=dict)
+    empty_ms: dict[str, list[float]] = field(default_factory=dict)
+    event_ms: dict[str, list[float]] = field(default_factory=dict)  # per call, as reported
+    probe_ms: dict[str, float] = field(default_factory=dict)  # per call
+    probe_event_ms: dict[str, float] = field(default_factory=dict)  # per call, as reported
+    probe_calls: dict[str, int] = field(default_factory=dict)
+    finite: dict[str, list[bool]] = field(default_factory=dict)  # per batch, as reported
+    # By batch seed: the batch's calls, the calls re-checked, and their rows.
+    rows: dict[str, dict[int, tuple[int, list[int], torch.Tensor]]] = field(default_factory=dict)
 
-    def add(self, seed: int, suite: dict[str, dict]) -> None:
-        for name, result in suite.items():
-            self.event_ms.setdefault(name, []).extend(result["event_ms"])
-            self.wall_ms.setdefault(name, []).extend(result["wall_ms"])
-            self.finite.setdefault(name, []).extend(result["finite"])
-            self.rows.setdefault(name, {})[seed] = result["rows"]
+    def evidence(self, name: str, seed: int, calls: int, reply: Any) -> float:
+        """Keep a timed batch's evidence: whether all its outputs were finite, and the rows of
+        `RECHECKED_CALLS` calls chosen now; its CUDA-event time per call (NaN if not a number)."""
+        event_ms, finite, rows = parse_reply(reply, gpu_timing.SUITE[name], calls)
+        checked = sorted(chooser.sample(range(calls), min(RECHECKED_CALLS, calls)))
+        self.finite.setdefault(name, []).append(bool(finite.all()))
+        self.rows.setdefault(name, {})[seed] = (calls, checked, rows[checked])
+        return event_ms / calls if math.isfinite(event_ms) else math.nan
 
-    def median_ms(self) -> dict[str, float]:
-        return {name: statistics.median(times) for name, times in self.event_ms.items()}
+    def add(self, name: str, seed: int, calls: int, empty_ms: float, batch_ms: float,
+            reply: Any) -> None:  # fmt: skip
+        """A round's empty and timed batch of shape `name`."""
+        self.event_ms.setdefault(name, []).append(self.evidence(name, seed, calls, reply))
+        self.empty_ms.setdefault(name, []).append(empty_ms)
+        self.batch_ms.setdefault(name, []).append(batch_ms)
+
+
+def parse_reply(reply: Any, shape: gpu_timing.Shape, calls: int) -> tuple[float, Any, Any]:
+    """A timed batch's reply, `(event_ms, finite, rows)`, as the kit's tool sends it; an
+    AssertionError if it is not (the worker is the candidate's process)."""
+    samples = min(gpu_timing.SAMPLES_PER_CALL, shape.batch * shape.num_heads)
+    match reply:
+        case (int() | float() as event_ms, torch.Tensor() as finite, torch.Tensor() as rows) if (
+            type(event_ms) is not bool
+            and finite.dtype == torch.bool
+            and tuple(finite.shape) == (calls,)
+            and rows.dtype == shape.torch_dtype
+            and tuple(rows.shape) == (calls, samples, shape.head_dim)
+        ):
+            return float(event_ms), finite, rows
+    raise AssertionError(
+        f"the worker's reply to a timed batch of {calls} calls is not the kit's tool's "
+        f"(event time, [{calls}] finite flags, [{calls}, {samples}, {shape.head_dim}] rows): "
+        f"{type(reply).__name__}"
+    )
 
 
 @dataclass
 class Measurement:
-    candidate_ms: dict[str, float]
+    candidate_ms: dict[str, float]  # per call, on the grading process's clock
     reference_ms: dict[str, float]
     geomean: float
     flags: list[str]  # why the timing is flagged for review
@@ -116,9 +177,10 @@ def review_flags(
     candidate_ms: dict[str, float],
     reference_ms: dict[str, float],
     copy_bytes_per_second: float,
-    clock_problems: dict[str, str],
+    event_problems: dict[str, str],
 ) -> list[str]:
-    """Why the candidate's timing cannot be rewarded as it stands: one line per finding."""
+    """Why the candidate's timing cannot be rewarded as it stands: one line per finding. The
+    times are the grading process's; `event_problems` are the worker's events disagreeing."""
     flags = []
     for name, ms in candidate_ms.items():
         moved = gpu_timing.bytes_moved(gpu_timing.SUITE[name])
@@ -132,8 +194,8 @@ def review_flags(
         ratio = ms / reference_ms[name]
         if ratio * IMPLAUSIBLE_SPEEDUP < 1:
             flags.append(f"{name}: {1 / ratio:.0f}x faster than the reference")
-        if clock_problems.get(name):
-            flags.append(f"{name}: {clock_problems[name]}")
+        if event_problems.get(name):
+            flags.append(f"{name}: {event_problems[name]}")
     return flags
 
 
@@ -150,22 +212,22 @@ def wrong_outputs(timings: Timings, device: str) -> list[str]:
         sets = range(gpu_timing.input_sets(shape))
         kv_sets = [gpu_timing.make_kv(shape, index, device) for index in sets]
         tolerance = TOLERANCE[shape.torch_dtype]
-        for seed, rows in timings.rows[name].items():
-            calls, samples = rows.shape[:2]
+        for seed, (calls, checked, rows) in timings.rows[name].items():
+            samples = rows.shape[1]
             expected = gpu_timing.reference_rows(
-                shape, seed, calls, samples, paged_attention_decode_reference, kv_sets
+                shape, seed, calls, checked, samples, paged_attention_decode_reference, kv_sets
             )
-            errors = [relative_error(rows[call], expected[call]) for call in range(calls)]
-            bad = [call for call, error in enumerate(errors) if not error <= tolerance]  # NaN too
+            errors = [relative_error(rows[index], expected[index]) for index in range(len(checked))]
+            bad = [index for index, error in enumerate(errors) if not error <= tolerance]  # NaN too
             if bad:
-                rows_read = list(
-                    zip(*gpu_timing.sample_rows(shape, seed, bad[0], samples), strict=True)
-                )
+                call = checked[bad[0]]
+                seqs, heads = gpu_timing.sample_rows(shape, seed, calls, samples)
+                rows_read = list(zip(seqs[call].tolist(), heads[call].tolist(), strict=True))
                 wrong.append(
                     f"{name}: rows (sequence, head) {rows_read} of a timed call are off by "
                     f"{errors[bad[0]]:.3g} against the float64 reference (tolerance "
                     f"{tolerance:g}); its inputs: kernels.gpu_timing.call_inputs(SUITE[{name!r}], "
-                    f"seed={seed}, call={bad[0]}, kv_sets=[make_kv(SUITE[{name!r}], i, 'cuda') "
+                    f"seed={seed}, call={call}, kv_sets=[make_kv(SUITE[{name!r}], i, 'cuda') "
                     f"for i in range({len(kv_sets)})])"
                 )
                 break
@@ -174,24 +236,64 @@ def wrong_outputs(timings: Timings, device: str) -> list[str]:
     return wrong
 
 
-def time_round(workers: Any, seed: int, names: tuple[str, ...], calls: int, warmup: int) -> dict:
-    """One worker's suite for one round (its transcript keeps the call only if it fails)."""
+def warm_up(workers: Any, name: str) -> tuple[int, Any]:
+    """Shape `name`'s first prepared batch, its first call (JIT, autotuning) in a worker call of
+    its own; how many Triton kernels that launched (a submission could hand the large shapes to
+    torch), and the batch (a handle)."""
+    with workers.transcript.quiet():
+        reply = workers.tool(
+            "gpu_timing", "prepare_batch", name, warmup=1, modules=("paged_attention",),
+            count_launches=True, seconds=WARM_UP_SECONDS,
+        )  # fmt: skip
+    return reply[0], reply[-1]
+
+
+def prepare(workers: Any, name: str) -> Any:
+    """Shape `name`'s batch, prepared in the worker (input sets, a warm-up call): untimed."""
     with workers.transcript.quiet():
         return workers.tool(
-            "gpu_timing", "time_suite", list(names), seed=seed, calls=calls, warmup=warmup,
-            modules=("paged_attention",),
-        )  # fmt: skip
+            "gpu_timing", "prepare_batch", name, warmup=1, modules=("paged_attention",)
+        )
 
 
-def warm_up(workers: Any, name: str) -> int:
-    """Shape `name`'s first call (JIT, autotuning) in a worker call of its own; how many Triton
-    kernels it launched (a submission could hand the large shapes to torch)."""
+def timed_batch(workers: Any, batch: Any, calls: int, seed: int, kernel: bool) -> tuple:
+    """One `run_batch` worker call: its wall time in ms on this process's clock, round trip and
+    all, and the worker's reply (nothing in it is a time that is scored)."""
     with workers.transcript.quiet():
-        launches, _ = workers.tool(
-            "gpu_timing", "time_suite", [name], seed=0, calls=0, warmup=1,
-            modules=("paged_attention",), count_launches=True, seconds=WARM_UP_SECONDS,
-        )  # fmt: skip
-    return launches
+        started = clock()
+        reply = workers.tool(
+            "gpu_timing", "run_batch", batch, calls=calls, seed=seed, kernel=kernel
+        )
+        wall_ms = (clock() - started) * 1e3
+    return wall_ms, reply
+
+
+def probe(workers: Any, batch: Any, name: str, timings: Timings) -> None:
+    """Shape `name`'s calibration in one worker (`gpu_timing.calibrate`), into `timings`: the
+    estimate per call, the calls it was measured on and the worker's event time then."""
+    shape, last = gpu_timing.SUITE[name], {}
+
+    def net_ms(calls: int) -> float:
+        empty_ms, _ = timed_batch(workers, batch, calls, secrets.randbits(62), kernel=False)
+        seed = secrets.randbits(62)
+        batch_ms, reply = timed_batch(workers, batch, calls, seed, kernel=True)
+        last["event"] = timings.evidence(name, seed, calls, reply)
+        return batch_ms - empty_ms
+
+    estimate, calls = gpu_timing.calibrate(net_ms, gpu_timing.max_calls(shape))
+    timings.probe_ms[name], timings.probe_calls[name] = estimate, calls
+    timings.probe_event_ms[name] = last["event"]
+
+
+def time_suite(workers: Any, timings: Timings, seed: int, calls: dict[str, int]) -> None:
+    """One worker's suite for one round: per shape a prepared batch, its empty batch (a seed of
+    its own), then its timed batch (the round's seed)."""
+    for name in SUITE_NAMES:
+        batch = prepare(workers, name)
+        empty_ms, _ = timed_batch(workers, batch, calls[name], secrets.randbits(62), kernel=False)
+        batch_ms, reply = timed_batch(workers, batch, calls[name], seed, kernel=True)
+        del batch  # released in the worker with its next request
+        timings.add(name, seed, calls[name], empty_ms, batch_ms, reply)
 
 
 def measure(submission, reference, benchmark, profile, record_benchmark) -> Measurement:
@@ -199,49 +301,78 @@ def measure(submission, reference, benchmark, profile, record_benchmark) -> Meas
     # The timed calls cannot count launches: a first call must show a Triton kernel at work.
     run_kernel(submission, make_case([5, 12], device=DEVICE), "[5, 12]")
     copy_bandwidth = gpu_timing.copy_bandwidth(DEVICE)
-    without_triton = []
-    for name in SUITE_NAMES:
-        warm_up(reference, name)
-        if warm_up(submission, name) == 0:
-            without_triton.append(name)
-
     candidate, reference_timings = Timings(), Timings()
-    # Fresh seeds each grade: which rows of which call are re-checked cannot be known ahead
-    # (a failure names its seed, so it can be replayed).
-    probe_seed, *round_seeds = [secrets.randbits(62) for _ in range(1 + profile.timing_rounds)]
-    reference_timings.add(probe_seed, time_round(reference, probe_seed, SUITE_NAMES, CALLS, 1))
-    candidate.add(probe_seed, time_round(submission, probe_seed, SUITE_NAMES, CALLS, 1))
-    probe = geometric_mean(
-        list(speed_ratios(candidate.median_ms(), reference_timings.median_ms()).values())
+    without_triton, calls = [], {}
+    for name in SUITE_NAMES:
+        _, reference_batch = warm_up(reference, name)
+        launches, candidate_batch = warm_up(submission, name)
+        if launches == 0:
+            without_triton.append(name)
+        probe(reference, reference_batch, name, reference_timings)
+        probe(submission, candidate_batch, name, candidate)
+        del reference_batch, candidate_batch
+        calls[name] = gpu_timing.choose_calls(
+            gpu_timing.SUITE[name], reference_timings.probe_ms[name], candidate.probe_ms[name]
+        )
+
+    probe_ratio = geometric_mean(
+        list(speed_ratios(candidate.probe_ms, reference_timings.probe_ms).values())
     )
-    if probe <= HOPELESS:
-        seeds = iter(round_seeds)
+    if probe_ratio <= HOPELESS:
+        # Fresh seeds each grade: which rows of which call are re-checked cannot be known ahead
+        # (a failure names its seed, so it can be replayed).
+        seeds = iter([secrets.randbits(62) for _ in range(profile.timing_rounds)])
         current = {}
 
         def reference_round() -> None:
             current["seed"] = next(seeds)
-            suite = time_round(reference, current["seed"], SUITE_NAMES, CALLS, 1)
-            reference_timings.add(current["seed"], suite)
+            time_suite(reference, reference_timings, current["seed"], calls)
 
         def candidate_round() -> None:
-            candidate.add(current["seed"], time_round(submission, current["seed"], SUITE_NAMES,
-                                                      CALLS, 1))  # fmt: skip
+            time_suite(submission, candidate, current["seed"], calls)
 
         benchmark.pedantic(candidate_round, setup=reference_round, rounds=profile.timing_rounds)
+        reference_ms = {
+            name: gpu_timing.per_call_ms(
+                reference_timings.batch_ms[name], reference_timings.empty_ms[name], calls[name]
+            )
+            for name in SUITE_NAMES
+        }
+        # The candidate's empty batch, never above the reference's (the same N).
+        cap_ms = {name: statistics.median(reference_timings.empty_ms[name]) for name in SUITE_NAMES}
+        candidate_ms = {
+            name: gpu_timing.per_call_ms(
+                candidate.batch_ms[name], candidate.empty_ms[name], calls[name], cap_ms[name]
+            )
+            for name in SUITE_NAMES
+        }
+        event_problems = {
+            name: gpu_timing.event_disagreement(
+                candidate.event_ms[name], candidate_ms[name], calls[name]
+            )
+            for name in SUITE_NAMES
+        }
+        event_ms = {name: statistics.median(candidate.event_ms[name]) for name in SUITE_NAMES}
+    else:  # scored on the probe alone
+        reference_ms, candidate_ms = dict(reference_timings.probe_ms), dict(candidate.probe_ms)
+        event_problems = {
+            name: gpu_timing.event_disagreement(
+                [candidate.probe_event_ms[name]], candidate_ms[name], candidate.probe_calls[name]
+            )
+            for name in SUITE_NAMES
+        }
+        event_ms, calls = dict(candidate.probe_event_ms), dict(candidate.probe_calls)
 
-    candidate_ms, reference_ms = candidate.median_ms(), reference_timings.median_ms()
     ratios = speed_ratios(candidate_ms, reference_ms)
     geomean = geometric_mean(list(ratios.values()))
-    clock_problems = {
-        name: gpu_timing.clock_disagreement(candidate.event_ms[name], candidate.wall_ms[name])
-        for name in SUITE_NAMES
-    }
-    flags = review_flags(candidate_ms, reference_ms, copy_bandwidth, clock_problems)
+    flags = review_flags(candidate_ms, reference_ms, copy_bandwidth, event_problems)
     flags += [f"{name}: launched no @triton.jit kernel at this shape" for name in without_triton]
     benchmark.extra_info.update(
         {"geomean_ratio": round(geomean, 3), "copy_GBps": round(copy_bandwidth / 1e9)}
         | {f"{name} candidate_us": round(ms * 1e3, 1) for name, ms in candidate_ms.items()}
         | {f"{name} reference_us": round(ms * 1e3, 1) for name, ms in reference_ms.items()}
+        | {f"{name} calls": calls[name] for name in SUITE_NAMES}
+        | {f"{name} candidate_event_us": round(ms * 1e3, 1) for name, ms in event_ms.items()}
     )
     for name, ratio in ratios.items():
         record_benchmark(

@@ -35,8 +35,8 @@ from grader.checks.scheduler_trace import (
     run_trace,
     traces,
 )
-from grader.proxy import Transcript
-from grader.sandbox import SubmissionFailure
+from grader.sandbox.process import SubmissionFailure
+from grader.sandbox.proxy import Transcript
 
 pytestmark = pytest.mark.part("scheduler")
 

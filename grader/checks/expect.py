@@ -4,7 +4,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from grader.proxy import RemoteError
+from grader.sandbox.proxy import RemoteError
 
 
 @contextmanager

@@ -28,7 +28,7 @@ from hypothesis.stateful import (
 
 from grader.batching import cdiv
 from grader.checks.expect import plain_int, raises
-from grader.proxy import Remote, RemoteError, Submission
+from grader.sandbox.proxy import Remote, RemoteError, Submission
 from kernels.reference import token_slots
 
 RAISED = "a call that raises must leave everything as it was"

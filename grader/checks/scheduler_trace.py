@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from grader.batching import cdiv
-from grader.proxy import Remote, Submission
+from grader.sandbox.proxy import Remote, Submission
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,16 @@ from typing import Any
 
 import torch
 
-from grader.sandbox import (
+from grader.sandbox.process import (
+    BadReply,
     ImportFailed,
     NotImplementedInSubmission,
     NotSubmitted,
     Sandbox,
     SubmissionFailure,
 )
-from grader.worker import tensor_from_wire, tensor_to_wire
+from grader.sandbox.wire import tensor_from_wire, tensor_to_wire
+from grader.text import clean
 
 SHOWN_TENSOR_ELEMENTS = 64
 SHOWN_RESULT_CHARS = 160
@@ -59,15 +61,20 @@ _error_classes: dict[tuple[str, str], type[RemoteError]] = {}
 
 
 def remote_error(info: dict) -> RemoteError:
-    """A `RemoteError` subclass named like the candidate's class, under its nearest built-in."""
-    builtin = getattr(builtins, info["builtin"], Exception)
+    """A `RemoteError` subclass named like the candidate's class, under its nearest built-in;
+    its name, message and traceback cleaned and bounded (`text.clean`): the candidate wrote them."""
+    builtin = getattr(builtins, str(info.get("builtin")), Exception)
     if not (isinstance(builtin, type) and issubclass(builtin, Exception)):
         builtin = Exception
-    key = (info["type"], builtin.__name__)
+    type_name = str(info.get("type"))
+    if not type_name.replace(".", "_").isidentifier() or len(type_name) > 80:
+        type_name = "Exception"
+    key = (type_name, builtin.__name__)
     if key not in _error_classes:
         bases = (RemoteError,) if builtin is Exception else (RemoteError, builtin)
-        _error_classes[key] = type(info["type"], bases, {})
-    return _error_classes[key](info["type"], info["message"], info["traceback"])
+        _error_classes[key] = type(type_name, bases, {})
+    message, traceback = clean(str(info.get("message"))), clean(str(info.get("traceback")), 4000)
+    return _error_classes[key](type_name, message, traceback)
 
 
 def snake_case(name: str) -> str:
@@ -171,7 +178,7 @@ class Submission:
 
     def module(self, name: str) -> "RemoteModule":
         """`submission.<name>`, imported in the worker once; a failed import sticks for the part."""
-        if f"{name}.py" not in self.sandbox.files:
+        if not {f"{name}.py", f"{name}.pyc"} & self.sandbox.files.keys():
             raise NotSubmitted(f"{name}.py was not submitted")
         if name in self.import_failures:
             raise self.import_failures[name]
@@ -210,10 +217,15 @@ class Submission:
         reply = self.sandbox.request(message, seconds or self.sandbox.limits.call_seconds)
         if "error" in reply:
             info = reply["error"]
-            if info["builtin"] == "NotImplementedError":
+            if info.get("builtin") == "NotImplementedError":
                 raise NotImplementedInSubmission(f"{description} raises NotImplementedError")
             raise remote_error(info)
-        return self.decode(reply["ok"])
+        try:
+            return self.decode(reply["ok"])
+        except (ValueError, TypeError, KeyError, RuntimeError) as error:
+            self.sandbox.fail(
+                BadReply(f"the worker's reply to {description} is malformed: {error}")
+            )
 
     def call_message(self, op: str, args: tuple, kwargs: dict, **fields: Any) -> dict:
         """A request to call something in the worker with `args` and `kwargs`, encoded."""
@@ -281,21 +293,30 @@ class RemoteModule:
     def __init__(self, submission: Submission, name: str) -> None:
         self.submission, self.name = submission, name
 
-    def call_counting_launches(self, function: str, *args: Any, **kwargs: Any) -> tuple[int, Any]:
-        """`function(*args, **kwargs)`, and how many `@triton.jit` kernels it launched."""
+    def call_counting_launches(
+        self, function: str, *args: Any, **kwargs: Any
+    ) -> tuple[int, tuple[str, ...], Any]:
+        """`function(*args, **kwargs)` (a kernel's wrapper): how many `@triton.jit` kernels it
+        launched, the aten ops it ran outside them that no wrapper needs (`worker.wrapper_may_run`:
+        attention computed by torch, e.g. `("aten.bmm", "aten._softmax")`), and its value."""
         submission = self.submission
         submission.transcript.imports.setdefault(self.name, set()).add(function)
         message = submission.call_message("launch", args, kwargs, module=self.name, name=function)
         transcript = submission.transcript
         line = f"{function}({transcript.arguments(args, kwargs)})"
         try:
-            launches, value = submission.call(message, function)
+            reply = submission.call(message, function)
         except RemoteError as error:
             transcript.record(line, f"raises {error}")
             error.recorded = (transcript, len(transcript.lines) - 1)
             raise
+        match reply:
+            case (int(launches), list(ops), value) if all(type(op) is str for op in ops):
+                torch_ops = tuple(clean(op, 80) for op in ops[:20])
+            case _:
+                submission.sandbox.fail(BadReply(f"the worker's reply to {function} is malformed"))
         transcript.record(line, f"-> {transcript.code(value)}, {launches} Triton kernel launch(es)")
-        return launches, value
+        return launches, torch_ops, value
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__"):

@@ -1,9 +1,9 @@
 """The sandboxed worker: the only process that imports and runs a candidate's code.
 
-The grader starts it as `python -S -s -P worker.py CONFIG_JSON` (see `sandbox.py`), so neither
-site-packages' `.pth` files nor the kit's folders are on its import path; it adds just the
-folders torch and triton live in, then the folder holding its private copy of the submission,
-imported as the package `submission`.
+The grader starts it as `python -S -s -P worker.py CONFIG_JSON` (`process.py`), inside its own
+namespaces (`isolation.py`), so neither site-packages' `.pth` files nor the kit's folders are
+on its import path; it adds just the folders torch and triton live in, then the folder holding
+its private copy of the submission, imported as the package `submission`.
 
 It answers one JSON request per line on stdin with one JSON reply per line on the channel that
 was its stdout; the candidate's own prints go to stderr (a log file the grader reads on a crash).
@@ -15,11 +15,15 @@ stays here and crosses as a numbered handle.
     {"$handle": n, "type": name, "methods": [...]}      an object that stays in the worker
     {"$ellipsis": true}, {"$slice": [start, stop, step]}, {"$iter": [...]}  (arguments only)
 
-This file runs in the untrusted process and imports nothing from the kit; the grader imports it
-only for `tensor_to_wire` / `tensor_from_wire`, which never unpickle.
+The `launch` op calls a kernel's wrapper and replies `(Triton kernel launches, the aten ops it ran
+outside them that no wrapper needs, its value)`: a torch dispatch mode watches the call, and what
+it refuses (`wrapper_may_run`) is attention computed by torch.
+
+This file runs in the untrusted process and imports nothing from the kit by name: the codec
+(`wire.py`) is loaded from the copy beside it. The grading process never imports this file.
+Nothing this process says is evidence: the grader checks every value it is sent.
 """
 
-import base64
 import builtins
 import contextlib
 import importlib
@@ -34,34 +38,21 @@ from typing import Any
 
 PACKAGE = "submission"
 KIT_PACKAGES = ("grader", "kernels", "solutions", "exercises", "tests", "__editable__")
-TENSOR_DTYPES = (
-    "float16", "bfloat16", "float32", "float64", "bool", "uint8", "int8", "int16", "int32", "int64"
-)  # fmt: skip
+EVENTS_PER_REPLY = 20  # integrity events kept per reply, each cut to EVENT_CHARS
+EVENT_CHARS = 300
 
 
-def tensor_to_wire(tensor: Any) -> dict:
-    """A tensor as plain JSON: dtype name, shape and base64 of its bytes (copied to the CPU)."""
-    import torch
+def load_sibling(name: str) -> Any:
+    """A module of the kit's that sits beside this file (the wire codec), loaded by its path:
+    the worker imports nothing from the kit by name."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"kit_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    tensor = tensor.detach().to("cpu").contiguous()
-    dtype = str(tensor.dtype).removeprefix("torch.")
-    raw = tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
-    data = base64.b64encode(raw).decode("ascii")
-    return {"$tensor": {"dtype": dtype, "shape": list(tensor.shape), "data": data}}
 
-
-def tensor_from_wire(wire: dict) -> Any:
-    """The tensor `tensor_to_wire` encoded; only known dtypes, never a pickle."""
-    import torch
-
-    dtype_name, shape = wire["dtype"], [int(size) for size in wire["shape"]]
-    if dtype_name not in TENSOR_DTYPES:
-        raise ValueError(f"unexpected tensor dtype {dtype_name!r}")
-    dtype = getattr(torch, dtype_name)
-    raw = bytearray(base64.b64decode(wire["data"], validate=True))
-    if not raw:
-        return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
+wire = load_sibling("wire")
 
 
 class KitImportBlocker(importlib.abc.MetaPathFinder):
@@ -110,7 +101,7 @@ class Worker:
         if kind is dict and all(type(key) is str for key in value):
             return {"$dict": {key: self.encode(item) for key, item in value.items()}}
         if "torch" in sys.modules and isinstance(value, sys.modules["torch"].Tensor):
-            return tensor_to_wire(value)
+            return wire.tensor_to_wire(value)
         return self.handle(value)
 
     def handle(self, value: Any) -> dict:
@@ -139,7 +130,7 @@ class Worker:
         if "$iter" in value:
             return iter([self.decode(item) for item in value["$iter"]])
         if "$tensor" in value:
-            return tensor_from_wire(value["$tensor"])
+            return wire.tensor_from_wire(value["$tensor"])
         if "$slice" in value:
             return slice(*value["$slice"])
         if "$ellipsis" in value:
@@ -154,8 +145,6 @@ class Worker:
         op = request["op"]
         args = [self.decode(arg) for arg in request.get("args", ())]
         kwargs = {key: self.decode(arg) for key, arg in request.get("kwargs", {}).items()}
-        if op == "hello":
-            return {"python": sys.version.split()[0], "pid": os.getpid()}
         if op == "import":
             importlib.import_module(f"{PACKAGE}.{request['module']}")
             return None
@@ -177,9 +166,9 @@ class Worker:
             args = [on_kernel_device(arg) for arg in args]
             kwargs = {key: on_kernel_device(arg) for key, arg in kwargs.items()}
             poison_allocator_like(args[0])
-            with count_kernel_launches() as launches:
+            with count_kernel_launches() as launches, torch_ops_outside_kernels(args) as ops:
                 value = getattr(module, request["name"])(*args, **kwargs)
-            return {"$tuple": [len(launches), self.encode(value)]}
+            return {"$tuple": [len(launches), list(ops), self.encode(value)]}
         target = self.objects[request["handle"]]
         if op == "call":
             return self.encode(getattr(target, request["name"])(*args, **kwargs))
@@ -247,28 +236,117 @@ def poison_allocator_like(tensor: Any) -> None:
 
 @contextlib.contextmanager
 def count_kernel_launches() -> Iterator[list]:
-    """Records each launch of a `@triton.jit` kernel (compiled or interpreted) in the block."""
+    """Records each launch of a `@triton.jit` kernel (compiled or interpreted) in the block.
+
+    Torch dispatch modes (`torch_ops_outside_kernels`) are suspended while a kernel runs, since
+    the interpreter copies tensors with torch ops, and while an autotuner benchmarks its configs
+    (Triton's `do_bench` summarises its timings with torch ops)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+    from triton.runtime.autotuner import Autotuner
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
     launches: list = []
     originals = {kind: kind.run for kind in (JITFunction, InterpretedFunction)}
+    original_bench = Autotuner._bench
 
     def counting(original: Callable) -> Callable:
         def run(self: Any, *args: Any, warmup: bool = False, **kwargs: Any) -> Any:
             if not warmup:
                 launches.append(getattr(self, "__name__", "kernel"))
-            return original(self, *args, warmup=warmup, **kwargs)
+            with _disable_current_modes():
+                return original(self, *args, warmup=warmup, **kwargs)
 
         return run
 
+    def bench(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _disable_current_modes():
+            return original_bench(self, *args, **kwargs)
+
     for kind, original in originals.items():
         kind.run = counting(original)
+    Autotuner._bench = bench
     try:
         yield launches
     finally:
         for kind, original in originals.items():
             kind.run = original
+        Autotuner._bench = original_bench
+
+
+# aten ops a wrapper may run outside its Triton kernels on any tensor (an in-place op by its name
+# without the trailing underscore): allocation, views, copies, dtype and device moves, fills and
+# metadata. Any other op there computes something: attention computed by torch.
+WRAPPER_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided",
+    "zeros", "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like",
+    "new_full", "scalar_tensor", "arange", "fill", "zero", "masked_fill", "copy", "_to_copy",
+    "clone", "contiguous", "cat", "stack", "view", "reshape", "_unsafe_view", "_reshape_alias",
+    "as_strided", "expand", "permute", "transpose", "t", "select", "slice", "narrow", "split",
+    "split_with_sizes", "unbind", "unsqueeze", "squeeze", "detach", "alias", "lift_fresh",
+    "lift_fresh_copy", "resolve_conj", "resolve_neg", "sym_size", "sym_stride", "sym_numel",
+    "sym_storage_offset", "is_contiguous",
+})  # fmt: skip
+# ... and these too where every tensor is integer or bool and none shares memory with a float
+# argument: bookkeeping on lengths and tables (`int(seq_lens.max())`, `(seq_lens + 15) // 16`).
+INTEGER_OPS = frozenset({
+    "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "neg", "abs", "pow", "clamp",
+    "clamp_min", "clamp_max", "minimum", "maximum", "max", "min", "amax", "amin", "sum", "prod",
+    "cumsum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "where", "any", "all", "nonzero",
+    "sort", "argsort", "argmax", "argmin", "index", "index_select", "gather", "index_put",
+    "masked_select", "_local_scalar_dense", "unique", "_unique2", "is_nonzero", "equal",
+})  # fmt: skip
+
+
+def wrapper_may_run(op: Any, args: tuple, kwargs: dict, float_memory: set[int]) -> bool:
+    """Whether a kernel's Python wrapper may run aten `op` on `args`, `kwargs` (`WRAPPER_OPS`,
+    `INTEGER_OPS`, or `index_put` of one value: a fill); `float_memory` holds the data pointers
+    of the call's float arguments' storages."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    name = op.overloadpacket.__name__.rstrip("_") if op.namespace == "aten" else ""
+    if name in WRAPPER_OPS:
+        return True
+    values = args[2] if name == "index_put" and len(args) > 2 else None
+    if isinstance(values, torch.Tensor) and values.numel() <= 1:
+        return True
+    tensors = [leaf for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, torch.Tensor)]
+    return name in INTEGER_OPS and not any(
+        tensor.layout != torch.strided
+        or tensor.is_floating_point()
+        or tensor.is_complex()
+        or tensor.untyped_storage().data_ptr() in float_memory
+        for tensor in tensors
+    )
+
+
+@contextlib.contextmanager
+def torch_ops_outside_kernels(arguments: list) -> Iterator[list[str]]:
+    """The names (`aten.bmm`) of the aten ops run in the block that `wrapper_may_run` refuses,
+    each once, in the order first run: attention computed by torch, given the call's
+    `arguments`. Ops run while a Triton kernel runs are not seen (`count_kernel_launches`)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    float_memory = {
+        tensor.untyped_storage().data_ptr()
+        for tensor in arguments
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point()
+    } - {0}
+    seen: list[str] = []
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, op: Any, types: Any, args: tuple = (), kwargs: Any = None):
+            kwargs = kwargs or {}
+            name = f"{op.namespace}.{op.overloadpacket.__name__}"
+            if name not in seen and not wrapper_may_run(op, args, kwargs, float_memory):
+                seen.append(name)
+            return op(*args, **kwargs)
+
+    with Recorder():
+        yield seen
 
 
 # -- timed workloads: kit code, run here so that the grader times whole loops, not round trips --
@@ -332,7 +410,8 @@ def main() -> None:
             reply = {"ok": worker.run(request)}
         except BaseException as error:  # the candidate's exception is the result
             reply = {"error": error_reply(error)}
-        reply["events"], events[:] = list(events), []
+        reply["events"] = [event[:EVENT_CHARS] for event in events[:EVENTS_PER_REPLY]]
+        events[:] = []
         channel_out.write(json.dumps(reply) + "\n")
         channel_out.flush()
 

