@@ -42,6 +42,7 @@ from grader.leaderboard import Outcome
 from grader.profiles import PROFILES
 from grader.rubric import PARTS, parse_parts
 from grader.sandbox import isolation
+from grader.text import clean
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 SUFFIXES = (".zip", ".tar.gz", ".tgz")
@@ -89,7 +90,8 @@ def submissions(folder: Path, out: Path) -> dict[str, Path]:
         if entry.name.startswith(".") or out.resolve().is_relative_to(entry.resolve()):
             continue  # hidden, or OUT itself (or the folder holding it)
         if not (entry.is_dir() or entry.name.endswith(SUFFIXES)):
-            print(f"  skipping {entry.name}: not a folder, .zip, .tar.gz or .tgz", file=sys.stderr)
+            print(f"  skipping {clean(entry.name, 200)}: not a folder, .zip, .tar.gz or .tgz",
+                  file=sys.stderr)  # fmt: skip
             continue
         name = report_name(entry.name, taken)
         taken.add(unique_key(name))
@@ -179,13 +181,15 @@ def gpu_present() -> bool:
 
 
 def progress(done: int, total: int, outcome: Outcome) -> str:
-    """One line per finished grading: its score, or why it has none."""
+    """One line per finished grading: its score, or why it has none (cleaned: a submission's
+    name and the grader's last words may carry its text)."""
     if outcome.report is None:
         why = outcome.tail[-1] if outcome.tail else "no output"
         result = f"NOT GRADED ({outcome.failure}): {why}"
     else:
         result = f"{outcome.report['score']:g} / {outcome.report['max_score']:g}"
-    return f"[{done}/{total}] {outcome.name}: {result} ({outcome.seconds:.0f} s)"
+    line = f"[{done}/{total}] {outcome.name}: {result} ({outcome.seconds:.0f} s)"
+    return clean(line.replace("\n", " "), 500)
 
 
 def main(argv: list[str]) -> int:

@@ -12,7 +12,8 @@ timing, for the report) and `record_section` (any other JSON data for the report
 
 A part built on other parts (`BUILT_ON`) is scored apart from them: its worker gets the answer
 key's modules for those parts in place of the candidate's, where the kit ships the answer key, as
-bytecode (`sourceless`: the candidate's code beside them cannot read their source);
+bytecode without their source text (`sourceless`; bytecode can be disassembled: the scan flags
+`marshal` and `dis`);
 `part_notes` says which files each such part was scored with.
 
 A check fails when the submission made it fail: an assertion, an exception from its code, or a

@@ -35,6 +35,7 @@ MODULES = {
     "__main__": "reaches the worker's own code",
     **dict.fromkeys(["pathlib", "shutil"], "file access"),
     "runpy": "runs code from a file",
+    **dict.fromkeys(["marshal", "dis"], "reads bytecode (the kit's modules a part builds on)"),
 }
 # Attributes flagged when used or imported (fnmatch patterns of dotted names), and why.
 ATTRIBUTES = {
@@ -74,6 +75,12 @@ BY_NAME = {"os", "sys", "builtins", "signal", "subprocess"}
 FRAMES = {
     "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins", "f_code",
     "gi_frame", "cr_frame", "__traceback__",
+}  # fmt: skip
+# Attributes that walk the object graph to any class or function in the process: a kit tool's
+# state (`object.__subclasses__()`), a function's globals or code.
+OBJECT_GRAPH = {
+    "__subclasses__", "__globals__", "__closure__", "__code__", "__mro__", "__bases__",
+    "__base__", "__self__", "__func__",
 }  # fmt: skip
 
 
@@ -125,15 +132,15 @@ def names_proc(value: object) -> bool:
     return isinstance(text, str) and (text == "/proc" or text.startswith("/proc/"))
 
 
-class Scanner(ast.NodeVisitor):
-    """Collects the flags of one file, resolving names through the file's own imports."""
+class Walker(ast.NodeVisitor):
+    """Walks one file's syntax tree, collecting flags; names resolve through `aliases` (local
+    name -> what it was imported as)."""
 
-    def __init__(self, file: str) -> None:
-        self.file = file
+    def __init__(self, file: str, aliases: dict[str, str]) -> None:
+        self.file, self.aliases = file, aliases
         self.flags: list[dict] = []
-        self.aliases = {"__builtins__": "builtins"}  # local name -> what it was imported as
 
-    def flag(self, node: ast.expr | ast.alias, message: str) -> None:
+    def flag(self, node: ast.AST, message: str) -> None:
         self.flags.append(make_flag(self.file, node.lineno, message))
 
     def dotted(self, node: ast.expr) -> str | None:
@@ -144,11 +151,23 @@ class Scanner(ast.NodeVisitor):
             return f"{base}.{node.attr}"
         return None
 
+
+class Scanner(Walker):
+    """Collects the flags of one file, resolving names through the file's own imports."""
+
+    def __init__(self, file: str) -> None:
+        super().__init__(file, {"__builtins__": "builtins"})
+        # Ways around the dispatch mode: `scan_kernel` reads the kernel file for them.
+        self.escapes = file.rsplit("/", 1)[-1] != KERNEL_FILE
+
+    def escape(self, name: str) -> str | None:
+        return escape_reason(name) if self.escapes else None
+
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             top = alias.name.split(".")[0]
             self.aliases[alias.asname or top] = alias.name if alias.asname else top
-            if reason := module_reason(alias.name):
+            if reason := module_reason(alias.name) or self.escape(alias.name):
                 self.flag(alias, f"imports {alias.name} ({reason})")
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
@@ -157,16 +176,23 @@ class Scanner(ast.NodeVisitor):
         for alias in node.names:
             name = f"{node.module}.{alias.name}"
             self.aliases[alias.asname or alias.name] = name
-            if reason := attribute_reason(name) or module_reason(name):
+            if reason := attribute_reason(name) or module_reason(name) or self.escape(name):
                 self.flag(alias, f"imports {name} ({reason})")
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load) and node.id in NAMES:
             self.flag(node, f"uses {node.id} ({NAMES[node.id]})")
+        elif reason := self.escape(self.aliases.get(node.id, node.id)):
+            self.flag(node, f"uses {node.id} ({reason})")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         name = self.dotted(node)
-        if name and not isinstance(node.ctx, ast.Load) and name.split(".")[0] in PATCHED:
+        if name and (reason := self.escape(name)):  # any file: a module can patch another
+            self.flag(node, f"uses {name} ({reason})")
+        elif node.attr in OBJECT_GRAPH:
+            self.flag(node, f"uses .{node.attr} (walks the process's objects: the kit's tools)")
+            self.generic_visit(node)
+        elif name and not isinstance(node.ctx, ast.Load) and name.split(".")[0] in PATCHED:
             verb = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
             self.flag(node, f"{verb} {name} (patches a library)")
         elif name and (reason := attribute_reason(name)):
@@ -305,24 +331,12 @@ def computed_index(index: ast.expr) -> bool:
     )
 
 
-class KernelScanner(ast.NodeVisitor):
+class KernelScanner(Walker):
     """Collects `scan_kernel`'s flags, resolving names through the file's imports."""
 
     def __init__(self, file: str, aliases: dict[str, str]) -> None:
-        self.file, self.aliases = file, aliases
-        self.flags: list[dict] = []
+        super().__init__(file, aliases)
         self.kernel: str | None = None  # the @triton.jit function being walked, if any
-
-    def flag(self, node: ast.AST, message: str) -> None:
-        self.flags.append(make_flag(self.file, node.lineno, message))
-
-    def dotted(self, node: ast.expr) -> str | None:
-        """`a.b.c` with `a` resolved through the imports; else None."""
-        if isinstance(node, ast.Name):
-            return self.aliases.get(node.id, node.id)
-        if isinstance(node, ast.Attribute) and (base := self.dotted(node.value)):
-            return f"{base}.{node.attr}"
-        return None
 
     def outside(self, node: ast.AST, what: str) -> None:
         """Flag `what`, torch computing attention, unless it is inside a kernel."""

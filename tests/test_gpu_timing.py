@@ -400,8 +400,9 @@ class FakeWorkers:
     `event_scale`. `calls` records every worker call."""
 
     def __init__(self, decode, clock, call_ms, *, launches=1, round_trip_ms=0.5,
-                 stretch_empty_ms=0.0, event_scale=1.0):  # fmt: skip
+                 stretch_empty_ms=0.0, event_scale=1.0, torch_ops=()):  # fmt: skip
         self.decode, self.clock, self.call_ms, self.launches = decode, clock, call_ms, launches
+        self.torch_ops = list(torch_ops)
         self.round_trip_ms, self.stretch_empty_ms = round_trip_ms, stretch_empty_ms
         self.event_scale, self.calls = event_scale, []
         self.transcript = SimpleNamespace(
@@ -415,18 +416,18 @@ class FakeWorkers:
     def call_counting_launches(self, function, *inputs):
         return self.launches, (), self.decode(*inputs)
 
-    def tool(self, tool, function, *args, modules=(), count_launches=False, seconds=None,
+    def tool(self, tool, function, *args, modules=(), watch=None, seconds=None,
              **kwargs):  # fmt: skip
         assert tool == "gpu_timing"
         if function == "prepare_batch":
             assert modules == ("paged_attention",)
-            assert (seconds is not None) == count_launches  # the first call's own time limit
+            assert (seconds is not None) == (watch is not None)  # the first call's own limit
             (name,) = args
             self.calls.append(("prepare", name))
             batch = gpu_timing.Batch(self.decode, gpu_timing.SUITE[name], "cpu", **kwargs)
             batch.name = name
-            return (self.launches, batch) if count_launches else batch
-        assert (function, modules, count_launches) == ("run_batch", (), False)
+            return (self.launches, self.torch_ops, batch) if watch else batch
+        assert (function, modules, watch) == ("run_batch", (), None)
         (batch,) = args
         calls, seed, kernel = kwargs["calls"], kwargs["seed"], kwargs["kernel"]
         self.calls.append(("run", batch.name, calls, seed, kernel))
@@ -574,14 +575,25 @@ def test_a_kernel_that_hands_a_suite_shape_to_torch_is_flagged(timing_check, sma
     candidate = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)  # its first call launched one
     tool = candidate.tool
 
-    def no_kernel_at_small(*args, count_launches=False, **kwargs):
-        value = tool(*args, count_launches=count_launches, **kwargs)
-        return (0, value[1]) if count_launches and args[2] == "small" else value
+    def no_kernel_at_small(*args, watch=None, **kwargs):
+        value = tool(*args, watch=watch, **kwargs)
+        return (0, *value[1:]) if watch and args[2] == "small" else value
 
     candidate.tool = no_kernel_at_small
     reference = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)
     measurement, _ = measure(timing_check, candidate, reference, rounds=1)
     assert measurement.flags == ["small: launched no @triton.jit kernel at this shape"]
+
+
+def test_a_kernel_that_computes_a_suite_shape_with_torch_is_flagged(
+    timing_check, small_suite, clock
+):
+    candidate = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0, torch_ops=["aten.bmm"])
+    reference = FakeWorkers(gather_sdpa_decode, clock, call_ms=1.0)
+    measurement, _ = measure(timing_check, candidate, reference, rounds=1)
+    assert measurement.flags == [
+        f"{name}: computed attention with torch (aten.bmm)" for name in ("small", "tiny")
+    ]
 
 
 # A copy of the tool with a CPU entry point and a small suite, for a real worker on the CPU (the
@@ -601,16 +613,16 @@ def test_batches_cross_a_real_worker_as_handles(tmp_path, monkeypatch, timing_ch
     """The check's worker calls through a real sandboxed worker: the prepared batch comes back as
     a handle and goes back as an argument; the reply passes `parse_reply`, and its rows are the
     ones the grading process rebuilds (the queries replayed here)."""
-    from grader.sandbox import process as sandbox
+    from grader.sandbox import process
     from grader.sandbox.proxy import Submission
 
     tool = tmp_path / "gpu_timing.py"
     tool.write_text((KIT_ROOT / "kernels" / "gpu_timing.py").read_text() + CPU_TOOL_TAIL)
-    monkeypatch.setitem(sandbox.TOOLS, "gpu_timing", tool)
+    monkeypatch.setitem(process.TOOLS, "gpu_timing", tool)
     kernel = (KIT_ROOT / "kernels" / "torch_baseline.py").read_bytes()
     kernel += b"\npaged_attention_decode = gather_sdpa_decode\n"
-    limits = sandbox.Limits(memory_bytes=4 << 30, call_seconds=600.0, import_seconds=600.0)
-    worker = sandbox.Sandbox({"paged_attention.py": kernel}, limits, sandbox.NO_CUDA,
+    limits = process.Limits(memory_bytes=4 << 30, call_seconds=600.0, import_seconds=600.0)
+    worker = process.Sandbox({"paged_attention.py": kernel}, limits, process.NO_CUDA,
                              time.monotonic() + 1200)  # fmt: skip
     submission = Submission(worker, "candidate")
     try:

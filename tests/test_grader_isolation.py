@@ -44,10 +44,12 @@ NUM_FREE = "        return len(self._free)\n"
 FAKE_REPORT = '{"score": 15.0, "max_score": 15.0}'
 ESCAPES = "\\x1b[2J\\x1b[H allocator 15.00 / 15.00 \\udcff"
 
-READ_THE_KEY = '''
+READ_THE_KEY = f'''
 import os as _os
 import runpy as _runpy
 import sys as _sys
+
+_KIT = {str(KIT_ROOT)!r}  # it looks everywhere, but runs only this kit's key
 
 
 def _answer_key():
@@ -57,12 +59,12 @@ def _answer_key():
         roots.append(_os.path.dirname(roots[-1]))
     for pid in (entry for entry in _os.listdir("/proc") if entry.isdigit()):
         try:
-            roots.append(_os.readlink(f"/proc/{pid}/cwd"))
+            roots.append(_os.readlink(f"/proc/{{pid}}/cwd"))
         except OSError:
             pass
     for root in roots:
         path = _os.path.join(root, "solutions", "block_allocator.py")
-        if _os.path.isfile(path):
+        if _os.path.realpath(root) == _KIT and _os.path.isfile(path):
             return _runpy.run_path(path)["BlockAllocator"]
     return None
 
@@ -189,6 +191,9 @@ def test_unisolated_grading_says_so_everywhere(tmp_path):
     graded = grade(folder, "--parts", "allocator", "--isolation", "none", env=confined(tmp_path))
     marking = "not isolated: not for a hiring decision"
     assert graded.report["isolation"]["isolated"] is False
+    assert graded.score("allocator") == 15, (
+        "unisolated, the reader finds the key (the grader's cwd)"
+    )
     assert marking in graded.stdout, graded
     assert any(marking in flag["message"] for flag in graded.report["integrity"])
     out = folder.parent / "reader-report"

@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from grader.sandbox import process as sandbox
+from grader.sandbox import process
 from grader.sandbox.process import (
     BadReply,
     CallTimedOut,
@@ -17,7 +17,7 @@ from grader.sandbox.process import (
     Sandbox,
     WorkerCrashed,
 )
-from grader.sandbox.proxy import Iter, RemoteError, Submission
+from grader.sandbox.proxy import Iter, RemoteError, Submission, remote_error
 from grader.sandbox.wire import TENSOR_DTYPES, tensor_from_wire, tensor_to_wire
 
 PROBE = b"""
@@ -137,16 +137,16 @@ def test_values_handles_and_iterators_cross(probe):
 def test_a_kit_tool_runs_on_the_submission_modules_from_its_own_copy(probe, tmp_path, monkeypatch):
     tool = tmp_path / "count_tool.py"
     tool.write_text("def describe(module, scale):\n    return [module.__name__, __name__, scale]\n")
-    monkeypatch.setitem(sandbox.TOOLS, "count", tool)
+    monkeypatch.setitem(process.TOOLS, "count", tool)
     module_name, tool_name, scale = probe.tool("count", "describe", 3, modules=("probe",))
     assert (module_name, tool_name, scale) == ("submission.probe", "kit_tool_count", 3)
     assert "count.describe(probe, 3)" in probe.transcript.render()
 
 
 def test_only_a_worker_that_may_use_cuda_gets_the_weaker_memory_limit():
-    assert sandbox.memory_rlimit({"TRITON_INTERPRET": "1"}) == resource.RLIMIT_AS
-    assert sandbox.memory_rlimit(sandbox.NO_CUDA) == resource.RLIMIT_AS
-    assert sandbox.memory_rlimit({}) == resource.RLIMIT_DATA
+    assert process.memory_rlimit({"TRITON_INTERPRET": "1"}) == resource.RLIMIT_AS
+    assert process.memory_rlimit(process.NO_CUDA) == resource.RLIMIT_AS
+    assert process.memory_rlimit({}) == resource.RLIMIT_DATA
 
 
 def test_exceptions_keep_their_builtin_class(probe):
@@ -297,3 +297,46 @@ def test_a_broken_channel_fails_the_check_and_the_next_gets_a_fresh_worker(
         getattr(module, attack)()
     attacker.sandbox.next_check()
     assert attacker.module("attack").channels()
+
+
+def test_a_watched_function_reports_the_torch_ops_it_ran(tmp_path, monkeypatch):
+    """A kit tool's calls of the candidate's kernel run under the worker's dispatch mode."""
+    tool = tmp_path / "calls_tool.py"
+    tool.write_text("def run(module, n):\n    return module.attend(n)\n")
+    monkeypatch.setitem(process.TOOLS, "calls", tool)
+    attend = b"import torch\n\ndef attend(n):\n    return float((torch.ones(n, n) ** 2).sum())\n"
+    limits = Limits(memory_bytes=2 << 30, call_seconds=600.0, import_seconds=600.0)
+    worker = Sandbox({"kernel.py": attend}, limits, {}, time.monotonic() + 1200)
+    try:
+        launches, ops, value = Submission(worker, "candidate").tool(
+            "calls", "run", 2, modules=("kernel",), watch="attend"
+        )
+    finally:
+        worker.close()
+    assert (launches, value) == (0, 4.0)
+    assert "aten.pow" in ops, ops
+
+
+def test_a_tensor_must_carry_exactly_the_bytes_its_shape_needs():
+    wire = tensor_to_wire(torch.zeros(2))["$tensor"]
+    with pytest.raises(ValueError, match="do not make"):
+        tensor_from_wire(wire | {"shape": [1 << 40]})
+    with pytest.raises(ValueError, match="must be sizes"):
+        tensor_from_wire(wire | {"shape": [-1]})
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"[1]", b'{"ok": 1, "error": {}}', b'{"error": 5}', b'{"ok": 1, "events": 3}', b"[" * 10**5],
+)
+def test_a_reply_the_kit_never_sends_is_refused(line):
+    sandbox = Sandbox({}, Limits(), {}, time.monotonic() + 60)
+    with pytest.raises(BadReply):
+        sandbox.parse(line)
+
+
+def test_an_exception_whose_builtin_takes_other_arguments_still_comes_back():
+    info = {"type": "Odd", "builtin": "UnicodeDecodeError", "message": "m", "traceback": ""}
+    error = remote_error(info)
+    assert isinstance(error, ValueError)
+    assert str(error) == "Odd: m"

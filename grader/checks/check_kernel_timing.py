@@ -236,16 +236,20 @@ def wrong_outputs(timings: Timings, device: str) -> list[str]:
     return wrong
 
 
-def warm_up(workers: Any, name: str) -> tuple[int, Any]:
+def warm_up(workers: Any, name: str) -> tuple[int, list[str], Any]:
     """Shape `name`'s first prepared batch, its first call (JIT, autotuning) in a worker call of
-    its own; how many Triton kernels that launched (a submission could hand the large shapes to
-    torch), and the batch (a handle)."""
+    its own: how many Triton kernels that launched and which torch ops the candidate's function
+    ran outside them (a submission could hand the large shapes to torch), and the batch (a
+    handle)."""
     with workers.transcript.quiet():
         reply = workers.tool(
             "gpu_timing", "prepare_batch", name, warmup=1, modules=("paged_attention",),
-            count_launches=True, seconds=WARM_UP_SECONDS,
+            watch="paged_attention_decode", seconds=WARM_UP_SECONDS,
         )  # fmt: skip
-    return reply[0], reply[-1]
+    match reply:
+        case (int(launches), list(ops), batch):
+            return launches, [str(op)[:80] for op in ops], batch
+    raise AssertionError(f"the worker's reply to the warm-up is malformed: {str(reply)[:200]}")
 
 
 def prepare(workers: Any, name: str) -> Any:
@@ -302,12 +306,14 @@ def measure(submission, reference, benchmark, profile, record_benchmark) -> Meas
     run_kernel(submission, make_case([5, 12], device=DEVICE), "[5, 12]")
     copy_bandwidth = gpu_timing.copy_bandwidth(DEVICE)
     candidate, reference_timings = Timings(), Timings()
-    without_triton, calls = [], {}
+    without_triton, with_torch, calls = [], [], {}
     for name in SUITE_NAMES:
-        _, reference_batch = warm_up(reference, name)
-        launches, candidate_batch = warm_up(submission, name)
+        *_, reference_batch = warm_up(reference, name)
+        launches, ops, candidate_batch = warm_up(submission, name)
         if launches == 0:
             without_triton.append(name)
+        if ops:
+            with_torch.append(f"{name}: computed attention with torch ({', '.join(ops)})")
         probe(reference, reference_batch, name, reference_timings)
         probe(submission, candidate_batch, name, candidate)
         del reference_batch, candidate_batch
@@ -367,6 +373,7 @@ def measure(submission, reference, benchmark, profile, record_benchmark) -> Meas
     geomean = geometric_mean(list(ratios.values()))
     flags = review_flags(candidate_ms, reference_ms, copy_bandwidth, event_problems)
     flags += [f"{name}: launched no @triton.jit kernel at this shape" for name in without_triton]
+    flags += with_torch
     benchmark.extra_info.update(
         {"geomean_ratio": round(geomean, 3), "copy_GBps": round(copy_bandwidth / 1e9)}
         | {f"{name} candidate_us": round(ms * 1e3, 1) for name, ms in candidate_ms.items()}

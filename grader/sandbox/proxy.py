@@ -58,6 +58,7 @@ class RemoteError(Exception):
 
 
 _error_classes: dict[tuple[str, str], type[RemoteError]] = {}
+MAX_ERROR_CLASSES = 1000  # a submission may invent any number of exception names
 
 
 def remote_error(info: dict) -> RemoteError:
@@ -66,15 +67,21 @@ def remote_error(info: dict) -> RemoteError:
     builtin = getattr(builtins, str(info.get("builtin")), Exception)
     if not (isinstance(builtin, type) and issubclass(builtin, Exception)):
         builtin = Exception
-    type_name = str(info.get("type"))
-    if not type_name.replace(".", "_").isidentifier() or len(type_name) > 80:
+    type_name = info.get("type")
+    if not isinstance(type_name, str) or not type_name.replace(".", "_").isidentifier():
         type_name = "Exception"
-    key = (type_name, builtin.__name__)
-    if key not in _error_classes:
-        bases = (RemoteError,) if builtin is Exception else (RemoteError, builtin)
-        _error_classes[key] = type(type_name, bases, {})
+    type_name = type_name[:80]
     message, traceback = clean(str(info.get("message"))), clean(str(info.get("traceback")), 4000)
-    return _error_classes[key](type_name, message, traceback)
+    for base in builtin.__mro__:  # the nearest built-in whose constructor takes one message
+        key = (type_name, base.__name__)
+        if key not in _error_classes and len(_error_classes) < MAX_ERROR_CLASSES:
+            bases = (RemoteError,) if base in (Exception, BaseException) else (RemoteError, base)
+            _error_classes[key] = type(type_name, bases, {})
+        try:
+            return _error_classes.get(key, RemoteError)(type_name, message, traceback)
+        except TypeError:
+            continue
+    return RemoteError(type_name, message, traceback)
 
 
 def snake_case(name: str) -> str:
@@ -198,16 +205,18 @@ class Submission:
         return RemoteModule(self, name)
 
     def tool(self, tool: str, function: str, *args: Any, modules: tuple[str, ...] = (),
-             count_launches: bool = False, seconds: float | None = None,
+             watch: str | None = None, seconds: float | None = None,
              **kwargs: Any) -> Any:  # fmt: skip
-        """`function(*modules, *args, **kwargs)` of the kit's helper `tool` (`sandbox.TOOLS`),
+        """`function(*modules, *args, **kwargs)` of the kit's helper `tool` (`process.TOOLS`),
         run in the worker on the submission's `modules` (imported there first), within `seconds`
-        (default: the per-call limit); with `count_launches`, `(Triton kernel launches during
-        the call, its value)`."""
+        (default: the per-call limit). With `watch`, the name of a candidate's function the tool
+        calls: `(Triton kernel launches during the call, the aten ops that function ran outside
+        them and may not (worker.wrapper_may_run), the tool's value)`."""
         for name in modules:
             self.module(name)
         message = self.call_message("tool", args, kwargs, tool=tool, name=function)
-        message |= {"modules": list(modules), "count_launches": count_launches}
+        message |= {"modules": list(modules), "count_launches": watch is not None}
+        message |= {"guarded": watch} if watch else {}
         shown = ", ".join([*modules, self.transcript.arguments(args, kwargs)]).strip(", ")
         return self.remote_call(message, f"{tool}.{function}({shown})", seconds=seconds)
 
@@ -222,7 +231,7 @@ class Submission:
             raise remote_error(info)
         try:
             return self.decode(reply["ok"])
-        except (ValueError, TypeError, KeyError, RuntimeError) as error:
+        except Exception as error:  # every malformed value is the worker's doing
             self.sandbox.fail(
                 BadReply(f"the worker's reply to {description} is malformed: {error}")
             )
@@ -263,7 +272,10 @@ class Submission:
         if "$tensor" in value:
             return tensor_from_wire(value["$tensor"])
         if "$handle" in value:
-            return Remote(self, value["$handle"], value["type"], value["methods"])
+            type_name, methods = value["type"], value["methods"]
+            if not (isinstance(type_name, str) and type_name.isidentifier()):
+                raise ValueError(f"a handle's type is not a name: {str(type_name)[:80]!r}")
+            return Remote(self, int(value["$handle"]), type_name[:80], [str(m) for m in methods])
         raise ValueError(f"unexpected value from the worker: {sorted(value)}")
 
     def remote_call(

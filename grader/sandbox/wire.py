@@ -5,6 +5,7 @@ Both sides load this file: the grader as `grader.sandbox.wire`, the worker from 
 """
 
 import base64
+import math
 from typing import Any
 
 TENSOR_DTYPES = (
@@ -24,14 +25,19 @@ def tensor_to_wire(tensor: Any) -> dict:
 
 
 def tensor_from_wire(wire: dict) -> Any:
-    """The tensor `tensor_to_wire` encoded; only known dtypes, never a pickle."""
+    """The tensor `tensor_to_wire` encoded: only known dtypes, exactly the bytes its shape needs
+    (a reply cannot make the grader allocate more than it sent), never a pickle."""
     import torch
 
-    dtype_name, shape = wire["dtype"], [int(size) for size in wire["shape"]]
+    dtype_name, shape = wire["dtype"], wire["shape"]
     if dtype_name not in TENSOR_DTYPES:
         raise ValueError(f"unexpected tensor dtype {dtype_name!r}")
+    if not all(type(size) is int and size >= 0 for size in shape):
+        raise ValueError(f"a tensor's shape must be sizes: {str(shape)[:80]}")
     dtype = getattr(torch, dtype_name)
     raw = bytearray(base64.b64decode(wire["data"], validate=True))
+    if len(raw) != math.prod(shape) * dtype.itemsize:
+        raise ValueError(f"{len(raw)} bytes do not make a {dtype_name} tensor of shape {shape}")
     if not raw:
         return torch.empty(shape, dtype=dtype)
     return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)

@@ -21,7 +21,9 @@ it refuses (`wrapper_may_run`) is attention computed by torch.
 
 This file runs in the untrusted process and imports nothing from the kit by name: the codec
 (`wire.py`) is loaded from the copy beside it. The grading process never imports this file.
-Nothing this process says is evidence: the grader checks every value it is sent.
+Nothing this process says is evidence: the grader checks every value it is sent, and what it
+reports of itself (Triton launches, torch ops in the kernel's wrapper) only guides honest
+candidates.
 """
 
 import builtins
@@ -79,7 +81,7 @@ class Worker:
         self.next_handle = 1
 
     def tool(self, name: str) -> Any:
-        """One of the kit's standalone helper modules (`sandbox.TOOLS`), loaded from its copy."""
+        """One of the kit's standalone helper modules (`process.TOOLS`), loaded from its copy."""
         if name not in self.tools:
             spec = importlib.util.spec_from_file_location(f"kit_tool_{name}", self.tool_paths[name])
             module = importlib.util.module_from_spec(spec)
@@ -158,9 +160,9 @@ class Worker:
             function = getattr(self.tool(request["tool"]), request["name"])
             if not request.get("count_launches"):
                 return self.encode(function(*modules, *args, **kwargs))
-            with count_kernel_launches() as launches:
+            with count_kernel_launches() as launches, guarded(modules, request["guarded"]) as ops:
                 value = function(*modules, *args, **kwargs)
-            return {"$tuple": [len(launches), self.encode(value)]}
+            return {"$tuple": [len(launches), ops, self.encode(value)]}
         if op == "launch":
             module = importlib.import_module(f"{PACKAGE}.{request['module']}")
             args = [on_kernel_device(arg) for arg in args]
@@ -320,6 +322,31 @@ def wrapper_may_run(op: Any, args: tuple, kwargs: dict, float_memory: set[int]) 
         or tensor.untyped_storage().data_ptr() in float_memory
         for tensor in tensors
     )
+
+
+@contextlib.contextmanager
+def guarded(modules: list, name: str) -> Iterator[list[str]]:
+    """While the block runs, each call of the modules' function `name` (the candidate's kernel,
+    called by a kit tool) runs under `torch_ops_outside_kernels`; yields what they ran."""
+    seen: list[str] = []
+    originals = [(module, getattr(module, name)) for module in modules if hasattr(module, name)]
+
+    def watched(original: Callable) -> Callable:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with torch_ops_outside_kernels([*args, *kwargs.values()]) as ops:
+                value = original(*args, **kwargs)
+            seen.extend(op for op in ops if op not in seen)
+            return value
+
+        return call
+
+    for module, original in originals:
+        setattr(module, name, watched(original))
+    try:
+        yield seen
+    finally:
+        for module, original in originals:
+            setattr(module, name, original)
 
 
 @contextlib.contextmanager
