@@ -14,7 +14,11 @@ chosen by rules, from the kit's files as git lists them (tracked, or new and not
   the integration check needs it, only its demo needs the answer key).
 - Tests: a test module that needs the answer key when it is imported (a module-level import or
   path) stays out; a test function that needs it in its body is deselected in the bundle's
-  pytest settings, so the rest of its module still runs.
+  pytest settings, so the rest of its module still runs. A test needs what it imports, and what
+  a bundled function it calls imports when it runs (`grade.simulation()` imports the left-out
+  `grader.simulate`). `DESELECTED_BY_NAME` deselects the few tests that check the stubs are
+  still stubs: the bundle's `make test` must pass on a candidate's finished `exercises/` too
+  (`tests/test_contract.py` checks the contract on whatever `exercises/` holds).
 - The Makefile loses the targets that run a left-out module or a pytest marker no bundled test
   carries; `README.md` is `candidate_readme.md`.
 
@@ -48,6 +52,11 @@ LEFT_OUT_BY_NAME = {
     README_TEMPLATE: "becomes the bundle's README.md",
     "grader/simulate.py": "models part 5's scheduler step for step: an answer in another form",
     "kernels/torch_baseline.py": "a working decode in torch, timed only by make gpu-check",
+}
+DESELECTED_BY_NAME = {
+    "tests/test_stubs.py::test_each_stub_raises_not_implemented": (
+        "checks that exercises/ still holds the stubs, which a candidate fills in"
+    ),
 }
 REQUIRED = ("grader/__main__.py", "grader/grade.py", "exercises/block_allocator.py")
 MIN_ANSWER_NODES = 20  # smaller bodies (`return self._free`) say nothing an answer could lose
@@ -150,6 +159,57 @@ def imported(node: ast.AST, package: tuple[str, ...]) -> list[str]:
     return []
 
 
+def import_aliases(tree: ast.Module, package: tuple[str, ...]) -> dict[str, str]:
+    """The names the module's imports bind -> the dotted names they stand for: `from grader
+    import grade` binds `grade` to `grader.grade`, `import grader.grade` binds `grader`."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                aliases[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0]
+                )
+        elif isinstance(node, ast.ImportFrom):
+            module = imported(node, package)[0]
+            aliases |= {
+                alias.asname or alias.name: f"{module}.{alias.name}" for alias in node.names
+            }
+    return aliases
+
+
+def dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The dotted name an expression like `grade.simulation` stands for, through `aliases`."""
+    attrs = []
+    while isinstance(node, ast.Attribute):
+        attrs.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in aliases:
+        return ".".join([aliases[node.id], *reversed(attrs)])
+    return None
+
+
+def importing_functions(trees: dict[str, ast.Module], left_out_modules: set[str]) -> dict[str, str]:
+    """`module.function -> what it imports` for each top-level function of a module outside
+    tests/ whose body imports a left-out module: the module imports, but a call fails."""
+    found = {}
+    for name, tree in trees.items():
+        if name.startswith("tests/"):
+            continue
+        for function in tree.body:
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            modules = [m for node in ast.walk(function) for m in imported(node, package_of(name))]
+            hit = next((m for m in modules if left_out(m, left_out_modules)), None)
+            if hit:
+                found[f"{module_of(name)}.{function.name}"] = hit
+    return found
+
+
+def left_out(module: str, left_out_modules: set[str]) -> bool:
+    """Whether `module` is, or lies in, one of `left_out_modules`."""
+    return any(module == m or module.startswith(m + ".") for m in left_out_modules)
+
+
 def path_constants(node: ast.AST) -> list[str]:
     """The strings a path expression starts from: `root / "solutions"`, `Path("tests/x")`."""
     operands = []
@@ -191,16 +251,24 @@ def walk(node: ast.AST, tests: dict[int, str], test: str | None = None, lazy: bo
         yield from walk(child, tests, inner, lazy or inside)
 
 
-def needs(path: str, tree: ast.Module, left_out_modules: set[str], left_out_dirs: set[str]):
-    """What `path` uses that the bundle leaves out: imports, and in tests/ paths as well."""
+def needs(
+    path: str,
+    tree: ast.Module,
+    left_out_modules: set[str],
+    left_out_dirs: set[str],
+    importing: dict[str, str] | None = None,
+):
+    """What `path` uses that the bundle leaves out: imports, and in tests/ paths as well as
+    calls of the `importing` functions (`importing_functions`)."""
     package = package_of(path)
+    aliases = import_aliases(tree, package) if path.startswith("tests/") else {}
     found = []
     for test, lazy, node in walk(tree, test_names(tree)):
+        name = dotted(node, aliases) if isinstance(node, ast.Attribute | ast.Name) else None
+        if name in (importing or {}):
+            found.append(Need(f"calls {name}, which imports {importing[name]}", test, lazy))
         for module in imported(node, package):
-            hit = next(
-                (m for m in left_out_modules if module == m or module.startswith(m + ".")), ""
-            )
-            if hit:
+            if left_out(module, left_out_modules):
                 found.append(Need(f"imports {module}", test, lazy))
         if path.startswith("tests/"):
             for text in path_constants(node):
@@ -262,6 +330,11 @@ def select(root: Path, names: list[str]) -> Selection:
             selection.left_out[name] = "defines a Triton kernel: a working kernel answers part 4"
     leave_out_dependents(selection, trees, set(kept))
     selection.files = {name: data for name, data in kept.items() if name not in selection.left_out}
+    selection.deselected |= {
+        node: why
+        for node, why in DESELECTED_BY_NAME.items()
+        if node.partition("::")[0] in selection.files
+    }
     selection.files["Makefile"] = trim_makefile(selection).encode()
     selection.files["pyproject.toml"] = with_deselected(selection).encode()
     selection.files["README.md"] = (root / README_TEMPLATE).read_bytes()
@@ -285,10 +358,10 @@ def leave_out_dependents(selection: Selection, trees: dict[str, ast.Module], kep
         folders = {part for name in selection.left_out for part in PurePosixPath(name).parts[:-1]}
         folders -= {part for name in kept for part in PurePosixPath(name).parts[:-1]}
         selection.deselected, selection.lazy = {}, {}
-        for name, tree in trees.items():
-            if name in selection.left_out:
-                continue
-            found = needs(name, tree, modules, folders)
+        live = {name: tree for name, tree in trees.items() if name not in selection.left_out}
+        importing = importing_functions(live, modules)
+        for name, tree in live.items():
+            found = needs(name, tree, modules, folders, importing)
             fatal = [need for need in found if not allowed(name, need)]
             if fatal:
                 selection.left_out[name] = f"{fatal[0].what}, which the bundle leaves out"

@@ -4,6 +4,10 @@ The candidate's code runs only in the workers the checks start (`grader/sandbox/
 namespaces of its own where the system allows (the report's `isolation` says how they ran); this
 process imports none of it and builds the report from what its own checks concluded, after every
 worker is gone. Whatever happens half-way, a report is written, with the failure as a visible error.
+
+A bug costs points in its own part: where the candidate's allocator fails part 1, the parts that
+reach it through the manager are graded again with the kit's allocator, and each keeps its
+better grading (`run_checks`; the report's `rescored` gives both scores, the part's note says so).
 """
 
 import contextlib
@@ -16,8 +20,10 @@ import platform
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import hypothesis
 import pytest
@@ -25,6 +31,7 @@ import torch
 
 from grader import reports, scan
 from grader.batching import static_batching
+from grader.i18n import ungraded_reason
 from grader.intake import Intake
 from grader.integration import run_integration
 from grader.plugin import CHECKS_DIR, CheckResult, GradingPlugin
@@ -38,6 +45,21 @@ KIT_ROOT = Path(__file__).resolve().parent.parent
 ANSWER_KEY = KIT_ROOT / "solutions"
 # The engine check (`integration.py`) serves a trace through these parts' files together.
 ENGINE_PARTS = {"decode", "gather", "kernel", "scheduler"}
+# The parts whose checks reach the candidate's allocator through its manager, by the module that
+# holds those checks: graded again with the kit's allocator when the candidate's fails part 1
+# (`rescore_on_the_kit_allocator`). The parts' other modules grade the candidate's own code alone
+# (the allocator's reference counts in `check_sharing_refcounts.py`) and are not graded again.
+# Part 3's checks build their requests from plain data: its allocator never matters.
+ON_THE_ALLOCATOR = {"decode": "check_decode.py", "sharing": "check_sharing.py"}
+KIT_ALLOCATOR = "block_allocator.py"
+KIT_ALLOCATOR_NOTE = (
+    f"scored with the kit's reference {KIT_ALLOCATOR} in place of yours: your allocator fails "
+    "allocator checks (with yours, this part scored {own:g})"
+)
+OWN_ALLOCATOR_NOTE = (
+    f"scored with your own {KIT_ALLOCATOR}, which fails allocator checks: the full kit also "
+    "grades this part with its reference one and keeps the better score"
+)
 
 
 @dataclass(frozen=True)
@@ -72,37 +94,108 @@ def worker_environment(part: str | None = None) -> dict[str, str]:
 
 
 def run_checks(intake: Intake, options: Options) -> GradingPlugin:
-    """Run the check modules of the chosen parts in this process, with the grading plugin."""
-    plugin = GradingPlugin(
+    """Run the check modules of the chosen parts in this process, with the grading plugin; where
+    the candidate's allocator fails part 1, grade the parts built on it again with the kit's
+    (`rescore_on_the_kit_allocator`), so that an allocator bug costs points in part 1 only."""
+    plugin = new_plugin(intake, options)
+    run_modules(plugin, part_modules(options.parts), options)
+    rescore_on_the_kit_allocator(plugin, intake, options)
+    return plugin
+
+
+def new_plugin(intake: Intake, options: Options, **fields: Any) -> GradingPlugin:
+    """A grading plugin for `intake` under `options`, with any of its other `fields` set."""
+    return GradingPlugin(
         files=intake.files,
         package=intake.name if intake.name.isidentifier() else "submission",
         reference_files=answer_key_files(),
         grading_profile=options.profile,
         seeded=options.seed is not None,
         limits=options.limits,
-        worker_env={part: worker_environment(part) for part in options.parts},
+        worker_env={part: worker_environment(part) for part in PARTS},
         isolation=options.isolation,
         point_overrides=options.rubric.points,
         live=options.live,
+        **fields,
     )
-    modules = [
-        str(path) for part in options.parts for path in sorted(CHECKS_DIR.glob(f"check_{part}*.py"))
-    ]
-    args = [
-        *modules,
+
+
+def part_modules(parts: Iterable[str]) -> list[Path]:
+    """Every check module of `parts` (`check_<part>*.py`: its checks, then its timings...)."""
+    return [path for part in parts for path in sorted(CHECKS_DIR.glob(f"check_{part}*.py"))]
+
+
+def run_modules(plugin: GradingPlugin, modules: list[Path], options: Options, *args: str) -> None:
+    """Run the checks of `modules` in this process with `plugin`, which collects their results;
+    `args` are more pytest options."""
+    args = (
+        *map(str, modules),
         "-c", str(CHECKS_DIR / "pytest.ini"),
         "--rootdir", str(CHECKS_DIR),
         "-q",
         "--assert=plain",
-    ]  # fmt: skip
+        *args,
+    )  # fmt: skip
     if options.seed is not None:
-        args.append(f"--hypothesis-seed={mixed_seed(options.seed)}")
+        args += (f"--hypothesis-seed={mixed_seed(options.seed)}",)
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
-        status = pytest.main(args, plugins=[plugin])
+        status = pytest.main(list(args), plugins=[plugin])
     if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(f"pytest could not run the checks ({status!r}):\n{log.getvalue()}")
-    return plugin
+
+
+def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options: Options) -> None:
+    """Where the candidate's allocator fails an allocator check, grade each chosen part of
+    `ON_THE_ALLOCATOR` a second time, its module there with the answer key's `block_allocator.py`
+    in place of the candidate's (bytecode, as for `BUILT_ON`), and keep in `plugin` the grading
+    with more points, noting it; `plugin.rescored` records both. The part's other modules keep
+    their first grading. Without the answer key (the candidate bundle) the parts keep the
+    candidate's allocator, and their note says so. Same options, so the same examples."""
+    parts = [part for part in options.parts if part in ON_THE_ALLOCATOR]
+    if not parts or not allocator_fails(plugin, intake, options):
+        return
+    if plugin.reference_files is None:
+        plugin.part_notes.update(dict.fromkeys(parts, OWN_ALLOCATOR_NOTE))
+        return
+    print(f"  {', '.join(parts)} again, with the kit's {KIT_ALLOCATOR}: yours fails "
+          "allocator checks", file=sys.stderr, flush=True)  # fmt: skip
+    again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,))
+    run_modules(again, [CHECKS_DIR / ON_THE_ALLOCATOR[part] for part in parts], options)
+    for part in parts:
+        keep_the_better(plugin, again, part, options)
+
+
+def allocator_fails(plugin: GradingPlugin, intake: Intake, options: Options) -> bool:
+    """Whether the candidate's allocator fails an allocator check: as `plugin` graded it, or, if
+    the allocator part is not chosen, in a run of its checks alone, unreported, that stops at the
+    first failure."""
+    if "allocator" not in options.parts:
+        plugin = new_plugin(intake, options, quiet=True)
+        run_modules(plugin, part_modules(["allocator"]), options, "-x")
+    return any(
+        result.part == "allocator" and result.status == "failed"
+        for result in plugin.results.values()
+    )
+
+
+def keep_the_better(
+    plugin: GradingPlugin, again: GradingPlugin, part: str, options: Options
+) -> None:
+    """`part` scored with `plugin`'s results and with `again`'s in place of theirs: keep in
+    `plugin` the grading that earns more points (the candidate's own on a tie), note which, and
+    record both scores in `plugin.rescored`."""
+    rescored = {key: result for key, result in again.results.items() if result.part == part}
+    kit_results = plugin.results | rescored
+    only_part = replace(options, parts=(part,))
+    own = score_parts(list(plugin.results.values()), only_part)[part]["score"]
+    kit = score_parts(list(kit_results.values()), only_part)[part]["score"]
+    kept = "kit" if kit > own else "own"
+    plugin.rescored[part] = {"with": [KIT_ALLOCATOR], "own": own, "kit": kit, "kept": kept}
+    plugin.events.setdefault(part, []).extend(again.events.get(part, []))
+    if kept == "kit":
+        plugin.results.update(rescored)
+        plugin.part_notes[part] = KIT_ALLOCATOR_NOTE.format(own=own)
 
 
 def mixed_seed(seed: int) -> int:
@@ -113,41 +206,57 @@ def mixed_seed(seed: int) -> int:
 def score_parts(
     results: list[CheckResult], options: Options, notes: dict[str, str] | None = None
 ) -> dict[str, dict]:
-    """Each part's score: its weight times the share of its check points that passed; `notes`
-    says what a part was scored with, where that is not simply the candidate's files.
+    """Each part's score; `notes` says what a part was scored with, where that is not simply the
+    candidate's files.
 
-    Skipped checks (a timing without a CUDA device or without the answer key) are left out of
-    the part's maximum, and the part's score is marked provisional.
+    A check is worth the part's weight times its points over the points of ALL the part's checks,
+    skipped ones included: the same in every kit and on every machine. A check skipped here (in
+    the candidate kit, without CUDA) keeps its `max_points` but is left out of the part's
+    `max_score`; its points go to `ungraded_points`, and by reason to `ungraded` (a list of
+    `{"reason", "points"}`), and the part is marked `provisional`. The answer key scores
+    `score == max_score` wherever it runs.
     """
     parts, notes = {}, notes or {}
     for part in options.parts:
         checks = [result for result in results if result.part == part]
-        counted = [check for check in checks if check.status != "skipped"]
-        weight = options.rubric.weights[part]
-        total = sum(check.max_points for check in counted)
-        scale = weight / total if total else 0.0
-        rows = []
-        for check in checks:
-            row = asdict(check)
-            row["points"] = round(check.points * scale, 2)
-            row["max_points"] = round(check.max_points * scale, 2) if check in counted else 0.0
-            rows.append(row)
+        ran = [check for check in checks if check.status != "skipped"]
+        skipped = [check for check in checks if check.status == "skipped"]
+        total = sum(check.max_points for check in checks)
+        scale = options.rubric.weights[part] / total if total else 0.0
+        rows = [
+            asdict(check) | {"points": round(check.points * scale, 2),
+                             "max_points": round(check.max_points * scale, 2)}
+            for check in checks
+        ]  # fmt: skip
+        ungraded = ungraded_by_reason(skipped, scale)
         parts[part] = {
             "title": PARTS[part],
-            "score": round(sum(check.points for check in counted) * scale, 2),
-            "max_score": float(weight) if total else 0.0,
+            "score": round(sum(check.points for check in ran) * scale, 2),
+            "max_score": round(sum(check.max_points for check in ran) * scale, 2),
+            "ungraded_points": round(sum((item["points"] for item in ungraded), 0.0), 2),
+            "ungraded": ungraded,
             "seconds": round(sum(check.seconds for check in checks), 2),
             "checks": rows,
         }
-        skipped = sorted({check.message for check in checks if check.status == "skipped"})
         if not checks:
             parts[part]["note"] = "not graded by this version of the kit"
         else:
             if part in notes:
                 parts[part]["note"] = notes[part]
             if skipped:
-                parts[part]["provisional"] = f"provisional: checks skipped ({'; '.join(skipped)})"
+                why = "; ".join(sorted({check.message for check in skipped}))
+                parts[part]["provisional"] = f"provisional: checks skipped ({why})"
     return parts
+
+
+def ungraded_by_reason(skipped: list[CheckResult], scale: float) -> list[dict]:
+    """The points of the checks skipped here, by reason (`i18n.ungraded_reason`, in English),
+    in the order the reasons first appear: `[{"reason": ..., "points": ...}]`."""
+    by_reason: dict[str, float] = {}
+    for check in skipped:
+        reason = ungraded_reason("en", check.message)
+        by_reason[reason] = by_reason.get(reason, 0.0) + check.max_points
+    return [{"reason": why, "points": round(total * scale, 2)} for why, total in by_reason.items()]
 
 
 def with_baselines(sections: dict[str, dict]) -> dict[str, dict]:
@@ -216,6 +325,7 @@ def grade(intake: Intake, options: Options) -> dict:
         "benchmarks": [],
         "isolation": options.isolation.as_report(),
         "integrity": isolation_flags(options.isolation) + scan.scan_files(intake.files),
+        "rescored": {},  # parts graded again with the kit's allocator (`run_checks`)
         "ignored_files": intake.ignored,
         "errors": [],
         "environment": environment(options),
@@ -225,6 +335,7 @@ def grade(intake: Intake, options: Options) -> dict:
         plugin = run_checks(intake, options)
         report["parts"] = score_parts(list(plugin.results.values()), options, plugin.part_notes)
         report["benchmarks"] = plugin.benchmarks
+        report["rescored"] = plugin.rescored
         report["sections"] = with_baselines(plugin.sections)
         report["integrity"] += [
             {"part": part, "source": "worker", "message": event}

@@ -57,9 +57,11 @@ STRINGS = {
             "Graded {started_at} in {seconds} s, profile {profile}, seed {seed}, on {device}."
         ),
         "intro": (
-            "Each part of the exercise is worth a fixed number of points; its score is that weight "
-            "times the share of its checks' points that passed. A failed check shows the calls "
-            "that break the submission, as Python code that replays them."
+            "Each part of the exercise is worth a fixed number of points, shared among its checks "
+            "in proportion to their weights, the same in every kit and on every machine. A check "
+            "that cannot run here (it needs the hiring team's kit or a CUDA device) keeps its "
+            "points: they are shown beside the part's score and left out of its maximum. A failed "
+            "check shows the calls that break the submission, as Python code that replays them."
         ),
         "errors_heading": "The grader failed",
         "errors_intro": (
@@ -78,7 +80,15 @@ STRINGS = {
         "hypothesis": "Hypothesis notes",
         "traceback": "Traceback",
         "passed_list": "Passed:",
-        "skipped_list": "Skipped, left out of the part's maximum:",
+        "skipped_list": (
+            "Skipped here, left out of the part's maximum (their points stay theirs, not shared "
+            "out among the checks that ran):"
+        ),
+        "ungraded_full_kit": "graded by the hiring team's kit",
+        "ungraded_cuda": "needs a CUDA device",
+        "more_full_kit": "{points} more graded by the hiring team's kit",
+        "more_elsewhere": "{points} more not graded here: {reason}",
+        "skipped_check": "{points} points, {reason}",
         "timings_heading": "Timings",
         "timings_intro": (
             "Each timing runs the submission and the kit's reference solution on the same input, "
@@ -167,7 +177,9 @@ STRINGS = {
             "profile {profile}，seed {seed}，设备 {device}。"
         ),
         "intro": (
-            "每个部分有固定的分值；该部分的得分等于这个分值乘以其检查中通过的分数占比。"
+            "每个部分有固定的分值，按各项检查的权重分配给它们，在每个题包、每台机器上都相同。"
+            "无法在此运行的检查（需要招聘团队的完整题包或 CUDA 设备）保留自己的分值："
+            "这些分数显示在该部分得分旁边，不计入它的满分。"
             "未通过的检查会给出让提交出错的调用序列，写成可以重放的 Python 代码。"
         ),
         "errors_heading": "评分器自身出错",
@@ -185,7 +197,14 @@ STRINGS = {
         "hypothesis": "Hypothesis 说明",
         "traceback": "调用栈（traceback）",
         "passed_list": "已通过：",
-        "skipped_list": "已跳过，不计入该部分的满分：",
+        "skipped_list": (
+            "在此跳过，不计入该部分的满分（它们的分值保持不变，不分摊给已运行的检查）："
+        ),
+        "ungraded_full_kit": "由招聘团队的完整题包评分",
+        "ungraded_cuda": "需要 CUDA 设备",
+        "more_full_kit": "另有 {points} 分由招聘团队的完整题包评分",
+        "more_elsewhere": "另有 {points} 分未在此评分：{reason}",
+        "skipped_check": "{points} 分，{reason}",
         "timings_heading": "计时",
         "timings_intro": (
             "每项计时都在同一输入、同一轮次中分别运行提交和题包的参考实现；比值是你的耗时除以参考"
@@ -254,6 +273,34 @@ STRINGS = {
         "report_at": "报告：{path}（另有 report.md、report.json）",
     },
 }
+
+
+# Why a skipped check's points are not graded here, by how its skip message starts.
+UNGRADED = {
+    "runs only in the full kit": "ungraded_full_kit",
+    "needs a CUDA device": "ungraded_cuda",
+}
+
+
+def ungraded_reason(lang: str, message: str) -> str:
+    """Why a check skipped with `message` is not graded here: the kit's words for the reasons it
+    knows ("graded by the hiring team's kit", "needs a CUDA device"), else the message itself."""
+    key = next((key for start, key in UNGRADED.items() if message.startswith(start)), None)
+    return tr(lang, key) if key else message
+
+
+def translated_reason(lang: str, reason: str) -> str:
+    """A report's `ungraded` reason (stored in English) in `lang`; an unknown one as it is."""
+    key = next((key for key in UNGRADED.values() if STRINGS["en"][key] == reason), None)
+    return tr(lang, key) if key else reason
+
+
+def more_points(lang: str, points: str, reason: str) -> str:
+    """`points` (already formatted) not graded here for `reason`, as a phrase: "5 more graded by
+    the hiring team's kit", "9 more not graded here: needs a CUDA device"."""
+    if reason == STRINGS["en"]["ungraded_full_kit"]:
+        return tr(lang, "more_full_kit", points=points)
+    return tr(lang, "more_elsewhere", points=points, reason=translated_reason(lang, reason))
 
 
 def language(report: dict) -> str:

@@ -14,7 +14,10 @@ A part built on other parts (`BUILT_ON`) is scored apart from them: its worker g
 key's modules for those parts in place of the candidate's, where the kit ships the answer key, as
 bytecode without their source text (`sourceless`; bytecode can be disassembled: the scan flags
 `marshal` and `dis`);
-`part_notes` says which files each such part was scored with.
+`part_notes` says which files each such part was scored with. A plugin made with `swapped` does
+the same for every part it grades: `grade.run_checks` grades the parts built on the candidate's
+allocator a second time that way when that allocator fails part 1, and keeps per part the better
+grading (`rescored` records both).
 
 A check fails when the submission made it fail: an assertion, an exception from its code, or a
 `SubmissionFailure` (not submitted, not implemented, crashed, timed out). Any other exception is
@@ -32,7 +35,7 @@ import hypothesis
 import pytest
 from hypothesis.internal.conjecture import engine as conjecture_engine
 
-from grader.profiles import Profile, hypothesis_settings
+from grader.profiles import SHRINK_SECONDS, Profile, hypothesis_settings
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import Limits, Sandbox, SubmissionFailure, sourceless
 from grader.sandbox.proxy import RemoteError, Submission
@@ -81,6 +84,8 @@ class GradingPlugin:
     isolation: Isolation | None = None  # None: bubblewrap where a sandbox can be made
     point_overrides: dict[str, float] = field(default_factory=dict)
     live: bool = False
+    swapped: tuple[str, ...] = ()  # answer-key files in place of the candidate's, in every part
+    quiet: bool = False  # no progress lines: a run whose results the report does not show
     results: dict[str, CheckResult] = field(default_factory=dict)
     events: dict[str, list[str]] = field(default_factory=dict)
     benchmarks: list[dict] = field(default_factory=list)
@@ -89,6 +94,7 @@ class GradingPlugin:
     progress: dict[str, PartProgress] = field(default_factory=dict)
     part_of_node: dict[str, str] = field(default_factory=dict)
     deadlines: dict[str, float] = field(default_factory=dict)
+    rescored: dict[str, dict] = field(default_factory=dict)  # by part: both gradings, the kept one
 
     # -- collection: every check's part and points ----------------------------------------------
 
@@ -99,8 +105,9 @@ class GradingPlugin:
             "grader", hypothesis_settings(self.grading_profile, self.seeded)
         )
         hypothesis.settings.load_profile("grader")
-        # Shrinking a failure through a worker is slow: bound it (hypothesis' default is 300 s).
-        conjecture_engine.MAX_SHRINKING_SECONDS = self.grading_profile.shrink_seconds
+        # Shrinking a failure through a worker is slow: bound it by work (`profiles.py`).
+        conjecture_engine.MAX_SHRINKS = self.grading_profile.shrinks
+        conjecture_engine.MAX_SHRINKING_SECONDS = SHRINK_SECONDS
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -139,19 +146,21 @@ class GradingPlugin:
             sandbox.close()
 
     def files_for(self, part: str) -> dict[str, bytes]:
-        """The candidate's files, with those `part` builds on swapped for the answer key's."""
+        """The candidate's files, with those `part` builds on, and `swapped`, replaced by the
+        answer key's (where the kit ships it)."""
         built_on = BUILT_ON.get(part, ())
-        if not built_on:
-            return self.files
-        names = " and ".join(built_on)
-        if self.reference_files is None:
+        if built_on:
+            names = " and ".join(built_on)
             self.part_notes[part] = (
                 f"scored with your own {names}: the full kit swaps in its reference ones"
+                if self.reference_files is None
+                else f"scored with the kit's reference {names} in place of yours"
             )
+        replaced = (*built_on, *self.swapped) if self.reference_files is not None else ()
+        if not replaced:
             return self.files
-        self.part_notes[part] = f"scored with the kit's reference {names} in place of yours"
-        files = {name: content for name, content in self.files.items() if name not in built_on}
-        return files | dict(sourceless(name, self.reference_files[name]) for name in built_on)
+        files = {name: content for name, content in self.files.items() if name not in replaced}
+        return files | dict(sourceless(name, self.reference_files[name]) for name in replaced)
 
     def sandbox_for(self, part: str, files: dict[str, bytes]) -> Sandbox:
         """A worker for `part`; all of a part's workers share its wall-clock budget."""
@@ -258,6 +267,8 @@ class GradingPlugin:
         part_id = self.part_of_node[nodeid]
         part = self.progress[part_id]
         part.done += 1
+        if self.quiet:
+            return
         seconds = time.monotonic() - part.started
         line = f"  {part_id:<10} {part.done:>3}/{part.total} checks  {seconds:6.1f} s"
         if self.live:

@@ -18,7 +18,7 @@ import textwrap
 from html import escape
 
 from grader import svg
-from grader.i18n import language, part_asks, part_title, tr
+from grader.i18n import language, more_points, part_asks, part_title, tr, ungraded_reason
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
@@ -61,6 +61,7 @@ th,td{text-align:left;vertical-align:top;padding:.35rem .5rem;border-bottom:1px 
 .tag.skipped,.tag.provisional{background:var(--mute);border-color:var(--mute)}
 .message{white-space:pre-wrap;margin:.3rem 0}
 .note{margin:.3rem 0}
+.ungraded{color:var(--mute);font-style:italic;margin:.2rem 0}
 .bad{color:var(--bad)}
 pre,code{font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;padding:.6rem .8rem;
@@ -113,6 +114,33 @@ def graded(part: dict) -> bool:
 def part_score(part: dict) -> str:
     """A part's score over its maximum; a dash for a part that was not graded."""
     return f"{points(part['score'])} / {points(part['max_score'])}" if graded(part) else "-"
+
+
+def ungraded_notes(part: dict, lang: str = "en", shown=points) -> list[str]:
+    """A part's points not graded here, one phrase per reason ("5 more graded by the hiring
+    team's kit"), each figure written by `shown`; none for a report without the field."""
+    items = part.get("ungraded") or []
+    return [more_points(lang, shown(i["points"]), i["reason"]) for i in items if i["points"]]
+
+
+def total_ungraded(report: dict) -> dict:
+    """The report's points not graded here, by reason over all its parts, as a part's
+    `ungraded` field (`ungraded_notes` reads it)."""
+    by_reason: dict[str, float] = {}
+    for part in report["parts"].values():
+        for item in part.get("ungraded") or []:
+            by_reason[item["reason"]] = by_reason.get(item["reason"], 0.0) + item["points"]
+    return {"ungraded": [{"reason": r, "points": round(p, 2)} for r, p in by_reason.items()]}
+
+
+def skipped_label(check: dict, lang: str = "en") -> str:
+    """What a skipped check's line says after its name: its points, why they are not graded here,
+    and its message where that says more: "(2.05 points, graded by the hiring team's kit): runs
+    only in the full kit: ...", "(9 points, needs a CUDA device)"."""
+    message = check["message"]
+    reason = ungraded_reason(lang, message)
+    label = f"({tr(lang, 'skipped_check', points=points(check['max_points']), reason=reason)})"
+    return label if message in (reason, ungraded_reason("en", message)) else f"{label}: {message}"
 
 
 def tally(part: dict, lang: str = "en") -> str:
@@ -190,6 +218,7 @@ def header(report: dict, lang: str) -> str:
         f'<p class="total" id="total">{escape(points(score))} <small>/ '
         f"{escape(points(max_score))} {escape(tr(lang, 'points'))}</small></p>\n"
         f"{meter(score, max_score, big=True)}\n"
+        f"{ungraded_line(total_ungraded(report), lang)}"
         f'<p class="muted">{escape(how_it_ran(report, lang))}</p>\n'
         f"<p>{escape(tr(lang, 'intro'))}</p>\n</header>"
     )
@@ -220,6 +249,12 @@ def meter(score: float, max_score: float, big: bool = False) -> str:
         f'<div class="meter"><span class="bar{kind}{size}"><span style="width:{fraction:.1%}">'
         f"</span></span><span>{fraction:.0%}</span></div>"
     )
+
+
+def ungraded_line(part: dict, lang: str) -> str:
+    """A paragraph of the points not graded here (`ungraded_notes`); nothing when there are none."""
+    notes = ungraded_notes(part, lang)
+    return f'<p class="ungraded">{escape("; ".join(notes))}</p>\n' if notes else ""
 
 
 def errors(messages: list[str], lang: str) -> str:
@@ -257,7 +292,8 @@ def parts_table(parts: dict[str, dict], report: dict, lang: str) -> str:
         f'<tr class="total-row"><th>{escape(tr(lang, "total"))}</th>'
         f'<th class="num">{escape(points(report["score"]))} / '
         f"{escape(points(report['max_score']))}</th>"
-        f"<td>{meter(report['score'], report['max_score'])}</td><td></td></tr>"
+        f"<td>{meter(report['score'], report['max_score'])}</td>"
+        f"<td>{ungraded_line(total_ungraded(report), lang)}</td></tr>"
     )
     head = (
         f"<tr><th>{escape(tr(lang, 'part'))}</th>"
@@ -280,6 +316,8 @@ def part_row(part_id: str, part: dict, lang: str) -> str:
         note = escape(tally(part, lang))
         return f'<tr class="part-row">{title}<td colspan="3" class="muted">{note}</td></tr>'
     notes = "".join(
+        f'<div class="ungraded">{escape(note)}</div>' for note in ungraded_notes(part, lang)
+    ) + "".join(
         f'<div class="muted">{escape(note)}</div>'
         for note in (part.get("note"), part.get("provisional"))
         if note
@@ -302,6 +340,8 @@ def part_section(part_id: str, part: dict, lang: str) -> str:
     else:
         lines.append(f"<h2>{title}</h2>")
     lines.append(f'<p class="asks">{escape(part_asks(lang, part_id))}</p>')
+    if ungraded_notes(part, lang):
+        lines.append(ungraded_line(part, lang).rstrip())
     note = part.get("note") if graded(part) else tally(part, lang)
     if note:
         lines.append(f'<p class="note muted">{escape(note)}</p>')
@@ -315,7 +355,8 @@ def part_section(part_id: str, part: dict, lang: str) -> str:
     skipped = [c for c in checks if c["status"] == "skipped"]
     if skipped:
         items = "".join(
-            f"<li><code>{escape(c['name'])}</code>: {escape(c['message'])}</li>" for c in skipped
+            f"<li><code>{escape(c['name'])}</code> {escape(skipped_label(c, lang))}</li>"
+            for c in skipped
         )
         lines.append(f'<p>{escape(tr(lang, "skipped_list"))}</p>\n<ul class="skipped">{items}</ul>')
     passed = [c["name"] for c in checks if c["status"] == "passed"]

@@ -31,8 +31,11 @@ from grader.report_html import (
     scheduling_runs,
     share,
     shown,
+    skipped_label,
     steps_taken,
     tally,
+    total_ungraded,
+    ungraded_notes,
     verdict,
 )
 from grader.text import MESSAGE_CHARS, clean
@@ -110,12 +113,20 @@ def render_markdown(report: dict) -> str:
 
 
 def md_header(report: dict, lang: str) -> str:
+    """The title, the total with its bar and the points not graded here, how the grade ran."""
     score = f"{points(report['score'])} / {points(report['max_score'])}"
+    ungraded = md_ungraded(total_ungraded(report), lang)
     return (
         f"# {tr(lang, 'title')}: {plain(report['submission']['name'])}\n\n"
         f"**{tr(lang, 'total')}: {score}** {text_bar(report['score'], report['max_score'])}"
+        f"{f' ({ungraded})' if ungraded else ''}"
         f"\n\n{plain(how_it_ran(report, lang))}\n\n{tr(lang, 'intro')}"
     )
+
+
+def md_ungraded(part: dict, lang: str) -> str:
+    """A part's (or the total's) points not graded here, as one plain phrase; "" for none."""
+    return plain("; ".join(ungraded_notes(part, lang)))
 
 
 def text_bar(score: float, max_score: float, cells: int = 10) -> str:
@@ -149,7 +160,8 @@ def md_parts_table(report: dict, lang: str) -> str:
         if graded(part):
             bar = text_bar(part["score"], part["max_score"])
             notes = [plain(note) for note in (part.get("note"), part.get("provisional")) if note]
-            checks = "; ".join([plain(tally(part, lang)), *notes])
+            ungraded = [md_ungraded(part, lang)] if ungraded_notes(part, lang) else []
+            checks = "; ".join([plain(tally(part, lang)), *ungraded, *notes])
         else:
             bar, checks = "", plain(tally(part, lang))
         rows.append(
@@ -159,7 +171,8 @@ def md_parts_table(report: dict, lang: str) -> str:
     total = f"{points(report['score'])} / {points(report['max_score'])}"
     rows.append(
         f"| **{tr(lang, 'total')}** | | **{total}** | "
-        f"{text_bar(report['score'], report['max_score'])} | |"
+        f"{text_bar(report['score'], report['max_score'])} | "
+        f"{md_ungraded(total_ungraded(report), lang)} |"
     )
     head = (
         f"| {tr(lang, 'part')} | {tr(lang, 'asks')} | {tr(lang, 'score')} | | "
@@ -176,6 +189,8 @@ def md_part(part_id: str, part: dict, lang: str) -> str:
     lines = [heading, f"*{plain(part_asks(lang, part_id))}*"]
     if not graded(part):
         return "\n\n".join([*lines, plain(tally(part, lang))])
+    if ungraded_notes(part, lang):
+        lines.append(f"*{md_ungraded(part, lang)}*")
     if part.get("note"):
         lines.append(plain(part["note"]))
     if part.get("provisional"):
@@ -183,7 +198,7 @@ def md_part(part_id: str, part: dict, lang: str) -> str:
     checks = part["checks"]
     lines += [md_check(check, lang) for check in checks if check["status"] in ("failed", "error")]
     skipped = [
-        f"- {code_span(check['name'])}: {plain(check['message'])}"
+        f"- {code_span(check['name'])} {plain(skipped_label(check, lang))}"
         for check in checks
         if check["status"] == "skipped"
     ]
@@ -364,9 +379,12 @@ def gradescope_test(check: dict) -> dict:
 
 def summary(report: dict) -> str:
     """A few lines: the total, each part's score, and the grader's failures if any."""
+    ungraded = "; ".join(ungraded_notes(total_ungraded(report)))
     lines = [f"Score: {points(report['score'])} / {points(report['max_score'])}"]
+    lines[0] += f" ({ungraded})" if ungraded else ""
     for part_id, part in report["parts"].items():
-        notes = "; ".join(note for note in (tally(part), part.get("provisional")) if note)
+        notes = [tally(part), *ungraded_notes(part), part.get("provisional")]
+        notes = "; ".join(note for note in notes if note)
         lines.append(f"{part_id}: {part_score(part)} ({notes})")
     lines += [f"The grader failed: {last_line(error)}" for error in report["errors"]]
     return "\n".join(lines)

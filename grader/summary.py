@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from grader.i18n import language, part_title, tr
-from grader.report_html import check_anchor, graded, tally
+from grader.report_html import check_anchor, graded, tally, total_ungraded, ungraded_notes
 from grader.reports import bounded
 from grader.text import clean
 
@@ -56,13 +56,23 @@ def summary_lines(report: dict, out: Path) -> list[str]:
 
 
 def score_table(report: dict, lang: str) -> list[str]:
-    """A line per part (its score and how many checks passed), then the total."""
+    """A line per part (its score, how many checks passed, the points not graded here), then the
+    total: `allocator   10.00 / 10.00  4 of 5 checks passed (5.00 more graded by the hiring
+    team's kit)`."""
     rows = []
     for part_id, part in report["parts"].items():
         score = f"{part['score']:6.2f} / {part['max_score']:<6.2f}" if graded(part) else f"{'-':>6}"
-        rows.append(f"  {part_id:<10} {score:<15} {tally(part, lang)}")
+        rows.append(f"  {part_id:<10} {score:<15} {tally(part, lang)}{not_graded_here(part, lang)}")
     total = f"{report['score']:6.2f} / {report['max_score']:.2f}"
+    total += not_graded_here(total_ungraded(report), lang)
     return [*rows, f"  {padded(tr(lang, 'summary_total'), 10)} {total}"]
+
+
+def not_graded_here(part: dict, lang: str) -> str:
+    """` (5.00 more graded by the hiring team's kit)`: a part's (or the total's) points not graded
+    here, to follow its score; "" when there are none."""
+    notes = ungraded_notes(part, lang, shown=lambda value: f"{value:.2f}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def padded(text: str, columns: int) -> str:

@@ -1,18 +1,42 @@
 """Timing a candidate against the reference in the same run, as a ratio, never as a time.
 
-Each round runs every measured call once, one after the other: the candidate's call is timed by
-pytest-benchmark, the others (the reference, other pool sizes) by the same clock in the round's
-untimed setup. Interleaving makes drift (frequency scaling, a noisy neighbour) hit all of them
-alike; the best round of each is kept, the least disturbed one.
+What is measured is each worker's CPU time, not the wall clock: the grading process reads it
+from the kernel around every call (`Sandbox.cpu_seconds`), so the worker cannot forge it, and
+other work on the machine (`grade-all`'s parallel gradings, a busy CI host) barely moves it,
+where it would stretch wall-clock times at random. So identical submissions get identical
+verdicts under any load.
+
+Each round runs every measured call once, one after the other (the reference, other pool sizes,
+then the candidate), interleaved so that drift (frequency scaling, caches) hits all alike;
+pytest-benchmark drives the rounds. The least CPU time of each over the rounds is kept, the
+least disturbed one. A verdict that fails is confirmed before it stands: the rounds are run
+again and each call keeps its least time over both (`time_confirmed`). The report's timing
+table shows these very CPU times.
 """
 
-import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+from grader.sandbox.process import Sandbox
 
 # A candidate this much faster than the reference is flagged for review and not rewarded: the
 # reference is no straw man, and the timed loop runs in the candidate's own process.
 IMPLAUSIBLE_SPEEDUP = 10.0
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A call into a worker (one whole workload), and the sandbox whose worker runs it."""
+
+    call: Callable[[], Any]
+    sandbox: Sandbox
+
+    def cpu_seconds(self) -> float:
+        """Run the call once; the CPU time the worker's processes spent on it."""
+        before = self.sandbox.cpu_seconds()
+        self.call()
+        return self.sandbox.cpu_seconds() - before
 
 
 def assert_plausible(ratio: float, what: str) -> None:
@@ -23,28 +47,37 @@ def assert_plausible(ratio: float, what: str) -> None:
     )
 
 
-def time_interleaved(
-    benchmark: Any, target: Callable[[], Any], others: dict[str, Callable[[], Any]], rounds: int
+def time_interleaved(benchmark: Any, calls: dict[str, Timed], rounds: int) -> dict[str, float]:
+    """The least CPU seconds per call of each of `calls`, over `rounds` interleaved rounds
+    (after one warm-up round) that pytest-benchmark drives."""
+    seconds: dict[str, list[float]] = {name: [] for name in calls}
+
+    def one_round() -> None:
+        for name, timed in calls.items():
+            seconds[name].append(timed.cpu_seconds())
+
+    benchmark.pedantic(one_round, rounds=rounds, warmup_rounds=1)
+    return {name: min(values[1:]) for name, values in seconds.items()}  # [0]: the warm-up
+
+
+def time_confirmed(
+    benchmark: Any,
+    calls: dict[str, Timed],
+    rounds: int,
+    fails: Callable[[dict[str, float]], bool],
 ) -> dict[str, float]:
-    """Best seconds per call of `target` (key "target") and of each of `others`."""
-    seconds: dict[str, list[float]] = {name: [] for name in others}
-
-    def run_others() -> None:
-        for name, call in others.items():
-            start = time.perf_counter()
-            call()
-            seconds[name].append(time.perf_counter() - start)
-
-    benchmark.pedantic(target, setup=run_others, rounds=rounds, warmup_rounds=1)
-    best = {name: min(values[1:]) for name, values in seconds.items()}  # [0] is the warm-up
-    return {"target": benchmark.stats.stats.min, **best}
+    """`time_interleaved`; where its figures `fails` the check, the rounds once more and each
+    call's least time over both: a failing verdict stands only if it is measured twice."""
+    best = time_interleaved(benchmark, calls, rounds)
+    if not fails(best):
+        return best
+    again = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, timed in calls.items():
+            again[name].append(timed.cpu_seconds())
+    return {name: min(best[name], *again[name]) for name in calls}
 
 
-def time_once(calls: dict[str, Callable[[], Any]]) -> dict[str, float]:
-    """Seconds of one call of each (a probe before the real measurement)."""
-    seconds = {}
-    for name, call in calls.items():
-        start = time.perf_counter()
-        call()
-        seconds[name] = time.perf_counter() - start
-    return seconds
+def time_once(calls: dict[str, Timed]) -> dict[str, float]:
+    """CPU seconds of one call of each (a probe before the real measurement)."""
+    return {name: timed.cpu_seconds() for name, timed in calls.items()}

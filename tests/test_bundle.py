@@ -1,23 +1,42 @@
-"""`make candidate-kit`: the bundle holds no answer, and inside it `make grade` and `make test` run.
+"""`make candidate-kit`: the bundle holds no answer, and inside it `make grade` and `make test` run,
+`make test` both on the stubs and on a finished submission (the answer key copied in).
 
-The bundle is built by its command into a temp folder and unpacked there. Its `.venv` is a link
-to the environment running these tests (no reinstall), and `make -o .venv/.installed` keeps
-make from setting one up; run from the bundle's root, `python -m grader` imports the bundle's
-own grader, not the kit's editable install (the tests check which).
+The bundle is built by its command into a temp folder and unpacked there. Its `.venv` is a copy
+of the environment running these tests made of hard links (no reinstall, no space), without the
+full kit's editable install: that install's import hook would hand the bundle the full kit's
+modules it leaves out (`grader.simulate`), and a bundled test that needs one would pass here and
+fail for a candidate. `make -o .venv/.installed` keeps make from setting one up; run from the
+bundle's root, `python -m grader` imports the bundle's own grader (the tests check which).
 """
 
 import ast
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
-from pathlib import Path
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
 
 import pytest
 
-from grader.bundle import TOP_FOLDER, BundleRefused, build, copies_of_answers
+from grader.bundle import (
+    TOP_FOLDER,
+    BundleRefused,
+    build,
+    copies_of_answers,
+    importing_functions,
+    is_test_module,
+    kit_files,
+    module_of,
+    needs,
+    select,
+)
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = KIT_ROOT / "solutions"
@@ -45,23 +64,67 @@ def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+def link_or_copy(source: str, target: str) -> None:
+    """A hard link where the file system allows one, else a copy."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def environment_for(kit: Path) -> None:
+    """`kit/.venv`: this environment as hard links, without the full kit's editable install
+    (its `.pth` hook and metadata), so that the bundle imports nothing but its own files."""
+    editable = shutil.ignore_patterns("__editable__*", "paged_attention_kit-*", "__pycache__")
+    shutil.copytree(
+        sys.prefix, kit / ".venv", symlinks=True, ignore=editable, copy_function=link_or_copy
+    )
+
+
 @pytest.fixture(scope="module")
-def kit(tmp_path_factory) -> Path:
-    """The candidate bundle, built and unpacked, with a link to this environment as `.venv`."""
-    root: Path = tmp_path_factory.mktemp("bundle")
-    archive = root / "candidate.tar.gz"
+def archive(tmp_path_factory) -> Path:
+    """The candidate bundle, built by its command."""
+    archive = tmp_path_factory.mktemp("bundle") / "candidate.tar.gz"
     built = run([sys.executable, "-m", "grader.bundle", "--out", str(archive)], KIT_ROOT)
     assert built.returncode == 0, built.stdout + built.stderr
     assert f"Wrote {archive}" in built.stdout
+    return archive
+
+
+def unpacked(archive: Path, root: Path, venv: Path | None = None) -> Path:
+    """The bundle unpacked under `root`, with its environment (`environment_for`), or a link to
+    `venv`, one made so before."""
     with tarfile.open(archive) as bundle:
         bundle.extractall(root, filter="data")
     kit = root / TOP_FOLDER
-    (kit / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+    if venv is None:
+        environment_for(kit)
+    else:
+        (kit / ".venv").symlink_to(venv, target_is_directory=True)
     return kit
 
 
+@contextlib.contextmanager
+def unpacking_place() -> Iterator[Path]:
+    """A new folder to unpack the bundle in, removed afterwards. Not under pytest's temp folder:
+    a path with "pytest" in it would show in the sandbox's command lines, where the bundle's
+    isolation tests check that no pytest process is visible."""
+    place = Path(tempfile.mkdtemp(prefix="candidate-kit-"))
+    try:
+        yield place
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def kit(archive: Path) -> Iterator[Path]:
+    """The candidate bundle, unpacked, with the stubs in `exercises/`."""
+    with unpacking_place() as place:
+        yield unpacked(archive, place)
+
+
 def test_no_answer_key_is_in_the_bundle(kit: Path) -> None:
-    files = {path.relative_to(kit).as_posix(): path for path in kit.rglob("*") if path.is_file()}
+    files = {name: kit / name for name in kit_files(kit)}  # a walk: no .venv, no reports
     assert "exercises/block_allocator.py" in files
     assert "grader/grade.py" in files
     assert "kernels/reference.py" in files
@@ -137,11 +200,121 @@ def test_make_grade_runs_on_the_stubs_with_the_bundles_grader(kit: Path) -> None
         )
         assert check["message"].startswith(expected), check
         assert check["points"] == 0
+    part = report["parts"]["allocator"]
+    skipped = [check for check in checks if check["status"] == "skipped"]
+    assert all(check["max_points"] > 0 for check in checks), checks  # skipped ones keep theirs
+    assert part["ungraded"] == [
+        {"reason": "graded by the hiring team's kit", "points": part["ungraded_points"]}
+    ]
+    assert part["ungraded_points"] == pytest.approx(sum(c["max_points"] for c in skipped))
+    assert part["max_score"] + part["ungraded_points"] == pytest.approx(15)
+    assert "more graded by the hiring team's kit)" in graded.stdout
     page = (kit / "reports" / "exercises" / "report.html").read_text()
     assert "runs only in the full kit" in page
+    assert "more graded by the hiring team&#x27;s kit" in page
+
+
+def test_a_check_is_worth_the_same_points_in_both_kits(kit: Path, tmp_path: Path) -> None:
+    """The answer key graded by the bundle and by the full kit: each check has the same points;
+    the bundle's maximum leaves out what only the full kit grades, and says how much that is."""
+    submission = tmp_path / "finished"
+    shutil.copytree(SOLUTIONS, submission, ignore=shutil.ignore_patterns("__py*"))
+    reports = {}
+    for name, root, python in (("bundle", kit, ".venv/bin/python"), ("full", KIT_ROOT, None)):
+        out = tmp_path / name
+        command = [python or sys.executable, "-m", "grader", str(submission), "--out", str(out)]
+        graded = run([*command, "--parts", "allocator,gather"], root)
+        assert graded.returncode == 0, graded.stdout + graded.stderr
+        reports[name] = json.loads((out / "report.json").read_text())
+    weights = {"allocator": 15, "gather": 15}
+    for part_id, weight in weights.items():
+        parts = {name: report["parts"][part_id] for name, report in reports.items()}
+        worth = {
+            name: {check["id"]: check["max_points"] for check in part["checks"]}
+            for name, part in parts.items()
+        }
+        assert worth["bundle"] == worth["full"], part_id
+        bundle, full = parts["bundle"], parts["full"]
+        # The full kit's timings may fail on a busy machine: its maximum is what is compared.
+        assert (full["max_score"], full["ungraded_points"]) == (weight, 0)
+        assert bundle["score"] == bundle["max_score"] < weight
+        assert bundle["max_score"] + bundle["ungraded_points"] == pytest.approx(weight, abs=0.02)
 
 
 def test_the_bundled_tests_pass_in_the_bundle(kit: Path) -> None:
     tested = run([*MAKE, "test"], kit)
     assert tested.returncode == 0, tested.stdout[-4000:] + tested.stderr[-2000:]
     assert " passed" in tested.stdout
+
+
+def test_the_bundled_tests_pass_on_a_finished_submission(archive: Path, kit: Path) -> None:
+    """A candidate who filled every stub in (here: the answer key copied over `exercises/`)
+    still sees the kit's own tests pass: none of them checks that the stubs are still stubs."""
+    with unpacking_place() as place:
+        finished = unpacked(archive, place, venv=kit / ".venv")
+        for path in SOLUTIONS.glob("*.py"):
+            shutil.copyfile(path, finished / "exercises" / path.name)
+        tested = run([*MAKE, "test"], finished)
+    assert tested.returncode == 0, tested.stdout[-4000:] + tested.stderr[-2000:]
+    assert " passed" in tested.stdout
+
+
+def test_no_bundled_test_reaches_a_left_out_module(kit: Path) -> None:
+    """No test that runs in the bundle imports a module of the full kit the bundle leaves out
+    (`grader.simulate`, the answer key), directly or through a bundled function that imports
+    one when it is called (`grade.simulation()`): those the bundle keeps are deselected there."""
+    full, bundled = kit_files(KIT_ROOT), kit_files(kit)  # the bundle's: a walk, it has no git
+    missing = {module_of(name) for name in full} - {module_of(name) for name in bundled} - {None}
+    folders = {part for name in full for part in PurePosixPath(name).parts[:-1]}
+    folders -= {part for name in bundled for part in PurePosixPath(name).parts[:-1]}
+    files = {name: kit / name for name in bundled if name.endswith(".py")}
+    assert {"solutions", "grader.simulate"} <= missing
+    trees = {name: ast.parse(path.read_bytes(), filename=name) for name, path in files.items()}
+    importing = importing_functions(trees, missing)
+    assert "grader.grade.simulation" in importing
+    options = tomllib.loads((kit / "pyproject.toml").read_text())["tool"]["pytest"]
+    deselected = tuple(re.findall(r"--deselect=(\S+)", options["ini_options"]["addopts"]))
+    reached = [
+        f"{name}::{need.test or '(module)'}: {need.what}"
+        for name, tree in trees.items()
+        if is_test_module(name)
+        for need in needs(name, tree, missing, folders, importing)
+        if not f"{name}::{need.test}".startswith(deselected) or need.test is None
+    ]
+    assert not reached, reached
+
+
+def test_a_test_calling_a_function_that_imports_a_left_out_module_is_deselected(
+    tmp_path: Path,
+) -> None:
+    """Through any import form; a test that calls only what the bundle has stays."""
+    files = {
+        "grader/__init__.py": "",
+        "grader/__main__.py": "from grader import grade\n",  # the grader keeps grade.py
+        "grader/candidate_readme.md": "# kit\n",
+        "grader/simulate.py": "X = 1\n",  # left out by name
+        "grader/grade.py": (
+            "def simulation():\n    from grader import simulate\n    return simulate.X\n\n"
+            "def other():\n    return 2\n"
+        ),
+        "tests/test_x.py": (
+            "import grader.grade\nfrom grader import grade\nfrom grader import grade as g\n"
+            "from grader.grade import simulation as sim\n\n"
+            "def test_dotted():\n    grader.grade.simulation()\n\n"
+            "def test_module():\n    grade.simulation()\n\n"
+            "def test_alias():\n    assert g.simulation\n\n"
+            "def test_name():\n    sim()\n\n"
+            "def test_import():\n    import grader.simulate\n\n"
+            "def test_fine():\n    grade.other()\n"
+        ),
+        "pyproject.toml": '[tool.pytest.ini_options]\naddopts = ""\n',
+        "Makefile": ".PHONY: test\ntest:\n\tpython -m pytest\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    selection = select(tmp_path, sorted(files))
+    deselected = {node.partition("::")[2] for node in selection.deselected}
+    assert deselected == {"test_dotted", "test_module", "test_alias", "test_name", "test_import"}
+    assert "tests/test_x.py" in selection.files
+    assert "calls grader.grade.simulation" in selection.deselected["tests/test_x.py::test_name"]

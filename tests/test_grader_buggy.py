@@ -1,15 +1,20 @@
-"""Buggy submissions lose points: mutants of the answer key, one or more per rule of SPEC parts 1,
-2, 3 and 6, each graded on the part whose rule it breaks.
+"""Buggy submissions lose points, in their own part: mutants of the answer key, one or more per
+rule of SPEC parts 1, 2, 3 and 6, each listed with the part whose rule it breaks.
 
 A mutant is the answer key with exact text edits (each old text must occur exactly once, so the
-table fails loudly when the answer key changes). Its part must score below its maximum through
-at least one real failure, with no grader error. The slow-but-correct mutants (a `list.pop(0)`
-free list, a Python loop over tokens) must lose points through the part's timing checks only.
+table fails loudly when the answer key changes). Each is graded once on every CPU part
+(`cascade.CPU_PARTS`). Its own part must score below its maximum through at least one real
+failure, with no grader error. The slow-but-correct mutants (a `list.pop(0)` free list, a Python
+loop over tokens) must lose points through the part's timing checks only. And a bug must cost
+points in its own part, not in the others: over all the mutants, the points lost outside their
+parts stay within `cascade.CASCADE_LIMIT` of those lost in them (`python -m tests.cascade`
+prints the figure mutant by mutant).
 
-The grader shrinks every failure of a random property to a minimal counterexample, for up to the
-profile's shrink budget per check; to keep these tests short, `--part-timeout` caps the part's
-time. A check cut short by it says "the part's time budget ... is spent" and does not count as
-catching the mutant.
+The grader shrinks every failure of a random property by a fixed amount of work (the profile's
+`shrinks`), not of seconds, so these gradings run under the parts' own time budgets: a busy
+machine makes them slower, never different. A check cut short by a budget says "the part's time
+budget ... is spent" and does not count as catching the mutant (one test cuts a search short on
+purpose).
 """
 
 from concurrent.futures import Future
@@ -18,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cascade import CASCADE_LIMIT, CPU_PARTS, cascade, losses, table
 from tests.grading import (
     CUT_SHORT,
     Edit,
@@ -26,10 +32,9 @@ from tests.grading import (
     check_names,
     concurrently,
     grade,
+    module_items,
 )
 from tests.grading import selected_params as selected
-
-SHRINK_CAP = "5"  # seconds for the whole part (--part-timeout): shrinking takes longer
 
 
 @dataclass(frozen=True)
@@ -38,12 +43,10 @@ class Mutant:
     part: str  # the part that must lose points
     edits: tuple[Edit, ...]
     timing_only: bool = False  # correct but slow: only the part's timing checks may fail
-    search_only: bool = False  # only a random property finds it: let its search finish
 
     @property
     def options(self) -> tuple[str, ...]:
-        capped = not (self.timing_only or self.search_only)
-        return ("--parts", self.part, *(("--part-timeout", SHRINK_CAP) if capped else ()))
+        return ("--parts", ",".join(CPU_PARTS))
 
 
 def allocator(*changes: tuple[str, str]) -> tuple[Edit, ...]:
@@ -155,7 +158,7 @@ MUTANTS = [
         ("if count > self._ref_counts[block_id]:",
          "if self._ref_counts[block_id] and count > self._ref_counts[block_id]:"))),
     # Only the random allocate/free sequences reach a negative id while the last block is held.
-    Mutant("free_accepts_a_negative_id_which_wraps", "allocator", search_only=True, edits=allocator(
+    Mutant("free_accepts_a_negative_id_which_wraps", "allocator", edits=allocator(
         ("if not 0 <= block_id < self.num_blocks:", "if block_id >= self.num_blocks:"))),
     Mutant("free_frees_the_valid_ids_before_raising", "allocator", allocator(
         (FREE_CHECKS, FREE_ONE_BY_ONE))),
@@ -215,15 +218,19 @@ def timing_check_ids(part: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future[Graded]]:
-    """Every selected mutant graded on its part, two at a time (keyed by id), and each mutant
-    of the time budget test graded with a tight budget (keyed by id + "-cut")."""
+    """Every selected mutant (all of them for the cascade test) graded on every CPU part, two
+    at a time (keyed by id), and each mutant of the time budget test graded on its part with a
+    tight budget (keyed by id + "-cut")."""
     root: Path = tmp_path_factory.mktemp("mutants")
 
     def job(mutant: Mutant, name: str, *options: str):
         folder = build_submission(root / name, edits=mutant.edits)
         return lambda: grade(folder, *options)
 
-    jobs = {m.id: job(m, m.id, *m.options) for m in selected(request, "mutant")}
+    cascade_test = any(item.originalname == test_bugs_stay_in_their_part.__name__
+                       for item in module_items(request))  # fmt: skip
+    mutants = MUTANTS if cascade_test else selected(request, "mutant")
+    jobs = {m.id: job(m, m.id, *m.options) for m in mutants}
     for m in selected(request, "shrinking"):
         jobs[f"{m.id}-cut"] = job(m, f"{m.id}-cut", "--parts", m.part, "--part-timeout", "4")
     return concurrently(jobs)
@@ -261,3 +268,14 @@ def test_a_search_cut_short_by_the_time_budget_fails_as_timed_out(
     assert cut, f"the time budget cut nothing short\n{result.describe(shrinking.part)}"
     wrong = [check["id"] for check in cut if not check["message"].startswith("timed out")]
     assert not wrong, f"checks cut short that say otherwise\n{result.describe(shrinking.part)}"
+
+
+def test_bugs_stay_in_their_part(graded: dict[str, Future[Graded]]) -> None:
+    """Summed over the mutants, the points lost outside a mutant's own part are at most
+    `CASCADE_LIMIT` of those lost in it: the parts table sends a reviewer to the right part."""
+    rows = []
+    for mutant in MUTANTS:
+        result = graded[mutant.id].result()
+        result.assert_clean()
+        rows.append(losses(mutant.id, mutant.part, result.report))
+    assert cascade(rows) <= CASCADE_LIMIT, table(rows)

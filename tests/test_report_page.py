@@ -273,11 +273,19 @@ SHOWN = """(() => {
     integration: visible("#integration .tag").map((el) => el.textContent),
     integrity: visible("#integrity li").length,
     environment: visible("#environment th").map((el) => el.textContent),
+    ungraded: visible(".ungraded").map((el) => el.textContent),
   };
 })()"""
 
 
 PDF_PAGE = re.compile(rb"/Type\s*/Page\b(?!s)")
+
+
+def ungraded_phrase(report: dict) -> str:
+    """What the page says of the report's one part with points not graded here; "" if none."""
+    items = [item for part in report["parts"].values() for item in part.get("ungraded", [])]
+    assert len(items) <= 1, "the fixtures have at most one such part"
+    return f"{items[0]['points']:g} more {items[0]['reason']}" if items else ""
 
 
 def load(name: str) -> dict:
@@ -331,6 +339,9 @@ def test_page_shows_its_key_elements_without_console_errors(
         assert shown["integration"] == [report["integration"]["status"]]
         assert shown["integrity"] == len(report["integrity"])
         assert "torch" in shown["environment"]
+        # Points not graded here, beside the total (twice) and the part's score (twice).
+        phrase = ungraded_phrase(report)
+        assert shown["ungraded"] == ([phrase] * 4 if phrase else [])
 
         # Printed: the same elements still shown, tracebacks and notes unfolded; and a PDF.
         tab.send("Emulation.setEmulatedMedia", media="print")

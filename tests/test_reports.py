@@ -36,15 +36,23 @@ def check(part: str, name: str, status: str, points: float, max_points: float, *
 
 
 def part(title: str, checks: list[dict], max_score: float, **extra) -> dict:
+    """A part as `grade.score_parts` writes it; `ungraded` (its points not graded here, by
+    reason) goes in `extra` and sums to `ungraded_points`."""
     score = sum(check["points"] for check in checks)
+    ungraded = extra.pop("ungraded", [])
     return {
         "title": title,
         "score": score,
         "max_score": max_score,
+        "ungraded_points": sum(item["points"] for item in ungraded),
+        "ungraded": ungraded,
         "seconds": 1.0,
         "checks": checks,
         **extra,
     }
+
+
+FULL_KIT = "graded by the hiring team's kit"
 
 
 def report(parts: dict[str, dict], **fields) -> dict:
@@ -113,7 +121,13 @@ def failing_report() -> dict:
     ]
     return report(
         {
-            "allocator": part("Part 1: the allocator", allocator, 15),
+            "allocator": part(
+                "Part 1: the allocator",
+                allocator,
+                13,
+                ungraded=[{"reason": FULL_KIT, "points": 2}],
+                provisional="provisional: checks skipped (runs only in the full kit)",
+            ),
             "decode": part("Part 2: decode", [check("decode", "grows", "passed", 20, 20)], 20),
             "kernel": part("Part 4: the kernel", [], 0, note="not graded by this version"),
         },
@@ -157,13 +171,17 @@ def new_sections_report(language: str = "en") -> dict:
     """A report with every section that only some reports have: GPU kernel timings, a graded
     part with a note, a provisional part, the engine check, the scheduling comparison."""
     kernel = [
-        check("kernel", "matches_the_reference", "passed", 20, 20),
-        check("kernel", "decode_speed", "failed", 0, 10, message="4.7x the reference's time"),
+        check("kernel", "matches_the_reference", "passed", 17, 17),
+        check("kernel", "decode_speed", "failed", 0, 8, message="4.7x the reference's time"),
+        check("kernel", "long_context_speed", "skipped", 0, 5, message="needs a CUDA device"),
     ]
     scheduler = [check("scheduler", "matches_the_reference", "passed", 10, 10)]
+    cuda = [{"reason": "needs a CUDA device", "points": 5}]
     return report(
         {
-            "kernel": part("Part 4: the kernel", kernel, 30, provisional="provisional: x"),
+            "kernel": part(
+                "Part 4: the kernel", kernel, 25, ungraded=cuda, provisional="provisional: x"
+            ),
             "scheduler": part("Part 5: the scheduler", scheduler, 10, note=f"note {HOSTILE}"),
         },
         language=language,
@@ -309,6 +327,11 @@ def test_results_json_has_the_total_and_each_checks_score(tmp_path: Path) -> Non
     assert COUNTEREXAMPLE in tests["allocator/free_is_atomic"]["output"]
     assert tests["allocator/timed_against_reference"]["output"] == "runs only in the full kit"
     assert "RuntimeError: pytest broke" in results["output"]
+    assert results["output"].startswith(f"Score: 25 / 33 (2 more {FULL_KIT})\n")
+    assert (
+        f"allocator: 5 / 13 (1 of 4 checks passed; 2 more {FULL_KIT}; provisional"
+        in (results["output"])
+    )
 
 
 def test_markdown_shows_the_counterexample_in_a_python_fence(tmp_path: Path) -> None:
@@ -317,6 +340,46 @@ def test_markdown_shows_the_counterexample_in_a_python_fence(tmp_path: Path) -> 
     assert markdown.index("RuntimeError: pytest broke") < markdown.index("## Parts")
     assert "not graded by this version" in markdown
     assert "allocate_gives_distinct_ids" in markdown  # the passed check, listed by name
+
+
+def test_points_not_graded_here_show_beside_the_score_in_every_report(tmp_path: Path) -> None:
+    """A skipped check keeps its points; the part, the total and the check's line say where
+    they are graded, in the page, the Markdown and the summary alike."""
+    files = written(failing_report(), tmp_path)
+    html, markdown = files["report.html"], files["report.md"]
+    assert f"**Total: 25 / 33** `████████░░` 76% (2 more {FULL_KIT})" in markdown
+    assert "## Part 1: the allocator (5 / 13)\n\n*A block allocator" in markdown
+    assert f"\n\n*2 more {FULL_KIT}*\n\n" in markdown
+    assert f"1 of 4 checks passed; 2 more {FULL_KIT}; provisional" in markdown
+    line = f"- `timed_against_reference` (2 points, {FULL_KIT}): runs only in the full kit"
+    assert line in markdown
+    escaped = FULL_KIT.replace("'", "&#x27;")
+    assert html.count(f'class="ungraded">2 more {escaped}<') == 4  # header, row, total, part
+    assert f"<code>timed_against_reference</code> (2 points, {escaped}): runs only" in html
+    decode = html.split('id="part-decode"')[1].split("</section>")[0]
+    assert 'class="ungraded"' not in decode  # a part with nothing skipped says nothing
+
+
+def test_points_that_need_cuda_say_so_once(tmp_path: Path) -> None:
+    files = written(new_sections_report(), tmp_path)
+    html, markdown = files["report.html"], files["report.md"]
+    for text in (html, markdown):
+        assert "5 more not graded here: needs a CUDA device" in text
+    assert "<code>long_context_speed</code> (5 points, needs a CUDA device)</li>" in html
+    assert "- `long_context_speed` (5 points, needs a CUDA device)\n" in markdown
+    lines = summary_lines(new_sections_report(), tmp_path)
+    cuda = "(5.00 more not graded here: needs a CUDA device)"
+    assert f"  kernel      17.00 / 25.00  1 of 3 checks passed {cuda}" in lines
+
+
+def test_a_report_from_before_the_ungraded_fields_still_renders(tmp_path: Path) -> None:
+    """`compare` and the leaderboard read older reports: no `ungraded` field, nothing shown."""
+    report = failing_report()
+    for part_report in report["parts"].values():
+        del part_report["ungraded"], part_report["ungraded_points"]
+    files = written(report, tmp_path)
+    assert "more graded" not in files["report.html"] + files["report.md"]
+    assert "more graded" not in "\n".join(summary_lines(report, tmp_path))
 
 
 def test_full_marks_markdown_lists_no_failure(tmp_path: Path) -> None:
@@ -393,6 +456,10 @@ def test_chinese_report_translates_the_kits_words_not_the_checks(tmp_path: Path)
         assert words in markdown
     assert "free([3, 3]) freed block 3 twice" in html  # the check's own message, as written
     assert "Parts</h2>" not in html
+    for text in (html, markdown):
+        assert "另有 2 分由招聘团队的完整题包评分" in text
+        assert "（2 分，由招聘团队的完整题包评分）" not in text  # noqa: RUF001
+    assert "(2 分，由招聘团队的完整题包评分): runs only in the full kit" in markdown  # noqa: RUF001
 
 
 def test_every_string_has_both_languages_with_the_same_placeholders() -> None:
@@ -412,7 +479,8 @@ def test_summary_points_at_the_first_failure_with_its_counterexample(tmp_path: P
     report = failing_report()
     lines = summary_lines(report, tmp_path)
     text = "\n".join(lines)
-    assert "  allocator    5.00 / 15.00  1 of 4 checks passed" in lines
+    assert f"  allocator    5.00 / 13.00  1 of 4 checks passed (2.00 more {FULL_KIT})" in lines
+    assert f"  total       25.00 / 33.00 (2.00 more {FULL_KIT})" in lines
     assert "  kernel          -          not graded by this version" in lines
     first = lines.index("What to look at first:")
     assert text.index("RuntimeError: pytest broke") < text.index("What to look at first:")
@@ -459,3 +527,5 @@ def test_summary_in_chinese(tmp_path: Path) -> None:
     assert first in lines
     assert "      free([3, 3]) freed block 3 twice" in lines  # the check's message, as written
     assert any(line.startswith("  总分       ") for line in lines)  # two columns per character
+    more = "(另有 2.00 分由招聘团队的完整题包评分)"
+    assert f"  allocator    5.00 / 13.00  4 项检查通过了 1 项 {more}" in lines

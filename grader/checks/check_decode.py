@@ -3,6 +3,10 @@
 Each call is checked at once for what SPEC.md says must follow (see `ManagerModel`): how many
 blocks a request holds, that a new block was free, that a refused call changed nothing, and
 that the free count adds up. No check depends on which free block the candidate hands out.
+
+The manager reaches the candidate's allocator: where that allocator fails part 1, this module is
+graded a second time with the kit's allocator in its place (`grade.ON_THE_ALLOCATOR`), and the
+part keeps the better grading, so that an allocator bug costs points in part 1 only.
 """
 
 import pytest

@@ -1,4 +1,5 @@
-"""The abstract model behind the manager's checks (parts 2, 3 and 6), and how to drive it.
+"""The abstract model behind the manager's checks (parts 2 and 6), and how to drive it; the
+assertions on a gather and a slot mapping that part 3's checks share.
 
 `ManagerModel` holds what SPEC.md lets a checker know of a `KVCacheManager`: each live request's
 `seq_len` and `block_table`, how many live tables hold each block, and the row written for each
@@ -7,6 +8,14 @@ no live table), and the model adopts it. Each operation runs on the candidate an
 once; `check_tables` and `check_rows` then compare everything observable, after every step of a
 state machine, so that a call that changes another request, or one that raises and still changes
 something, is caught too.
+
+A bug costs points in its own part: driving part 6's checks (`sharing=True`), the model leaves
+part 2's own rules to part 2. It makes no call that must be refused for want of a block at
+prefill or at a block boundary, and does not judge that `free` empties the table; its checks
+prefill whole blocks only, where rounding up or down agree, and where a prefill still fails or
+gives the wrong number of blocks, the model frees that request and builds it a token at a time
+instead (`decoded`). It reads each request's data from `physical_kv_cache` through the block table,
+never through part 3's `get_physical_cache`.
 """
 
 from collections import Counter
@@ -126,9 +135,10 @@ class Tracked:
 class ManagerModel:
     """A candidate's KVCacheManager and the model it must agree with after every call.
 
-    With `writes`, each new token's row gets a fresh value in `physical_kv_cache`, at the slot
-    its block table gives it (as a model's forward pass would), so that `check_rows` can tell
-    whether every request reads back exactly its own tokens. Token `k`'s row holds
+    With `sharing` (part 6's checks), each new token's row gets a fresh value in
+    `physical_kv_cache`, at the slot its block table gives it (as a model's forward pass would),
+    so that `check_rows` can tell whether every request holds exactly its own tokens; and the
+    model leaves part 2's own rules to part 2 (see the module's docstring). Token `k`'s row holds
     `k, k + 1/8, k + 2/8, ...` (exact floats); the unused tail of a prompt's last block, -1.
     """
 
@@ -138,11 +148,11 @@ class ManagerModel:
         num_blocks: int,
         block_size: int,
         head_dim: int,
-        writes: bool = False,
+        sharing: bool = False,
     ) -> None:
         self.submission = submission
         self.num_blocks, self.block_size, self.head_dim = num_blocks, block_size, head_dim
-        self.writes = writes
+        self.sharing = sharing
         self.manager = new_manager(submission, num_blocks, block_size, head_dim)
         self.live: dict[str, Tracked] = {}
         self.requests_made = 0
@@ -175,12 +185,15 @@ class ManagerModel:
     # -- operations, each checked at once ---------------------------------------------------------
 
     def prefill(self, prompt_len: int) -> Tracked | None:
-        """Prefill a new request; None when the pool is short, which the candidate must refuse."""
+        """Prefill a new request; None when the pool is short, which the candidate must refuse
+        (part 2's rule: with `sharing`, no such call is made)."""
+        needed, free = cdiv(prompt_len, self.block_size), self.expected_free()
+        if needed > free and self.sharing:
+            return None
         self.requests_made += 1
         req = new_request(self.submission, self.requests_made, prompt_len)
         name = self.submission.transcript.code(req)
         call = f"manager.allocate_for_prefill({name})"
-        needed, free = cdiv(prompt_len, self.block_size), self.expected_free()
         if needed > free:
             with raises(RuntimeError, f"{call}, which needs {needed} blocks with {free} free,"):
                 self.manager.allocate_for_prefill(req)
@@ -191,10 +204,19 @@ class ManagerModel:
                 f"not ({prompt_len}, []) ({RAISED})"
             )
             return None
-        with succeeds(call, f"it needs {needed} of the {free} free blocks"):
-            self.manager.allocate_for_prefill(req)
+        if self.sharing:
+            try:
+                self.manager.allocate_for_prefill(req)
+            except RemoteError as error:  # part 2's rule: build the request another way
+                error.expected(Exception)
+                return self.decoded(req, name, prompt_len)
+        else:
+            with succeeds(call, f"it needs {needed} of the {free} free blocks"):
+                self.manager.allocate_for_prefill(req)
         self.done(call)
         table = table_of(req, name)
+        if len(table) != needed and self.sharing:
+            return self.decoded(req, name, prompt_len)
         assert len(table) == needed, (
             f"{call} must give {name} ceil(seq_len / block_size) = ceil({prompt_len} / "
             f"{self.block_size}) = {needed} blocks, got block_table {table}"
@@ -202,8 +224,28 @@ class ManagerModel:
         self.assert_were_free(table, call)
         tracked = Tracked(req, name, table, self.new_rows(prompt_len))
         self.live[name] = tracked
-        if self.writes:
+        if self.sharing:
             self.write_prompt(tracked)
+        return tracked
+
+    def decoded(self, wrong: Remote, name: str, prompt_len: int) -> Tracked:
+        """With `sharing`, in place of a prefill that failed or gave the wrong number of blocks
+        (part 2's rule, judged there): that request freed if it holds blocks, and a new one of
+        `prompt_len` tokens built a token at a time from seq_len 0, which needs no prefill
+        (ceil(0 / block_size) = 0 blocks), so that fork and copy-on-write are judged all the
+        same."""
+        table = table_of(wrong, name)
+        if table:
+            call = f"manager.free({name})"
+            with succeeds(call, f"{name} holds blocks {table}"):
+                self.manager.free(wrong)
+            self.done(call)
+        self.requests_made += 1
+        req = new_request(self.submission, self.requests_made, 0)
+        tracked = Tracked(req, self.submission.transcript.code(req), [], self.new_rows(0))
+        self.live[tracked.name] = tracked
+        for _ in range(prompt_len):
+            self.decode(tracked)
         return tracked
 
     def prefill_again(self, tracked: Tracked) -> None:
@@ -216,12 +258,15 @@ class ManagerModel:
     def decode(self, tracked: Tracked) -> bool:
         """One more token: a new block exactly when it starts one, and a private copy of the last
         block when that is shared and not full. False when no free block is left for that, which
-        the candidate must refuse."""
+        the candidate must refuse (a token that starts a block is part 2's rule: with `sharing`,
+        no such call is made)."""
         call = f"manager.allocate_for_decode({tracked.name})"
         position, table, size = tracked.seq_len, tracked.table, self.block_size
         opens_block = position % size == 0
         sharers = [] if opens_block else self.holders(table[-1], but=tracked)
         if (opens_block or sharers) and self.expected_free() == 0:
+            if opens_block and self.sharing:
+                return False
             why = "starts a new block" if opens_block else f"goes into shared block {table[-1]}"
             with raises(RuntimeError, f"{call}, whose token {position} {why}, with no block free,"):
                 self.manager.allocate_for_decode(tracked.req)
@@ -261,7 +306,7 @@ class ManagerModel:
             )
         row = self.new_rows(1)
         tracked.table, tracked.rows = new_table, torch.cat([tracked.rows, row])
-        if self.writes:
+        if self.sharing:
             pool = self.manager.ref("physical_kv_cache")
             pool[new_table[position // size], position % size] = row[0]
         return True
@@ -275,12 +320,15 @@ class ManagerModel:
         return f"token {position} fits in the last block, which no other request holds"
 
     def free(self, tracked: Tracked) -> None:
-        """Free a request: its table empties and each of its blocks loses one reference."""
+        """Free a request: each of its blocks loses one reference, and its table empties (part
+        2's rule: not judged with `sharing`)."""
         call = f"manager.free({tracked.name})"
         with succeeds(call, f"{tracked.name} holds blocks {tracked.table}"):
             self.manager.free(tracked.req)
         self.done(call)
         del self.live[tracked.name]
+        if self.sharing:
+            return
         table = table_of(tracked.req, tracked.name)
         assert table == [], f"{call} must empty {tracked.name}.block_table, got {table}"
 
@@ -346,19 +394,25 @@ class ManagerModel:
                 "blocks the live requests hold" + (f" ({RAISED})" if self.hint == RAISED else "")
             )
 
-    def check_rows(self, slots: bool = False) -> None:
-        """Every live request gathers exactly the rows written for its tokens; with `slots`, its
-        slot mapping follows its block table too."""
+    def check_rows(self) -> None:
+        """Every live request's tokens, read from `physical_kv_cache` through its block table
+        (not through part 3's `get_physical_cache`), are exactly the rows written for them."""
         with self.submission.transcript.quiet():
+            pool = self.manager.physical_kv_cache
+            shape = [self.num_blocks, self.block_size, self.head_dim]
+            kept = isinstance(pool, torch.Tensor) and list(pool.shape) == shape
+            assert kept, (
+                f"after {self.last_call}, manager.physical_kv_cache must still be a tensor of "
+                f"shape [num_blocks, block_size, head_dim] = {shape}, got {pool!r:.200}"
+            )
+            rows = pool.reshape(-1, self.head_dim)
             for tracked in self.live.values():
-                args = (tracked.table, self.block_size)
-                what = f"after {self.last_call}, manager.get_physical_cache({tracked.name})"
-                rows = self.manager.get_physical_cache(tracked.req)
-                assert_rows(rows, tracked.rows, what, *args)
-                if slots:
-                    got = self.manager.slot_mapping(tracked.req)
-                    what = f"manager.slot_mapping({tracked.name})"
-                    assert_slots(got, tracked.table, tracked.seq_len, self.block_size, what)
+                slots = token_slots(tracked.table, tracked.seq_len, self.block_size)
+                what = (
+                    f"after {self.last_call}, manager.physical_kv_cache read through "
+                    f"{tracked.name}.block_table {tracked.table}"
+                )
+                assert_rows(rows[slots], tracked.rows, what, tracked.table, self.block_size)
 
 
 REQUESTS: Bundle[Tracked] = Bundle("requests")

@@ -46,6 +46,7 @@ TOOLS = {"gpu_timing": KERNELS_DIR / "gpu_timing.py", "engine": KERNELS_DIR / "e
 LOG_TAIL_BYTES = 3000
 REPLY_BYTES = 64 << 20  # the largest reply a worker may send
 READ_BYTES = 1 << 20
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass(frozen=True)
@@ -339,6 +340,24 @@ class Sandbox:
             raise BadReply(f"the worker sent more than {REPLY_BYTES >> 20} MiB in one reply")
         self.chunks = [rest] if rest else []
         return line
+
+    def cpu_seconds(self) -> float:
+        """The CPU time the worker's whole process tree has used so far, bubblewrap and all:
+        read by this process from the kernel (`/proc/PID/task/TID/schedstat`, plus the children
+        each process has waited for), so the worker cannot forge it, and a busy machine does not
+        inflate it the way it inflates wall-clock time."""
+        total_ns, pending = 0, [self.process.pid]
+        while pending:
+            pid = pending.pop()
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total_ns += (int(stat[13]) + int(stat[14])) * 10**9 // CLOCK_TICKS  # children
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    total_ns += int((task / "schedstat").read_text().split()[0])
+                    pending += [int(child) for child in (task / "children").read_text().split()]
+            except (OSError, ValueError, IndexError):
+                continue  # it ended meanwhile
+        return total_ns / 1e9
 
     def release(self, handle: int) -> None:
         """Let the worker drop an object the grader no longer holds (sent with the next call)."""

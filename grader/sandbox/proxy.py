@@ -424,3 +424,8 @@ class RemoteMethod:
         handle = object.__getattribute__(self.owner, "_handle")
         message = submission.call_message("call", args, kwargs, handle=handle, name=self.name)
         return submission.remote_call(message, line)
+
+
+def sandbox_of(remote: Remote) -> Sandbox:
+    """The sandbox whose worker holds `remote` (to read that worker's CPU time)."""
+    return object.__getattribute__(remote, "_submission").sandbox

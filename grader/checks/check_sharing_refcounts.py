@@ -1,0 +1,179 @@
+"""Part 6: the reference counts of the candidate's own `BlockAllocator` (`incref`, `ref_count`).
+
+This module always grades the candidate's `block_allocator.py`: it is never run again with the
+kit's in its place (`grade.ON_THE_ALLOCATOR` names `check_sharing.py` only). It judges what part 6
+adds to part 1, each call against the counts read back just before it (`Counts`), never against
+part 1's own rules: which ids `allocate` hands out and the free count it leaves, and that a
+refused `free` frees nothing, are part 1's to judge. So `incref` adds one reference and changes
+nothing else, `ref_count` reads 0 for a free block, `free` drops one reference per id listed and
+a block is free again exactly when its count reaches 0, and `incref` of a free block and a `free`
+of more references than a block holds are refused.
+"""
+
+from collections import Counter
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from grader.checks.expect import int_list, plain_int, raises
+from grader.sandbox.proxy import Remote, Submission
+
+pytestmark = pytest.mark.part("sharing")
+
+
+def new_allocator(submission: Submission, num_blocks: int) -> Remote:
+    return submission.module("block_allocator").BlockAllocator(num_blocks)
+
+
+class Counts:
+    """A new `BlockAllocator(num_blocks)`, its reference counts and `num_free` read back after
+    each call and judged by the change that call must make to them."""
+
+    def __init__(self, submission: Submission, num_blocks: int) -> None:
+        self.submission, self.num_blocks = submission, num_blocks
+        self.allocator = new_allocator(submission, num_blocks)
+        self.counts, self.num_free = self.read()
+        fresh = {block: count for block, count in self.counts.items() if count}
+        assert not fresh, (
+            f"after BlockAllocator({num_blocks}), ref_count must be 0 for every block, got {fresh}"
+        )
+
+    def read(self) -> tuple[dict[int, int], int]:
+        """Every block's ref_count, and num_free (kept out of the counterexample: the failed
+        assertion's message gives them)."""
+        with self.submission.transcript.quiet():
+            counts = {
+                block: plain_int(self.allocator.ref_count(block), f"ref_count({block})")
+                for block in range(self.num_blocks)
+            }
+            return counts, plain_int(self.allocator.num_free, "num_free")
+
+    def held(self) -> dict[int, int]:
+        return {block: count for block, count in self.counts.items() if count}
+
+    def expect(self, after: str, counts: Mapping[int, int], freed: int | None) -> None:
+        """After `after`, the blocks of `counts` hold those counts and every other block its
+        count from before; with `freed`, num_free grew by that many blocks."""
+        got, free = self.read()
+        expected = {**self.counts, **counts}
+        wrong = {block: got[block] for block in got if got[block] != expected[block]}
+        should = {block: expected[block] for block in wrong}
+        assert not wrong, f"after {after}, ref_count must be {should}, got {wrong}"
+        if freed is not None:
+            assert free == self.num_free + freed, (
+                f"after {after}, num_free must be {self.num_free + freed}, got {free} (it was "
+                f"{self.num_free}; a block is free again exactly when its ref_count reaches 0)"
+            )
+        self.counts, self.num_free = got, free
+
+    def allocate(self, n: int) -> list[int]:
+        """`allocate(n)`: the ids it gives hold one reference each (which ids, and the free count
+        it leaves, are part 1's to judge)."""
+        ids = int_list(self.allocator.allocate(n), f"allocate({n})")
+        self.expect(f"allocate({n})", dict.fromkeys(ids, 1), None)
+        return ids
+
+    def incref(self, block: int) -> None:
+        """`incref(block)`: one more reference to an allocated block; ValueError, and no count
+        changed, for a free one."""
+        count, call = self.counts[block], f"incref({block})"
+        if count:
+            self.allocator.incref(block)
+            self.expect(call, {block: count + 1}, 0)
+            return
+        with raises(ValueError, f"{call} of a free block"):
+            self.allocator.incref(block)
+        self.expect(f"{call} (which raised)", {}, 0)
+
+    def free(self, blocks: list[int]) -> None:
+        """`free(blocks)`, blocks listed no more often than they are referenced: one reference
+        fewer per listing, and free again at 0."""
+        drops = Counter(blocks)
+        self.allocator.free(blocks)
+        counts = {block: self.counts[block] - count for block, count in drops.items()}
+        self.expect(f"free({blocks})", counts, sum(1 for count in counts.values() if not count))
+
+
+@pytest.mark.points(2)
+def check_ref_counts_follow_allocate_incref_and_free(submission):
+    """ref_count is 0 for a free block and 1 once allocated; incref adds one; free drops one, and
+    a block is free again only at zero."""
+    counts = Counts(submission, 4)
+    for increfs in (1, 2):
+        (block,) = counts.allocate(1)
+        for _ in range(increfs):
+            counts.incref(block)
+        counts.free([block] * increfs)
+        counts.free([block])
+
+
+@pytest.mark.points(1)
+def check_bad_reference_calls_are_refused(submission):
+    """incref of a free block, or of a block freed again, raises ValueError and changes no
+    count; a free of more references than a block holds raises ValueError."""
+    counts = Counts(submission, 3)
+    (block,) = counts.allocate(1)
+    counts.incref(next(other for other in range(3) if other != block))
+    counts.incref(block)
+    counts.free([block, block])
+    counts.incref(block)
+    (block,) = counts.allocate(1)
+    counts.incref(block)
+    with raises(ValueError, f"free([{block}, {block}, {block}]) of a block with 2 references"):
+        counts.allocator.free([block] * 3)
+
+
+class ReferenceMachine(RuleBasedStateMachine):
+    """Random allocate, incref and free calls, increfs of free blocks among them, each judged
+    by the counts it leaves against those read just before it."""
+
+    def __init__(self, submission: Submission) -> None:
+        super().__init__()
+        self.submission = submission
+        submission.transcript.reset()
+
+    @initialize(num_blocks=st.integers(0, 8))
+    def new_pool(self, num_blocks):
+        self.counts = Counts(self.submission, num_blocks)
+
+    @rule(data=st.data())
+    def allocate(self, data):
+        unheld = self.counts.num_blocks - len(self.counts.held())
+        n = data.draw(st.integers(0, max(0, min(unheld, self.counts.num_free, 3))), label="n")
+        self.counts.allocate(n)
+
+    @precondition(lambda self: self.counts.num_blocks > 0)
+    @rule(data=st.data())
+    def incref(self, data):
+        block = data.draw(st.integers(0, self.counts.num_blocks - 1), label="block")
+        self.counts.incref(block)
+
+    @precondition(lambda self: self.counts.held())
+    @rule(data=st.data())
+    def free(self, data):
+        held = self.counts.held()
+        drawn = data.draw(st.lists(st.sampled_from(sorted(held)), max_size=6), label="ids")
+        self.counts.free(within_references(drawn, held))
+
+
+def within_references(blocks: list[int], held: Mapping[int, int]) -> list[int]:
+    """`blocks` in order, each listed no more often than `held` says it is referenced."""
+    kept, listed = [], Counter()
+    for block in blocks:
+        if listed[block] < held[block]:
+            kept.append(block)
+            listed[block] += 1
+    return kept
+
+
+@pytest.mark.points(3)
+def check_random_incref_and_free(submission):
+    run_state_machine_as_test(lambda: ReferenceMachine(submission))

@@ -1,0 +1,74 @@
+"""An allocator bug costs points in part 1 only: where the candidate's allocator fails an allocator
+check, the parts built on it through the manager (`grade.ON_THE_ALLOCATOR`) are graded again with
+the kit's allocator in its place, and keep the better grading, with a note saying so. The kit
+must ship the answer key for that: without it (the candidate bundle) the parts keep the
+candidate's allocator, and the note says that too.
+
+Each submission is graded on part 2 alone, so the allocator's checks run only to decide (and are
+not reported); `test_grader_buggy` grades every part together.
+"""
+
+import json
+import subprocess
+import sys
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from tests.grading import CLI_TIMEOUT, KIT_ROOT, Edit, Graded, build_submission, concurrently, grade
+
+# test_grader_buggy's allocate_returns_a_duplicate: allocate(n) hands out its first id twice.
+DUPLICATE = Edit(
+    "block_allocator.py",
+    "        block_ids = [self._free.popitem()[0] for _ in range(n)]\n",
+    "        block_ids = [self._free.popitem()[0] for _ in range(n)]\n"
+    "        if n > 1:\n            block_ids[1] = block_ids[0]\n",
+)
+WITHOUT_THE_KEY = (
+    "import sys, grader.grade\n"
+    "grader.grade.answer_key_files = lambda: None\n"
+    "from grader.__main__ import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def grade_without_the_key(submission: Path, *options: str) -> Graded:
+    """`grade`, as the candidate bundle would: the grader finds no answer key."""
+    out = submission.parent / f"{submission.name}-bundle-report"
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_THE_KEY, str(submission), "--out", str(out), *options],
+        cwd=KIT_ROOT, capture_output=True, text=True, timeout=CLI_TIMEOUT, check=True,
+    )  # fmt: skip
+    report = json.loads((out / "report.json").read_text())
+    return Graded(done.returncode, done.stdout, done.stderr, report)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> dict[str, Future[Graded]]:
+    folder = build_submission(tmp_path_factory.mktemp("rescoring") / "duplicate", edits=[DUPLICATE])
+    return concurrently({
+        "kit": lambda: grade(folder, "--parts", "decode"),
+        "bundle": lambda: grade_without_the_key(folder, "--parts", "decode"),
+    })  # fmt: skip
+
+
+def test_the_kit_grades_part_2_with_its_own_allocator(graded: dict[str, Future[Graded]]):
+    result = graded["kit"].result()
+    result.assert_clean()
+    assert result.score("decode") == result.max_score("decode") > 0, result.describe("decode")
+    assert "kit's reference block_allocator.py" in result.part("decode")["note"]
+    rescored = result.report["rescored"]["decode"]
+    assert rescored["kept"] == "kit", rescored
+    assert rescored["own"] < rescored["kit"] == result.score("decode"), rescored
+    assert "allocator" not in result.report["parts"], "the allocator's run was reported"
+
+
+def test_without_the_answer_key_the_candidates_allocator_stays(
+    graded: dict[str, Future[Graded]],
+):
+    result = graded["bundle"].result()
+    result.assert_clean()
+    assert result.score("decode") < result.max_score("decode"), result.describe("decode")
+    assert "your own block_allocator.py" in result.part("decode")["note"]
+    assert result.report["rescored"] == {}

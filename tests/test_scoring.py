@@ -1,0 +1,115 @@
+"""`grade.score_parts`: a check is worth the same points in every kit and on every machine.
+
+A check's points are the part's weight times its own over those of ALL the part's checks,
+skipped ones included. What is skipped here (the candidate kit has no answer key to time against;
+a CPU machine has no CUDA) keeps its points: they are left out of the part's `max_score` and
+reported in `ungraded_points` and `ungraded`, by reason. No grading runs here: the results are
+made by hand.
+"""
+
+from types import SimpleNamespace
+
+import pytest
+
+from grader.grade import score_parts
+from grader.plugin import CheckResult
+
+FULL_KIT = "runs only in the full kit: the answer key it is compared with is absent"
+CUDA = "needs a CUDA device"
+# The allocator's checks and their raw points, as the check modules mark them.
+ALLOCATOR = {
+    "new_pool_is_all_free": 2,
+    "allocate_hands_out_distinct_free_ids": 2,
+    "allocate_errors_change_nothing": 2,
+    "freed_blocks_are_reused": 2,
+    "bad_frees_raise_and_free_nothing": 3,
+    "random_allocate_and_free": 6,
+    "allocate_and_free_speed": 2,
+    "cost_does_not_grow_with_the_pool": 3,
+}
+TIMINGS = {"allocate_and_free_speed", "cost_does_not_grow_with_the_pool"}
+
+
+def options(**weights: float) -> SimpleNamespace:
+    """What `score_parts` reads of the grading's options: the parts and their weights."""
+    return SimpleNamespace(parts=tuple(weights), rubric=SimpleNamespace(weights=weights))
+
+
+def result(name: str, points: float, status: str = "passed", message: str = "") -> CheckResult:
+    earned = points if status == "passed" else 0
+    return CheckResult(f"allocator/{name}", "allocator", name, status, earned, points, message)
+
+
+def allocator(failed: set[str] = frozenset(), skipped: dict[str, str] | None = None):
+    """The allocator's results: `failed` checks failed, `skipped` ones skipped with their
+    message, the rest passed."""
+    skipped = skipped or {}
+    return [
+        result(name, points, "skipped", skipped[name])
+        if name in skipped
+        else result(name, points, "failed" if name in failed else "passed")
+        for name, points in ALLOCATOR.items()
+    ]
+
+
+def test_a_check_is_worth_the_same_in_the_candidate_kit_and_the_full_kit() -> None:
+    """The same two mistakes cost the same points in both kits."""
+    mistakes = {"allocate_errors_change_nothing", "random_allocate_and_free"}
+    full = score_parts(allocator(mistakes), options(allocator=15))["allocator"]
+    candidate = score_parts(
+        allocator(mistakes, dict.fromkeys(TIMINGS, FULL_KIT)), options(allocator=15)
+    )["allocator"]
+    kits = {"full": full, "candidate": candidate}
+    worth = {kit: [check["max_points"] for check in part["checks"]] for kit, part in kits.items()}
+    assert worth["full"] == worth["candidate"]
+    assert worth["full"][2] == pytest.approx(15 * 2 / 22, abs=0.01)
+    lost = {kit: part["max_score"] - part["score"] for kit, part in kits.items()}
+    assert lost["full"] == pytest.approx(lost["candidate"])
+    assert full["max_score"] == 15
+    assert full["ungraded_points"] == 0
+    assert full["ungraded"] == []
+    assert "provisional" not in full
+    timed = 15 * 5 / 22
+    assert candidate["max_score"] == pytest.approx(15 - timed, abs=0.01)
+    assert candidate["ungraded_points"] == pytest.approx(timed, abs=0.01)
+    assert candidate["ungraded"] == [
+        {"reason": "graded by the hiring team's kit", "points": candidate["ungraded_points"]}
+    ]
+    assert candidate["provisional"] == f"provisional: checks skipped ({FULL_KIT})"
+
+
+def test_the_answer_key_scores_its_maximum_whatever_is_skipped() -> None:
+    for skipped in ({}, dict.fromkeys(TIMINGS, CUDA), {"freed_blocks_are_reused": FULL_KIT}):
+        for weight in (15, 7, 100, 42):
+            part = score_parts(allocator(skipped=skipped), options(allocator=weight))["allocator"]
+            assert part["score"] == part["max_score"] > 0, (skipped, weight)
+            assert part["max_score"] + part["ungraded_points"] == pytest.approx(weight, abs=0.02)
+
+
+def test_each_reason_keeps_its_own_points_and_a_skipped_check_keeps_its_own() -> None:
+    skipped = {"allocate_and_free_speed": CUDA, "cost_does_not_grow_with_the_pool": FULL_KIT}
+    part = score_parts(allocator(skipped=skipped), options(allocator=22))["allocator"]
+    assert part["ungraded"] == [
+        {"reason": "needs a CUDA device", "points": 2.0},
+        {"reason": "graded by the hiring team's kit", "points": 3.0},
+    ]
+    assert part["ungraded_points"] == 5.0
+    assert (part["score"], part["max_score"]) == (17.0, 17.0)
+    timing = next(check for check in part["checks"] if check["name"] in skipped)
+    assert (timing["points"], timing["max_points"]) == (0, 2.0)
+    assert part["provisional"] == f"provisional: checks skipped ({CUDA}; {FULL_KIT})"
+
+
+def test_a_part_whose_every_check_is_skipped_has_nothing_to_score_here() -> None:
+    skipped = dict.fromkeys(ALLOCATOR, "needs Triton, which installs on Linux only")
+    part = score_parts(allocator(skipped=skipped), options(allocator=30))["allocator"]
+    assert (part["score"], part["max_score"], part["ungraded_points"]) == (0, 0, 30)
+    assert part["ungraded"] == [{"reason": skipped["new_pool_is_all_free"], "points": 30.0}]
+
+
+def test_a_part_without_checks_says_so_and_scores_nothing() -> None:
+    part = score_parts([], options(allocator=15))["allocator"]
+    assert (part["score"], part["max_score"], part["ungraded_points"]) == (0, 0, 0)
+    assert part["ungraded"] == []
+    assert part["note"] == "not graded by this version of the kit"
+    assert "provisional" not in part
