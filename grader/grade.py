@@ -10,6 +10,7 @@ reach it through the manager are graded again with the kit's allocator, and each
 better grading (`run_checks`; the report's `rescored` gives both scores, the part's note says so).
 """
 
+import ast
 import contextlib
 import functools
 import hashlib
@@ -52,6 +53,7 @@ ENGINE_PARTS = {"decode", "gather", "kernel", "scheduler"}
 # Part 3's checks build their requests from plain data: its allocator never matters.
 ON_THE_ALLOCATOR = {"decode": "check_decode.py", "sharing": "check_sharing.py"}
 KIT_ALLOCATOR = "block_allocator.py"
+ALLOCATOR_RULES = "check_allocator.py"  # part 1's rules, its timings apart: what triggers it
 KIT_ALLOCATOR_NOTE = (
     f"scored with the kit's reference {KIT_ALLOCATOR} in place of yours: your allocator fails "
     "allocator checks (with yours, this part scored {own:g})"
@@ -99,7 +101,12 @@ def run_checks(intake: Intake, options: Options) -> GradingPlugin:
     (`rescore_on_the_kit_allocator`), so that an allocator bug costs points in part 1 only."""
     plugin = new_plugin(intake, options)
     run_modules(plugin, part_modules(options.parts), options)
-    rescore_on_the_kit_allocator(plugin, intake, options)
+    try:
+        rescore_on_the_kit_allocator(plugin, intake, options)
+    except Exception:  # the first grading stands, with the failure shown
+        plugin.errors.append(
+            f"grading again with the kit's allocator failed: {traceback.format_exc()}"
+        )
     return plugin
 
 
@@ -153,6 +160,8 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     their first grading. Without the answer key (the candidate bundle) the parts keep the
     candidate's allocator, and their note says so. Same options, so the same examples."""
     parts = [part for part in options.parts if part in ON_THE_ALLOCATOR]
+    if "sharing" in parts and not all_passed(plugin, "check_sharing_refcounts.py"):
+        parts.remove("sharing")  # its refcounts live in the allocator: the kit's would give them
     if not parts or not allocator_fails(plugin, intake, options):
         return
     if plugin.reference_files is None:
@@ -167,16 +176,22 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
 
 
 def allocator_fails(plugin: GradingPlugin, intake: Intake, options: Options) -> bool:
-    """Whether the candidate's allocator fails an allocator check: as `plugin` graded it, or, if
-    the allocator part is not chosen, in a run of its checks alone, unreported, that stops at the
-    first failure."""
+    """Whether the candidate's allocator breaks a rule of part 1 (`ALLOCATOR_RULES`; its speed
+    does not count): as `plugin` graded it, or, if the allocator part is not chosen, in a run of
+    those checks alone, unreported, that stops at the first failure."""
     if "allocator" not in options.parts:
         plugin = new_plugin(intake, options, quiet=True)
-        run_modules(plugin, part_modules(["allocator"]), options, "-x")
-    return any(
-        result.part == "allocator" and result.status == "failed"
-        for result in plugin.results.values()
-    )
+        run_modules(plugin, [CHECKS_DIR / ALLOCATOR_RULES], options, "-x")
+    return not all_passed(plugin, ALLOCATOR_RULES)
+
+
+def all_passed(plugin: GradingPlugin, module: str) -> bool:
+    """Whether every check of `module` (a file in `CHECKS_DIR`) that `plugin` ran passed."""
+    tree = ast.parse((CHECKS_DIR / module).read_text())
+    names = {node.name.removeprefix("check_") for node in tree.body
+             if isinstance(node, ast.FunctionDef) and node.name.startswith("check_")}  # fmt: skip
+    ran = [result for result in plugin.results.values() if result.name in names]
+    return all(result.status in ("passed", "skipped") for result in ran)
 
 
 def keep_the_better(
@@ -333,6 +348,7 @@ def grade(intake: Intake, options: Options) -> dict:
     }
     try:
         plugin = run_checks(intake, options)
+        report["errors"] += plugin.errors
         report["parts"] = score_parts(list(plugin.results.values()), options, plugin.part_notes)
         report["benchmarks"] = plugin.benchmarks
         report["rescored"] = plugin.rescored

@@ -95,6 +95,7 @@ class GradingPlugin:
     part_of_node: dict[str, str] = field(default_factory=dict)
     deadlines: dict[str, float] = field(default_factory=dict)
     rescored: dict[str, dict] = field(default_factory=dict)  # by part: both gradings, the kept one
+    errors: list[str] = field(default_factory=list)  # the grader's own failures, for the report
 
     # -- collection: every check's part and points ----------------------------------------------
 

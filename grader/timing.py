@@ -1,10 +1,12 @@
 """Timing a candidate against the reference in the same run, as a ratio, never as a time.
 
 What is measured is each worker's CPU time, not the wall clock: the grading process reads it
-from the kernel around every call (`Sandbox.cpu_seconds`), so the worker cannot forge it, and
-other work on the machine (`grade-all`'s parallel gradings, a busy CI host) barely moves it,
-where it would stretch wall-clock times at random. So identical submissions get identical
-verdicts under any load.
+from the kernel (`Sandbox.cpu_seconds`), so the worker cannot forge it, and other work on the
+machine (`grade-all`'s parallel gradings, a busy CI host) moves it far less than it stretches
+wall-clock times (caches and shared cores still move it a little). A call is charged from the
+end of its worker's previous timed call, so work a worker defers to the gaps between calls (a
+background thread while the reference is timed) is charged too. Where the CPU time cannot be
+read (no Linux /proc), the wall clock stands in.
 
 Each round runs every measured call once, one after the other (the reference, other pool sizes,
 then the candidate), interleaved so that drift (frequency scaling, caches) hits all alike;
@@ -14,11 +16,12 @@ again and each call keeps its least time over both (`time_confirmed`). The repor
 table shows these very CPU times.
 """
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from grader.sandbox.process import Sandbox
+from grader.sandbox.process import CPU_TIME_READABLE, Sandbox
 
 # A candidate this much faster than the reference is flagged for review and not rewarded: the
 # reference is no straw man, and the timed loop runs in the candidate's own process.
@@ -33,10 +36,25 @@ class Timed:
     sandbox: Sandbox
 
     def cpu_seconds(self) -> float:
-        """Run the call once; the CPU time the worker's processes spent on it."""
-        before = self.sandbox.cpu_seconds()
+        """Run the call once; the CPU time the worker's processes spent since the end of its
+        previous timed call (the wall-clock time of the call where CPU time is not readable)."""
+        if not CPU_TIME_READABLE:
+            started = time.perf_counter()
+            self.call()
+            return time.perf_counter() - started
+        before = self.sandbox.cpu_mark
+        if before is None:
+            before = self.sandbox.cpu_seconds()
         self.call()
-        return self.sandbox.cpu_seconds() - before
+        self.sandbox.cpu_mark = self.sandbox.cpu_seconds()
+        return self.sandbox.cpu_mark - before
+
+
+def fresh(calls: dict[str, Timed]) -> dict[str, Timed]:
+    """`calls`, charged from now on: the setup calls made before do not count."""
+    for timed in calls.values():
+        timed.sandbox.cpu_mark = None
+    return calls
 
 
 def assert_plausible(ratio: float, what: str) -> None:
@@ -50,7 +68,7 @@ def assert_plausible(ratio: float, what: str) -> None:
 def time_interleaved(benchmark: Any, calls: dict[str, Timed], rounds: int) -> dict[str, float]:
     """The least CPU seconds per call of each of `calls`, over `rounds` interleaved rounds
     (after one warm-up round) that pytest-benchmark drives."""
-    seconds: dict[str, list[float]] = {name: [] for name in calls}
+    seconds: dict[str, list[float]] = {name: [] for name in fresh(calls)}
 
     def one_round() -> None:
         for name, timed in calls.items():
@@ -80,4 +98,4 @@ def time_confirmed(
 
 def time_once(calls: dict[str, Timed]) -> dict[str, float]:
     """CPU seconds of one call of each (a probe before the real measurement)."""
-    return {name: timed.cpu_seconds() for name, timed in calls.items()}
+    return {name: timed.cpu_seconds() for name, timed in fresh(calls).items()}

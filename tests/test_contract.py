@@ -63,11 +63,14 @@ def load(package: str, module: str) -> ModuleType:
 
 
 def member_of(module: ModuleType, dotted: str) -> object:
-    """`Class.method` or `function` of `module`, as the class holds it (no binding)."""
+    """`Class.method` or `function` of `module`, as the class (or a base it inherits it from)
+    holds it: no binding."""
     owner, _, name = dotted.rpartition(".")
     holder = getattr(module, owner) if owner else module
-    assert name in vars(holder) or not owner, f"{dotted} is missing"
-    return vars(holder)[name] if owner else getattr(module, name)
+    try:
+        return inspect.getattr_static(holder, name)
+    except AttributeError:
+        raise AssertionError(f"{dotted} is missing") from None
 
 
 def bare_signature(function: object) -> str:

@@ -12,9 +12,9 @@ prints the figure mutant by mutant).
 
 The grader shrinks every failure of a random property by a fixed amount of work (the profile's
 `shrinks`), not of seconds, so these gradings run under the parts' own time budgets: a busy
-machine makes them slower, never different. A check cut short by a budget says "the part's time
-budget ... is spent" and does not count as catching the mutant (one test cuts a search short on
-purpose).
+machine makes them slower, not different (short of the 300 s safety net per failure). A check
+cut short by a budget says "the part's time budget ... is spent" and does not count as catching
+the mutant (one test cuts a search short on purpose).
 """
 
 from concurrent.futures import Future

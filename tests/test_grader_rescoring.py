@@ -44,12 +44,24 @@ def grade_without_the_key(submission: Path, *options: str) -> Graded:
     return Graded(done.returncode, done.stdout, done.stderr, report)
 
 
+# Part 6 in the allocator: an `incref` left a stub. The kit's allocator would supply it.
+INCREF_BODY = 'ValueError if it is free."""\n'  # the end of incref's docstring
+STUB_INCREF = Edit(
+    "block_allocator.py",
+    INCREF_BODY,
+    f"{INCREF_BODY}        raise NotImplementedError\n",
+)
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory) -> dict[str, Future[Graded]]:
-    folder = build_submission(tmp_path_factory.mktemp("rescoring") / "duplicate", edits=[DUPLICATE])
+    root = tmp_path_factory.mktemp("rescoring")
+    folder = build_submission(root / "duplicate", edits=[DUPLICATE])
+    no_incref = build_submission(root / "no_incref", edits=[DUPLICATE, STUB_INCREF])
     return concurrently({
         "kit": lambda: grade(folder, "--parts", "decode"),
         "bundle": lambda: grade_without_the_key(folder, "--parts", "decode"),
+        "no_incref": lambda: grade(no_incref, "--parts", "sharing"),
     })  # fmt: skip
 
 
@@ -72,3 +84,12 @@ def test_without_the_answer_key_the_candidates_allocator_stays(
     assert result.score("decode") < result.max_score("decode"), result.describe("decode")
     assert "your own block_allocator.py" in result.part("decode")["note"]
     assert result.report["rescored"] == {}
+
+
+def test_sharing_is_not_graded_again_where_its_refcounts_fail(graded: dict[str, Future[Graded]]):
+    """incref and ref_count are part 6's, in the allocator's file: failing part 1 on purpose
+    must not buy them from the kit."""
+    result = graded["no_incref"].result()
+    result.assert_clean()
+    assert "sharing" not in result.report["rescored"], result.report["rescored"]
+    assert result.score("sharing") < result.max_score("sharing") / 2, result.describe("sharing")

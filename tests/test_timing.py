@@ -1,7 +1,6 @@
 """CPU-time measurement: the worker's CPU time read from outside, rounds, and confirmation."""
 
 import time
-from itertools import count
 
 import pytest
 
@@ -10,13 +9,21 @@ from grader.sandbox.proxy import Submission
 from grader.timing import Timed, time_confirmed, time_interleaved
 
 SPIN = b"""
-import os
+import os, threading
 
 def spin(n):
     total = 0
     for i in range(n):
         total += i
     return total
+
+def later(n):
+    threading.Thread(target=spin, args=(n,)).start()
+
+def join_threads():
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread():
+            thread.join()
 
 def spin_in_a_child(n):
     pid = os.fork()
@@ -29,15 +36,16 @@ def spin_in_a_child(n):
 
 
 class FakeSandbox:
-    """A worker whose CPU clock advances by the next of `costs` on each call."""
+    """A worker whose CPU clock each call advances by the next of `costs`."""
 
     def __init__(self, costs: list[float]) -> None:
-        self.costs, self.clock, self.reads = iter(costs), 0.0, count()
+        self.costs, self.clock, self.cpu_mark = iter(costs), 0.0, None
 
     def cpu_seconds(self) -> float:
-        if next(self.reads) % 2:  # the read after the call
-            self.clock += next(self.costs)
         return self.clock
+
+    def run(self) -> None:
+        self.clock += next(self.costs)
 
 
 class FakeBenchmark:
@@ -47,13 +55,21 @@ class FakeBenchmark:
 
 
 def timed(costs: list[float]) -> Timed:
-    return Timed(lambda: None, FakeSandbox(costs))
+    sandbox = FakeSandbox(costs)
+    return Timed(sandbox.run, sandbox)
 
 
 def test_the_least_cpu_time_after_the_warm_up_is_kept():
     calls = {"reference": timed([9.0, 2.0, 3.0]), "candidate": timed([9.0, 4.0, 5.0])}
     best = time_interleaved(FakeBenchmark(), calls, rounds=2)
     assert best == {"reference": 2.0, "candidate": 4.0}
+
+
+def test_work_between_calls_is_charged_to_the_next_call():
+    work = timed([1.0, 1.0])
+    assert work.cpu_seconds() == 1.0
+    work.sandbox.clock += 5.0  # a background thread, while another worker was timed
+    assert work.cpu_seconds() == 6.0
 
 
 def test_a_failing_ratio_is_measured_again_and_a_passing_one_is_not():
@@ -84,3 +100,11 @@ def test_the_worker_cpu_time_is_read_from_outside_and_counts_its_children(worker
     with_child = sandbox.cpu_seconds() - before - own
     assert own > 0.01, own
     assert with_child > own / 4, (own, with_child)  # the child's time is counted, not hidden
+
+
+def test_a_thread_that_works_after_its_call_returned_is_charged(worker):
+    module, sandbox = worker
+    own = Timed(lambda: module.spin(3_000_000), sandbox).cpu_seconds()
+    Timed(lambda: module.later(3_000_000), sandbox).cpu_seconds()
+    charged = Timed(module.join_threads, sandbox).cpu_seconds()  # waits; itself costs nothing
+    assert charged > own / 2, (own, charged)

@@ -63,7 +63,11 @@ def check_cost_does_not_grow_with_the_pool(
 ):
     large = half_held_pool(submission, LARGE_POOL)
     reference_large = half_held_pool(reference, LARGE_POOL)
-    probe = time_once({"c": workload(large, 4), "r": workload(reference_large, 4)})
+    probes = {"c": workload(large, 4), "r": workload(reference_large, 4)}
+    probe = time_once(probes)
+    if probe["c"] > HOPELESS * probe["r"]:  # confirmed before it stands, like every verdict
+        again = time_once(probes)
+        probe = {name: min(probe[name], again[name]) for name in probe}
     assert probe["c"] <= HOPELESS * probe["r"], (
         f"allocate(8) + free on a {LARGE_POOL:,}-block pool takes over {HOPELESS:.0f}x the "
         "reference's time: the cost must not depend on num_blocks"

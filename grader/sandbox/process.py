@@ -47,6 +47,8 @@ LOG_TAIL_BYTES = 3000
 REPLY_BYTES = 64 << 20  # the largest reply a worker may send
 READ_BYTES = 1 << 20
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+# Whether a worker's CPU time can be read from outside it (`Sandbox.cpu_seconds`): Linux.
+CPU_TIME_READABLE = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,7 @@ class Sandbox:
         self.home: Path | None = None
         self.pending_release: list[int] = []
         self.chunks: list[bytes] = []
+        self.cpu_mark: float | None = None  # `cpu_seconds` at the end of the last timed call
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -342,22 +345,25 @@ class Sandbox:
         return line
 
     def cpu_seconds(self) -> float:
-        """The CPU time the worker's whole process tree has used so far, bubblewrap and all:
-        read by this process from the kernel (`/proc/PID/task/TID/schedstat`, plus the children
-        each process has waited for), so the worker cannot forge it, and a busy machine does not
-        inflate it the way it inflates wall-clock time."""
-        total_ns, pending = 0, [self.process.pid]
+        """The CPU time the worker's whole process tree has used so far, bubblewrap and all, read
+        by this process from the kernel: each process's CPU clock (all its threads, ended ones
+        included) plus the children it has waited for. The worker cannot forge it, and a busy
+        machine does not stretch it the way it stretches wall-clock time. Needs Linux's /proc
+        (`CPU_TIME_READABLE`)."""
+        total, pending = 0.0, [self.process.pid]
         while pending:
             pid = pending.pop()
             try:
+                total += time.clock_gettime(((~pid) << 3) | 2)  # the process's CPU-time clock
                 stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total_ns += (int(stat[13]) + int(stat[14])) * 10**9 // CLOCK_TICKS  # children
+                total += (int(stat[13]) + int(stat[14])) / CLOCK_TICKS  # its waited-for children
                 for task in Path(f"/proc/{pid}/task").iterdir():
-                    total_ns += int((task / "schedstat").read_text().split()[0])
                     pending += [int(child) for child in (task / "children").read_text().split()]
             except (OSError, ValueError, IndexError):
+                if pid == self.process.pid:
+                    raise
                 continue  # it ended meanwhile
-        return total_ns / 1e9
+        return total
 
     def release(self, handle: int) -> None:
         """Let the worker drop an object the grader no longer holds (sent with the next call)."""
