@@ -23,14 +23,11 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from grader.checks.check_allocator import new_allocator
 from grader.checks.expect import int_list, plain_int, raises
-from grader.sandbox.proxy import Remote, Submission
+from grader.sandbox.proxy import Submission
 
 pytestmark = pytest.mark.part("sharing")
-
-
-def new_allocator(submission: Submission, num_blocks: int) -> Remote:
-    return submission.module("block_allocator").BlockAllocator(num_blocks)
 
 
 class Counts:
