@@ -65,17 +65,23 @@ def assert_plausible(ratio: float, what: str) -> None:
     )
 
 
+def one_round(calls: dict[str, Timed]) -> dict[str, float]:
+    """CPU seconds of one call of each of `calls`, in their order."""
+    return {name: timed.cpu_seconds() for name, timed in calls.items()}
+
+
+def least(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """Each call's least seconds over `rounds`."""
+    return {name: min(seconds[name] for seconds in rounds) for name in rounds[0]}
+
+
 def time_interleaved(benchmark: Any, calls: dict[str, Timed], rounds: int) -> dict[str, float]:
     """The least CPU seconds per call of each of `calls`, over `rounds` interleaved rounds
     (after one warm-up round) that pytest-benchmark drives."""
-    seconds: dict[str, list[float]] = {name: [] for name in fresh(calls)}
-
-    def one_round() -> None:
-        for name, timed in calls.items():
-            seconds[name].append(timed.cpu_seconds())
-
-    benchmark.pedantic(one_round, rounds=rounds, warmup_rounds=1)
-    return {name: min(values[1:]) for name, values in seconds.items()}  # [0]: the warm-up
+    measured: list[dict[str, float]] = []
+    fresh(calls)
+    benchmark.pedantic(lambda: measured.append(one_round(calls)), rounds=rounds, warmup_rounds=1)
+    return least(measured[1:])  # [0]: the warm-up
 
 
 def time_confirmed(
@@ -89,13 +95,9 @@ def time_confirmed(
     best = time_interleaved(benchmark, calls, rounds)
     if not fails(best):
         return best
-    again = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, timed in calls.items():
-            again[name].append(timed.cpu_seconds())
-    return {name: min(best[name], *again[name]) for name in calls}
+    return least([best, *(one_round(calls) for _ in range(rounds))])
 
 
 def time_once(calls: dict[str, Timed]) -> dict[str, float]:
     """CPU seconds of one call of each (a probe before the real measurement)."""
-    return {name: timed.cpu_seconds() for name, timed in fresh(calls).items()}
+    return one_round(fresh(calls))
