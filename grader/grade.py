@@ -10,7 +10,6 @@ reach it through the manager are graded again with the kit's allocator, and each
 better grading (`run_checks`; the report's `rescored` gives both scores, the part's note says so).
 """
 
-import ast
 import contextlib
 import functools
 import hashlib
@@ -35,7 +34,7 @@ from grader.batching import static_batching
 from grader.i18n import ungraded_reason
 from grader.intake import Intake
 from grader.integration import run_integration
-from grader.plugin import CHECKS_DIR, CheckResult, GradingPlugin
+from grader.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.profiles import Profile
 from grader.rubric import PARTS, Rubric
 from grader.sandbox.isolation import Isolation
@@ -187,9 +186,7 @@ def allocator_fails(plugin: GradingPlugin, intake: Intake, options: Options) -> 
 
 def all_passed(plugin: GradingPlugin, module: str) -> bool:
     """Whether every check of `module` (a file in `CHECKS_DIR`) that `plugin` ran passed."""
-    tree = ast.parse((CHECKS_DIR / module).read_text())
-    names = {node.name.removeprefix("check_") for node in tree.body
-             if isinstance(node, ast.FunctionDef) and node.name.startswith("check_")}  # fmt: skip
+    names = check_names(module)
     ran = [result for result in plugin.results.values() if result.name in names]
     return all(result.status in ("passed", "skipped") for result in ran)
 

@@ -24,6 +24,7 @@ A check fails when the submission made it fail: an assertion, an exception from 
 the grader's own fault and shows as status "error".
 """
 
+import ast
 import re
 import sys
 import time
@@ -280,6 +281,16 @@ class GradingPlugin:
 
 
 RESULT = pytest.StashKey[CheckResult]()
+
+
+def check_names(module: str) -> set[str]:
+    """The check names (function names without `check_`) that `CHECKS_DIR/<module>` defines."""
+    tree = ast.parse((CHECKS_DIR / module).read_text())
+    return {
+        node.name.removeprefix("check_")
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("check_")
+    }
 
 
 def skip_reason(report: pytest.TestReport) -> str:

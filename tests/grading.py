@@ -7,7 +7,6 @@ the command a hiring team types (`python -m grader ...`, from the kit's root), i
 with a timeout, and the test reads the `report.json` it wrote.
 """
 
-import ast
 import json
 import os
 import subprocess
@@ -174,16 +173,6 @@ def selected_params(request: pytest.FixtureRequest, argname: str) -> list[Any]:
         if callspec and argname in callspec.params:
             values[callspec.id] = callspec.params[argname]
     return list(values.values())
-
-
-def check_names(module: str) -> set[str]:
-    """The check names (function names without `check_`) that `grader/checks/<module>` defines."""
-    tree = ast.parse((CHECKS_DIR / module).read_text())
-    return {
-        node.name.removeprefix("check_")
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("check_")
-    }
 
 
 def without_times(report: dict[str, Any]) -> dict[str, Any]:

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
+from grader.plugin import check_names
 from tests.cascade import CASCADE_LIMIT, CPU_PARTS, cascade, losses, table
 from tests.grading import (
     CUT_SHORT,
     Edit,
     Graded,
     build_submission,
-    check_names,
     concurrently,
     grade,
     module_items,

@@ -46,6 +46,7 @@ TOOLS = {"gpu_timing": KERNELS_DIR / "gpu_timing.py", "engine": KERNELS_DIR / "e
 LOG_TAIL_BYTES = 3000
 REPLY_BYTES = 64 << 20  # the largest reply a worker may send
 READ_BYTES = 1 << 20
+EVENTS_PER_REPLY, EVENT_CHARS = 20, 300  # integrity events a reply may add, and their length
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # Whether a worker's CPU time can be read from outside it (`Sandbox.cpu_seconds`): Linux.
 CPU_TIME_READABLE = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
@@ -285,7 +286,8 @@ class Sandbox:
             reply = self.parse(self.receive(deadline))
         except SubmissionFailure as failure:
             self.fail(failure)
-        self.events.extend(clean(str(event), 300) for event in reply.pop("events", ())[:20])
+        events = reply.pop("events", ())[:EVENTS_PER_REPLY]  # the worker's word: bounded here
+        self.events.extend(clean(str(event), EVENT_CHARS) for event in events)
         return reply
 
     def fail(self, failure: SubmissionFailure) -> None:

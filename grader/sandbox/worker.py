@@ -40,8 +40,6 @@ from typing import Any
 
 PACKAGE = "submission"
 KIT_PACKAGES = ("grader", "kernels", "solutions", "exercises", "tests", "__editable__")
-EVENTS_PER_REPLY = 20  # integrity events kept per reply, each cut to EVENT_CHARS
-EVENT_CHARS = 300
 
 
 def load_sibling(name: str) -> Any:
@@ -437,8 +435,7 @@ def main() -> None:
             reply = {"ok": worker.run(request)}
         except BaseException as error:  # the candidate's exception is the result
             reply = {"error": error_reply(error)}
-        reply["events"] = [event[:EVENT_CHARS] for event in events[:EVENTS_PER_REPLY]]
-        events[:] = []
+        reply["events"], events[:] = list(events), []
         channel_out.write(json.dumps(reply) + "\n")
         channel_out.flush()
 
