@@ -1,0 +1,112 @@
+"""The grader's verdicts do not drift: the answer key and three mutants, graded at seed 7 on the
+quick profile, give the reports saved in `tests/golden/`, timings and machine facts aside.
+
+A refactoring of the grader changes no verdict, no score and no message; when a change means to,
+regenerate the saved reports and review their diff:
+
+    .venv/bin/python -m tests.test_golden_reports   # rewrites tests/golden/*.json
+"""
+
+import json
+import sys
+import tempfile
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.grading import Edit, Graded, build_submission, concurrently, grade
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+SEED = ("--seed", "7", "--profile", "quick")
+CASES: dict[str, tuple[tuple[Edit, ...], str]] = {
+    "answer_key": ((), "allocator,decode,gather,scheduler,sharing"),
+    # Part 1 broken: decode and sharing are graded again on the kit's allocator.
+    "negative_id_wraps": (
+        (
+            Edit(
+                "block_allocator.py",
+                "if not 0 <= block_id < self.num_blocks:",
+                "if block_id >= self.num_blocks:",
+            ),
+        ),
+        "allocator,decode,sharing",
+    ),
+    "tutorial_decode_rule": (
+        (
+            Edit(
+                "kv_cache_manager.py",
+                "if req.seq_len % self.block_size == 0:",
+                "if (req.seq_len + 1) % self.block_size == 1:",
+            ),
+        ),
+        "decode,gather",
+    ),
+    "fork_without_incref": (
+        (
+            Edit(
+                "kv_cache_manager.py",
+                "        for block_id in parent.block_table:\n"
+                "            self.allocator.incref(block_id)\n",
+                "",
+            ),
+        ),
+        "scheduler,sharing",
+    ),
+}
+MACHINE_FACTS = (
+    *("python", "torch", "triton", "hypothesis", "pytest", "platform", "cpu_count", "device"),
+    *("isolation", "path"),  # how the workers ran, and where the submission lay
+)
+
+
+def stable(report: dict[str, Any]) -> dict[str, Any]:
+    """`report` without what another run or machine may change: times, measured timing figures,
+    versions and machine facts."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                key: strip(item)
+                for key, item in value.items()
+                if not key.endswith(("seconds", "started_at", "ratio")) and key not in MACHINE_FACTS
+            }
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+
+    return strip(report)
+
+
+def grade_case(name: str, root: Path) -> Graded:
+    edits, parts = CASES[name]
+    folder = build_submission(root / name / "submission", edits=edits)
+    return grade(folder, "--parts", parts, *SEED, out=root / name / "report")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> dict[str, Future[Graded]]:
+    root = tmp_path_factory.mktemp("golden")
+    return concurrently({name: lambda name=name: grade_case(name, root) for name in CASES})
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_report_matches_the_saved_one(name: str, graded: dict[str, Future[Graded]]) -> None:
+    saved = json.loads((GOLDEN / f"{name}.json").read_text())
+    assert stable(graded[name].result().report) == saved
+
+
+def main() -> None:
+    GOLDEN.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as root:
+        for name, future in concurrently({
+            name: lambda name=name: grade_case(name, Path(root)) for name in CASES
+        }).items():  # fmt: skip
+            report = stable(future.result().report)
+            (GOLDEN / f"{name}.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+            print(f"wrote {GOLDEN / name}.json", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
