@@ -28,16 +28,16 @@ grade-all: $(READY) ## Grade every submission in SUBMISSIONS (a folder) and writ
 	$(BIN)/python -m grader grade-all $(SUBMISSIONS) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT)) $(ARGS)
 
 candidate-kit: $(READY) ## Build the bundle for candidates (no answer key) under dist/.
-	$(BIN)/python -m grader.bundle
+	$(BIN)/python -m full_kit.bundle
 
 simulate: $(READY) ## Static vs continuous batching, contiguous vs paged memory: table and plots.
-	$(BIN)/python -m grader.simulate $(if $(OUT),--out $(OUT))
+	$(BIN)/python -m full_kit.simulate $(if $(OUT),--out $(OUT))
 
 demo: $(READY) ## Serve a trace with a tiny transformer built on the answer key's parts.
-	$(BIN)/python -m kernels.engine
+	$(BIN)/python -m grader.sandbox.tools.engine
 
 gpu-check: $(READY) ## On a CUDA machine: kernel checks natively, then the timing suite's table.
-	$(BIN)/python -m kernels.gpu_check $(if $(OUT),--out $(OUT))
+	$(BIN)/python -m full_kit.gpu_check $(if $(OUT),--out $(OUT))
 
 test: $(READY) ## Run the kit's own tests (no GPU needed).
 	$(BIN)/python -m pytest

@@ -13,14 +13,15 @@ import importlib
 import sys
 from pathlib import Path
 
-from grader.i18n import tr
 from grader.intake import SubmissionRefused, read_submission
-from grader.profiles import PROFILES
-from grader.rubric import DEFAULT_RUBRIC, PARTS, load_rubric, parse_parts
+from grader.parts import PARTS
+from grader.report.i18n import tr
 from grader.sandbox import isolation
 from grader.sandbox.process import Limits
+from grader.scoring.profiles import PROFILES
+from grader.scoring.rubric import load_rubric, parse_parts
 
-COMMANDS = {"grade-all": "grader.grade_all", "compare": "grader.compare"}
+COMMANDS = {"grade-all": "grader.grade_all", "compare": "grader.report.compare"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -39,7 +40,8 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--seed", type=int, help="a private seed: a fresh set of hidden examples")
     cli.add_argument("--lang", choices=("en", "zh"), default="en",
                      help="language of the candidate-facing text (summary and report)")  # fmt: skip
-    cli.add_argument("--rubric", type=Path, default=DEFAULT_RUBRIC, help="weights and points")
+    cli.add_argument("--rubric", type=Path,
+                     help="a TOML file of weights and points (default: parts.toml's)")  # fmt: skip
     cli.add_argument("--memory-limit-gb", type=float, default=Limits.memory_bytes / (1 << 30),
                      help="memory limit of each worker process (its address space; its data "
                           "size where it uses CUDA)")  # fmt: skip
@@ -68,7 +70,7 @@ def main(argv: list[str]) -> int:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     from grader.grade import Options, grade  # torch and pytest: grading only
-    from grader.summary import print_summary
+    from grader.report.summary import print_summary
 
     out = args.out or Path("reports") / intake.name
     limits = Limits(

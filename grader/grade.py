@@ -29,30 +29,29 @@ import hypothesis
 import pytest
 import torch
 
-from grader import reports, scan
-from grader.batching import static_batching
-from grader.i18n import ungraded_reason
+from grader import scan
 from grader.intake import Intake
 from grader.integration import run_integration
-from grader.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
-from grader.profiles import Profile
-from grader.rubric import PARTS, Rubric
+from grader.parts import ENGINE_PARTS, PARTS
+from grader.report import model as reports
+from grader.report.batching import static_batching
+from grader.report.i18n import ungraded_reason
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import NO_CUDA, Limits
-from grader.timing import IMPLAUSIBLE_SPEEDUP
+from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
+from grader.scoring.profiles import Profile
+from grader.scoring.rubric import Rubric
+from grader.scoring.timing import IMPLAUSIBLE_SPEEDUP
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 ANSWER_KEY = KIT_ROOT / "solutions"
-# The engine check (`integration.py`) serves a trace through these parts' files together.
-ENGINE_PARTS = {"decode", "gather", "kernel", "scheduler"}
-# The parts whose checks reach the candidate's allocator through its manager, by the module that
-# holds those checks: graded again with the kit's allocator when the candidate's fails part 1
-# (`rescore_on_the_kit_allocator`). The parts' other modules grade the candidate's own code alone
-# (the allocator's reference counts in `check_sharing_refcounts.py`) and are not graded again.
+# A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
+# manager: they are graded again with the kit's allocator when the candidate's fails part 1
+# (`rescore_on_the_kit_allocator`). The part's other modules grade the candidate's own code alone
+# (the allocator's reference counts in `sharing_refcounts.py`) and are not graded again.
 # Part 3's checks build their requests from plain data: its allocator never matters.
-ON_THE_ALLOCATOR = {"decode": "check_decode.py", "sharing": "check_sharing.py"}
 KIT_ALLOCATOR = "block_allocator.py"
-ALLOCATOR_RULES = "check_allocator.py"  # part 1's rules, its timings apart: what triggers it
+ALLOCATOR_RULES = "allocator"  # part 1's rules, its timings apart: what triggers it
 KIT_ALLOCATOR_NOTE = (
     f"scored with the kit's reference {KIT_ALLOCATOR} in place of yours: your allocator fails "
     "allocator checks (with yours, this part scored {own:g})"
@@ -127,8 +126,8 @@ def new_plugin(intake: Intake, options: Options, **fields: Any) -> GradingPlugin
 
 
 def part_modules(parts: Iterable[str]) -> list[Path]:
-    """Every check module of `parts` (`check_<part>*.py`: its checks, then its timings...)."""
-    return [path for part in parts for path in sorted(CHECKS_DIR.glob(f"check_{part}*.py"))]
+    """Every check module of `parts`, in the order `parts.toml` gives them."""
+    return [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].checks]
 
 
 def run_modules(plugin: GradingPlugin, modules: list[Path], options: Options, *args: str) -> None:
@@ -153,13 +152,13 @@ def run_modules(plugin: GradingPlugin, modules: list[Path], options: Options, *a
 
 def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options: Options) -> None:
     """Where the candidate's allocator fails an allocator check, grade each chosen part of
-    `ON_THE_ALLOCATOR` a second time, its module there with the answer key's `block_allocator.py`
-    in place of the candidate's (bytecode, as for `BUILT_ON`), and keep in `plugin` the grading
+    its `regraded` modules a second time with the answer key's `block_allocator.py`
+    in place of the candidate's (bytecode, as for `swapped` files), and keep in `plugin` the grading
     with more points, noting it; `plugin.rescored` records both. The part's other modules keep
     their first grading. Without the answer key (the candidate bundle) the parts keep the
     candidate's allocator, and their note says so. Same options, so the same examples."""
-    parts = [part for part in options.parts if part in ON_THE_ALLOCATOR]
-    if "sharing" in parts and not all_passed(plugin, "check_sharing_refcounts.py"):
+    parts = [part for part in options.parts if PARTS[part].regraded]
+    if "sharing" in parts and not all_passed(plugin, "sharing_refcounts"):
         parts.remove("sharing")  # its refcounts live in the allocator: the kit's would give them
     if not parts or not allocator_fails(plugin, intake, options):
         return
@@ -169,7 +168,8 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     print(f"  {', '.join(parts)} again, with the kit's {KIT_ALLOCATOR}: yours fails "
           "allocator checks", file=sys.stderr, flush=True)  # fmt: skip
     again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,))
-    run_modules(again, [CHECKS_DIR / ON_THE_ALLOCATOR[part] for part in parts], options)
+    modules = [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].regraded]
+    run_modules(again, modules, options)
     for part in parts:
         keep_the_better(plugin, again, part, options)
 
@@ -180,12 +180,12 @@ def allocator_fails(plugin: GradingPlugin, intake: Intake, options: Options) -> 
     those checks alone, unreported, that stops at the first failure."""
     if "allocator" not in options.parts:
         plugin = new_plugin(intake, options, quiet=True)
-        run_modules(plugin, [CHECKS_DIR / ALLOCATOR_RULES], options, "-x")
+        run_modules(plugin, [CHECKS_DIR / f"{ALLOCATOR_RULES}.py"], options, "-x")
     return not all_passed(plugin, ALLOCATOR_RULES)
 
 
 def all_passed(plugin: GradingPlugin, module: str) -> bool:
-    """Whether every check of `module` (a file in `CHECKS_DIR`) that `plugin` ran passed."""
+    """Whether every check of `module` (in `CHECKS_DIR`) that `plugin` ran passed."""
     names = check_names(module)
     ran = [result for result in plugin.results.values() if result.name in names]
     return all(result.status in ("passed", "skipped") for result in ran)
@@ -242,7 +242,7 @@ def score_parts(
         ]  # fmt: skip
         ungraded = ungraded_by_reason(skipped, scale)
         parts[part] = {
-            "title": PARTS[part],
+            "title": PARTS[part].title,
             "score": round(sum(check.points for check in ran) * scale, 2),
             "max_score": round(sum(check.max_points for check in ran) * scale, 2),
             "ungraded_points": round(sum((item["points"] for item in ungraded), 0.0), 2),
@@ -286,7 +286,7 @@ def with_baselines(sections: dict[str, dict]) -> dict[str, dict]:
 def simulation() -> dict:
     """`make simulate`'s headline, table and plots (as data), the same for every report (the
     full kit only: the candidate bundle leaves the simulator out)."""
-    from grader import simulate
+    from full_kit import simulate
 
     figures = simulate.simulate()
     return {
@@ -367,7 +367,7 @@ def grade(intake: Intake, options: Options) -> dict:
     except Exception:
         report["errors"].append(f"the grader failed: {traceback.format_exc()}")
         report["parts"] = score_parts([], options)
-    if "scheduler" in options.parts and importlib.util.find_spec("grader.simulate"):
+    if "scheduler" in options.parts and importlib.util.find_spec("full_kit.simulate"):
         try:
             report["simulation"] = simulation()
         except Exception:

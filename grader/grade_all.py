@@ -36,12 +36,13 @@ import unicodedata
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from grader import leaderboard
-from grader.compare import ReportError, load
-from grader.leaderboard import Outcome
-from grader.profiles import PROFILES
-from grader.rubric import PARTS, parse_parts
+from grader.parts import PARTS
+from grader.report import leaderboard
+from grader.report.compare import ReportError, load
+from grader.report.leaderboard import Outcome
 from grader.sandbox import isolation
+from grader.scoring.profiles import PROFILES
+from grader.scoring.rubric import parse_parts
 from grader.text import clean
 
 KIT_ROOT = Path(__file__).resolve().parent.parent

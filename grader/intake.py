@@ -26,12 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-SUBMISSION_FILES = (
-    "block_allocator.py",
-    "kv_cache_manager.py",
-    "paged_attention.py",
-    "scheduler.py",
-)
+from grader.parts import SUBMISSION_FILES
+
 MAX_FILE_BYTES = 1 << 20
 MAX_TOTAL_BYTES = 64 << 20
 MAX_ENTRIES = 4096  # files and folders; an archive's clutter counts too (each costs reading)

@@ -1,6 +1,6 @@
 """The integration check: the candidate's parts serving a trace with a tiny transformer.
 
-`kernels/engine.py` runs in a sandboxed worker on the candidate's `kv_cache_manager`,
+`grader/sandbox/tools/engine.py` runs in a sandboxed worker on the candidate's `kv_cache_manager`,
 `scheduler` and `paged_attention` modules (`Submission.tool`) and sends back every request's
 greedy tokens with its figures. The verdict is this process's own: it decodes each request
 alone with dense attention (the kit's model, on the CPU, no candidate code) and compares, so
@@ -18,7 +18,7 @@ from typing import Any
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import Limits, NotImplementedInSubmission, Sandbox, SubmissionFailure
 from grader.sandbox.proxy import RemoteError, Submission
-from kernels import engine
+from grader.sandbox.tools import engine
 
 MODULES = ("kv_cache_manager", "scheduler", "paged_attention")
 TRACE = "check"

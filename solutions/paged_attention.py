@@ -20,7 +20,7 @@ Grid
 `h // (num_heads // num_kv_heads)`, so MHA, GQA and MQA are one code path. Under GQA the
 query heads of a group each load their kv head's tiles (from L2 after the first); grouping
 them into one program would save that traffic at the cost of a 2-D query tile. Decode is
-memory-bound and this grid keeps the kernel simple; `kernels/paged_attention_split.py` adds
+memory-bound and this grid keeps the kernel simple; `full_kit/paged_attention_split.py` adds
 parallelism along the sequence for long contexts and small batches.
 
 Algorithm (the online softmax of FlashAttention)

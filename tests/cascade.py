@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CPU_PARTS = ("allocator", "decode", "gather", "sharing", "scheduler")
+from tests.grading import GRADED_PARTS as CPU_PARTS
+
 CASCADE_LIMIT = 0.10
 
 

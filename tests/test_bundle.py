@@ -4,7 +4,7 @@
 The bundle is built by its command into a temp folder and unpacked there. Its `.venv` is a copy
 of the environment running these tests made of hard links (no reinstall, no space), without the
 full kit's editable install: that install's import hook would hand the bundle the full kit's
-modules it leaves out (`grader.simulate`), and a bundled test that needs one would pass here and
+modules it leaves out (`full_kit.simulate`), and a bundled test that needs one would pass here and
 fail for a candidate. `make -o .venv/.installed` keeps make from setting one up; run from the
 bundle's root, `python -m grader` imports the bundle's own grader (the tests check which).
 """
@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from grader.bundle import (
+from full_kit.bundle import (
     TOP_FOLDER,
     BundleRefused,
     build,
@@ -85,7 +85,7 @@ def environment_for(kit: Path) -> None:
 def archive(tmp_path_factory) -> Path:
     """The candidate bundle, built by its command."""
     archive = tmp_path_factory.mktemp("bundle") / "candidate.tar.gz"
-    built = run([sys.executable, "-m", "grader.bundle", "--out", str(archive)], KIT_ROOT)
+    built = run([sys.executable, "-m", "full_kit.bundle", "--out", str(archive)], KIT_ROOT)
     assert built.returncode == 0, built.stdout + built.stderr
     assert f"Wrote {archive}" in built.stdout
     return archive
@@ -261,14 +261,14 @@ def test_the_bundled_tests_pass_on_a_finished_submission(archive: Path, kit: Pat
 
 def test_no_bundled_test_reaches_a_left_out_module(kit: Path) -> None:
     """No test that runs in the bundle imports a module of the full kit the bundle leaves out
-    (`grader.simulate`, the answer key), directly or through a bundled function that imports
+    (`full_kit.simulate`, the answer key), directly or through a bundled function that imports
     one when it is called (`grade.simulation()`): those the bundle keeps are deselected there."""
     full, bundled = kit_files(KIT_ROOT), kit_files(kit)  # the bundle's: a walk, it has no git
     missing = {module_of(name) for name in full} - {module_of(name) for name in bundled} - {None}
     folders = {part for name in full for part in PurePosixPath(name).parts[:-1]}
     folders -= {part for name in bundled for part in PurePosixPath(name).parts[:-1]}
     files = {name: kit / name for name in bundled if name.endswith(".py")}
-    assert {"solutions", "grader.simulate"} <= missing
+    assert {"solutions", "full_kit.simulate"} <= missing
     trees = {name: ast.parse(path.read_bytes(), filename=name) for name, path in files.items()}
     importing = importing_functions(trees, missing)
     assert "grader.grade.simulation" in importing
@@ -291,8 +291,8 @@ def test_a_test_calling_a_function_that_imports_a_left_out_module_is_deselected(
     files = {
         "grader/__init__.py": "",
         "grader/__main__.py": "from grader import grade\n",  # the grader keeps grade.py
-        "grader/candidate_readme.md": "# kit\n",
-        "grader/simulate.py": "X = 1\n",  # left out by name
+        "full_kit/candidate/README.md": "# kit\n",
+        "full_kit/simulate.py": "X = 1\n",  # left out by name
         "grader/grade.py": (
             "def simulation():\n    from grader import simulate\n    return simulate.X\n\n"
             "def other():\n    return 2\n"
@@ -304,7 +304,7 @@ def test_a_test_calling_a_function_that_imports_a_left_out_module_is_deselected(
             "def test_module():\n    grade.simulation()\n\n"
             "def test_alias():\n    assert g.simulation\n\n"
             "def test_name():\n    sim()\n\n"
-            "def test_import():\n    import grader.simulate\n\n"
+            "def test_import():\n    import full_kit.simulate\n\n"
             "def test_fine():\n    grade.other()\n"
         ),
         "pyproject.toml": '[tool.pytest.ini_options]\naddopts = ""\n',

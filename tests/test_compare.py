@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import compare
+from grader.report import compare
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,5 @@
-"""The tiny serving engine (`kernels/engine.py`) and the grader's integration check around it.
+"""The tiny serving engine (`grader/sandbox/tools/engine.py`) and the grader's integration check
+around it.
 
 The answer key's parts serve the check trace, preemptions included, with every request's
 tokens equal to dense decoding alone; a broken paged path shows up as mismatched tokens; and
@@ -21,7 +22,7 @@ if not torch.cuda.is_available():
 from grader.grade import worker_environment
 from grader.integration import run_integration, verify
 from grader.sandbox.process import Limits
-from kernels import engine
+from grader.sandbox.tools import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_triton = pytest.mark.skipif(

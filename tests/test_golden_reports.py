@@ -63,7 +63,8 @@ MACHINE_FACTS = (
 
 def stable(report: dict[str, Any]) -> dict[str, Any]:
     """`report` without what another run or machine may change: times, measured timing figures,
-    versions and machine facts."""
+    versions and machine facts; of the submission's files, their names (the answer key's text
+    may change, its verdicts may not)."""
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
@@ -76,7 +77,9 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
             return [strip(item) for item in value]
         return value
 
-    return strip(report)
+    kept = strip(report)
+    kept["submission"]["files"] = sorted(kept["submission"]["files"])
+    return kept
 
 
 def grade_case(name: str, root: Path) -> Graded:
@@ -104,7 +107,9 @@ def main() -> None:
             name: lambda name=name: grade_case(name, Path(root)) for name in CASES
         }).items():  # fmt: skip
             report = stable(future.result().report)
-            (GOLDEN / f"{name}.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+            (GOLDEN / f"{name}.json").write_text(
+                json.dumps(report, indent=1, sort_keys=True) + "\n"
+            )
             print(f"wrote {GOLDEN / name}.json", file=sys.stderr)
 
 

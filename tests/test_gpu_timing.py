@@ -21,11 +21,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernels import gpu_check, gpu_timing
+from full_kit import gpu_check
+from full_kit.torch_baseline import gather_sdpa_decode
+from grader.sandbox.tools import gpu_timing
+from grader.sandbox.tools.gpu_timing import SUITE, Shape
 from kernels.cases import TOLERANCE, make_case, relative_error
-from kernels.gpu_timing import SUITE, Shape
 from kernels.reference import paged_attention_decode_reference
-from kernels.torch_baseline import gather_sdpa_decode
 from tests.grading import CHECKS_DIR, KIT_ROOT, SOLUTIONS
 
 # Small enough for the CPU: a partial last block (20 = 2 * 8 + 4), GQA, float32.
@@ -354,7 +355,7 @@ def timing_check(pytestconfig):
     """The check module; its markers are the grader's, registered here as the grader does."""
     pytestconfig.addinivalue_line("markers", "part(id): the part a check module grades")
     pytestconfig.addinivalue_line("markers", "points(n): what a check is worth within its part")
-    return importlib.import_module("grader.checks.check_kernel_timing")
+    return importlib.import_module("grader.checks.kernel_timing")
 
 
 def test_scoring_is_a_geometric_mean_of_ratios(timing_check):
@@ -654,8 +655,8 @@ def test_batches_cross_a_real_worker_as_handles(tmp_path, monkeypatch, timing_ch
 # (the plugin loads its Hypothesis profile globally); a started worker would be an error.
 SKIP_PROBE = f"""
 import json, pytest
-from grader.plugin import GradingPlugin
-from grader.profiles import PROFILES
+from grader.scoring.plugin import GradingPlugin
+from grader.scoring.profiles import PROFILES
 from grader.sandbox.process import Limits, Sandbox
 
 def no_worker(self):
@@ -668,7 +669,7 @@ plugin = GradingPlugin(files=files, package="solutions", reference_files=files,
                        grading_profile=PROFILES["quick"], seeded=False, limits=Limits(),
                        worker_env={{"kernel": {{}}}})
 checks = {str(CHECKS_DIR)!r}
-pytest.main([checks + "/check_kernel_timing.py", checks + "/check_kernel.py", "-k",
+pytest.main([checks + "/kernel_timing.py", checks + "/kernel.py", "-k",
              "timing or large_cases", "-c", checks + "/pytest.ini", "--rootdir", checks, "-q"],
             plugins=[plugin])
 print(json.dumps({{r.id: [r.status, r.message] for r in plugin.results.values()}}))

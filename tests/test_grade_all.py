@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.leaderboard import Outcome, kernel_ratio, render_csv, render_html
-from grader.rubric import PARTS
+from grader.parts import PARTS
+from grader.report.leaderboard import Outcome, kernel_ratio, render_csv, render_html
 from tests.grading import CLI_TIMEOUT, EXERCISES, KIT_ROOT, SOLUTIONS
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import grade_all, leaderboard
+from grader import grade_all
 from grader.grade_all import OWN_OUTPUTS, report_name, submissions, unique_key
-from grader.leaderboard import Outcome
+from grader.report import leaderboard
+from grader.report.leaderboard import Outcome
 from tests.grading import CLI_TIMEOUT, KIT_ROOT
 
 TAKEN = {unique_key(own) for own in OWN_OUTPUTS}

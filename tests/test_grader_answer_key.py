@@ -9,7 +9,7 @@ from concurrent.futures import Future
 import pytest
 import torch
 
-from grader.rubric import PARTS
+from grader.parts import PARTS
 from tests.grading import EXERCISES, NEEDS_CUDA, SOLUTIONS, Graded, concurrently, run_grader
 
 

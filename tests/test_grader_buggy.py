@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.plugin import check_names
+from grader.scoring.plugin import check_names
 from tests.cascade import CASCADE_LIMIT, CPU_PARTS, cascade, losses, table
 from tests.grading import (
     CUT_SHORT,
@@ -213,7 +213,7 @@ MUTANTS_BY_ID = {mutant.id: mutant for mutant in MUTANTS}
 
 
 def timing_check_ids(part: str) -> set[str]:
-    return {f"{part}/{name}" for name in check_names(f"check_{part}_timing.py")}
+    return {f"{part}/{name}" for name in check_names(f"{part}_timing")}
 
 
 @pytest.fixture(scope="module")

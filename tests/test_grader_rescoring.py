@@ -1,8 +1,8 @@
 """An allocator bug costs points in part 1 only: where the candidate's allocator fails an allocator
-check, the parts built on it through the manager (`grade.ON_THE_ALLOCATOR`) are graded again with
-the kit's allocator in its place, and keep the better grading, with a note saying so. The kit
-must ship the answer key for that: without it (the candidate bundle) the parts keep the
-candidate's allocator, and the note says that too.
+check, the parts built on it through the manager (their `regraded` modules in `grader/parts.toml`)
+are graded again with the kit's allocator in its place, and keep the better grading, with a note
+saying so. The kit must ship the answer key for that: without it (the candidate bundle) the parts
+keep the candidate's allocator, and the note says that too.
 
 Each submission is graded on part 2 alone, so the allocator's checks run only to decide (and are
 not reported); `test_grader_buggy` grades every part together.

@@ -1,7 +1,7 @@
 """The paged-attention decode kernels against the float64 oracle (SPEC.md part 4).
 
 Both kernels run: the answer key's single-pass `solutions/paged_attention.py` and the split-KV
-`kernels/paged_attention_split.py` (small `blocks_per_split`, so that short test sequences
+`full_kit/paged_attention_split.py` (small `blocks_per_split`, so that short test sequences
 still span several splits). Natively on a CUDA device; without one, on CPU tensors under
 Triton's interpreter, which costs milliseconds per loop iteration: every case is tiny.
 
@@ -23,9 +23,9 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton", reason="Triton installs on Linux only")
 
+from full_kit.paged_attention_split import paged_attention_decode_split
 from kernels import cases
 from kernels.cases import TOLERANCE, Case, relative_error
-from kernels.paged_attention_split import paged_attention_decode_split
 from kernels.reference import paged_attention_decode_reference
 from solutions.paged_attention import paged_attention_decode
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.reports import render_html
+from grader.report.model import render_html
 
 FIXTURES = Path(__file__).parent / "report_fixtures"
 ARTIFACTS = Path(__file__).parent / "artifacts"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from grader import grade
-from grader.i18n import PART_ASKS, PART_TITLES, STRINGS
-from grader.reports import bounded, fence, write_all
-from grader.rubric import PARTS
-from grader.summary import summary_lines
+from grader.parts import PARTS
+from grader.report.i18n import STRINGS
+from grader.report.model import bounded, fence, write_all
+from grader.report.summary import summary_lines
 
 FILES = ("report.json", "report.md", "report.html", "results.json", "junit.xml")
 HOSTILE = "<script>alert(1)</script> & co"
@@ -470,9 +470,8 @@ def test_every_string_has_both_languages_with_the_same_placeholders() -> None:
         assert set(placeholders.findall(english[key])) == set(placeholders.findall(chinese[key])), (
             key
         )
-    for table in (PART_TITLES, PART_ASKS):
-        assert table["en"].keys() == table["zh"].keys() == PARTS.keys()
-    assert PART_TITLES["en"] == PARTS
+    for part in PARTS.values():
+        assert all((part.title, part.title_zh, part.ask, part.ask_zh)), part
 
 
 def test_summary_points_at_the_first_failure_with_its_counterexample(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from hypothesis import given
 
-from grader.checks.scheduler_trace import Trace, traces
+from grader.checks.support.scheduler_trace import Trace, traces
 from solutions.kv_cache_manager import KVCacheManager, Request
 from solutions.scheduler import Scheduler, StepOutput
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from grader.grade import score_parts
-from grader.plugin import CheckResult
+from grader.scoring.plugin import CheckResult
 
 FULL_KIT = "runs only in the full kit: the answer key it is compared with is absent"
 CUDA = "needs a CUDA device"

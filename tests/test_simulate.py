@@ -1,4 +1,4 @@
-"""The simulator (`grader.simulate`) and its charts (`grader.svg`).
+"""The simulator (`full_kit.simulate`) and its charts (`grader.report.svg`).
 
 The simulator's continuous batching is checked step for step against the reference scheduler
 on random traces (the simulator itself never imports `solutions/`); every scheme against the
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from grader import batching
-from grader import simulate as sim
-from grader.svg import bar_chart, line_chart, ticks
+from full_kit import simulate as sim
+from grader.report import batching
+from grader.report.svg import bar_chart, line_chart, ticks
 from solutions.kv_cache_manager import KVCacheManager
 from solutions.scheduler import Scheduler
 

@@ -6,7 +6,7 @@ import pytest
 
 from grader.sandbox.process import Limits, Sandbox
 from grader.sandbox.proxy import Submission
-from grader.timing import Timed, time_confirmed, time_interleaved
+from grader.scoring.timing import Timed, time_confirmed, time_interleaved
 
 SPIN = b"""
 import os, threading

@@ -18,10 +18,10 @@ from urllib.parse import quote
 
 import pytest
 
-from grader import compare, leaderboard
-from grader.leaderboard import Outcome
-from grader.reports import LIMITS, LONG_CHARS, bounded, write_all
-from grader.summary import print_summary
+from grader.report import compare, leaderboard
+from grader.report.leaderboard import Outcome
+from grader.report.model import LIMITS, LONG_CHARS, bounded, write_all
+from grader.report.summary import print_summary
 from grader.text import MESSAGE_CHARS, clean, clean_all
 
 FIXTURE = Path(__file__).parent / "report_fixtures" / "partial.json"

@@ -39,10 +39,9 @@ from grader.text import clean
 
 HERE = Path(__file__).resolve().parent
 WORKER_FILES = (HERE / "worker.py", HERE / "wire.py")  # what runs the worker, copied beside it
-KERNELS_DIR = HERE.parents[1] / "kernels"
 # The kit's standalone helpers (torch only, no kit imports) that checks may run in the worker
 # (`Submission.tool`): each is copied into the worker's folder, never imported from the kit.
-TOOLS = {"gpu_timing": KERNELS_DIR / "gpu_timing.py", "engine": KERNELS_DIR / "engine.py"}
+TOOLS = {name: HERE / "tools" / f"{name}.py" for name in ("gpu_timing", "engine")}
 LOG_TAIL_BYTES = 3000
 REPLY_BYTES = 64 << 20  # the largest reply a worker may send
 READ_BYTES = 1 << 20

@@ -2,16 +2,16 @@
 
 The worker runs a fixed workload per call (`worker.allocate_free_rounds`: allocate 8 blocks and
 free them, ROUNDS times) on a pool whose other half is held, for the candidate and for the
-reference in the same rounds, timed by each worker's CPU time (`grader.timing`). A free list
+reference in the same rounds, timed by each worker's CPU time (`grader.scoring.timing`). A free list
 that costs O(num_blocks) per call (`list.pop(0)`, a scan from block 0) is tens of times slower
 on 200 000 blocks than on 1 000, on any machine.
 """
 
 import pytest
 
-from grader.checks.expect import plain_int
+from grader.checks.support.expect import plain_int
 from grader.sandbox.proxy import sandbox_of
-from grader.timing import Timed, assert_plausible, least, time_confirmed, time_once
+from grader.scoring.timing import Timed, assert_plausible, least, time_confirmed, time_once
 
 pytestmark = pytest.mark.part("allocator")
 

@@ -1,7 +1,7 @@
 """Part 6: the reference counts of the candidate's own `BlockAllocator` (`incref`, `ref_count`).
 
 This module always grades the candidate's `block_allocator.py`: it is never run again with the
-kit's in its place (`grade.ON_THE_ALLOCATOR` names `check_sharing.py` only). It judges what part 6
+kit's in its place (`parts.toml` regrades `sharing` only). It judges what part 6
 adds to part 1, each call against the counts read back just before it (`Counts`), never against
 part 1's own rules: which ids `allocate` hands out and the free count it leaves, and that a
 refused `free` frees nothing, are part 1's to judge. So `incref` adds one reference and changes
@@ -23,8 +23,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.check_allocator import new_allocator
-from grader.checks.expect import int_list, plain_int, raises
+from grader.checks.allocator import new_allocator
+from grader.checks.support.expect import int_list, plain_int, raises
 from grader.sandbox.proxy import Submission
 
 pytestmark = pytest.mark.part("sharing")

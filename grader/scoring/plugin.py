@@ -1,6 +1,6 @@
 """The pytest plugin the grader runs its checks with: fixtures, points, outcomes, progress.
 
-Checks are pytest functions named `check_*` in `grader/checks/check_*.py`; each module marks its
+Checks are pytest functions named `check_*` in `grader/checks/<part>*.py`; each module marks its
 part (`pytestmark = pytest.mark.part("allocator")`) and each check its points
 (`@pytest.mark.points(3)`). Points are read at collection, so a check that never gets to run
 still counts in the maximum score.
@@ -10,10 +10,10 @@ Fixtures: `submission` (the candidate's package in a fresh worker, one per check
 the check is skipped where the answer key is not shipped), `profile`, `record_benchmark` (a
 timing, for the report) and `record_section` (any other JSON data for the report).
 
-A part built on other parts (`BUILT_ON`) is scored apart from them: its worker gets the answer
-key's modules for those parts in place of the candidate's, where the kit ships the answer key, as
-bytecode without their source text (`sourceless`; bytecode can be disassembled: the scan flags
-`marshal` and `dis`);
+A part built on other parts (its `swapped` files in `grader/parts.toml`) is scored apart from them:
+its worker gets the answer key's modules for those parts in place of the candidate's, where the kit
+ships the answer key, as bytecode without their source text (`sourceless`; bytecode can be
+disassembled: the scan flags `marshal` and `dis`);
 `part_notes` says which files each such part was scored with. A plugin made with `swapped` does
 the same for every part it grades: `grade.run_checks` grades the parts built on the candidate's
 allocator a second time that way when that allocator fails part 1, and keeps per part the better
@@ -36,15 +36,14 @@ import hypothesis
 import pytest
 from hypothesis.internal.conjecture import engine as conjecture_engine
 
-from grader.profiles import SHRINK_SECONDS, Profile, hypothesis_settings
+from grader.parts import PARTS
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import Limits, Sandbox, SubmissionFailure, sourceless
 from grader.sandbox.proxy import RemoteError, Submission
-from grader.timing import IMPLAUSIBLE_SPEEDUP
+from grader.scoring.profiles import SHRINK_SECONDS, Profile, hypothesis_settings
+from grader.scoring.timing import IMPLAUSIBLE_SPEEDUP
 
-CHECKS_DIR = Path(__file__).parent / "checks"
-# The files a part builds on, taken from the answer key when grading it (SPEC part 5).
-BUILT_ON = {"scheduler": ("block_allocator.py", "kv_cache_manager.py")}
+CHECKS_DIR = Path(__file__).resolve().parents[1] / "checks"
 
 
 @dataclass
@@ -150,7 +149,7 @@ class GradingPlugin:
     def files_for(self, part: str) -> dict[str, bytes]:
         """The candidate's files, with those `part` builds on, and `swapped`, replaced by the
         answer key's (where the kit ships it)."""
-        built_on = BUILT_ON.get(part, ())
+        built_on = PARTS[part].swapped
         if built_on:
             names = " and ".join(built_on)
             self.part_notes[part] = (
@@ -285,7 +284,7 @@ RESULT = pytest.StashKey[CheckResult]()
 
 def check_names(module: str) -> set[str]:
     """The check names (function names without `check_`) that `CHECKS_DIR/<module>` defines."""
-    tree = ast.parse((CHECKS_DIR / module).read_text())
+    tree = ast.parse((CHECKS_DIR / f"{module}.py").read_text())
     return {
         node.name.removeprefix("check_")
         for node in tree.body

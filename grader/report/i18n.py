@@ -2,45 +2,14 @@
 """The candidate-facing text of the reports and of the summary, in English and in Chinese.
 
 `tr(lang, key, **values)` gives one string, formatted with `values`. Only the kit's own words
-are here: headings, the parts' one-line statements, statuses, the summary's sentences. What a check
+are here: headings, statuses, the summary's sentences. What a check
 says (its message, its counterexample) and the grader's notes stay as the grader wrote them, in
 English. Both tables have the same keys and the same placeholders (the kit's tests check it).
 """
 
-from grader.rubric import PARTS
+from grader.parts import PARTS
 
 LANGUAGES = ("en", "zh")
-
-# Each part's title; what each asks, in one line, is PART_ASKS below.
-PART_TITLES = {
-    "en": PARTS,
-    "zh": {
-        "allocator": "第 1 部分：KV cache 块分配器",
-        "decode": "第 2 部分：prefill 与 decode 的块分配",
-        "gather": "第 3 部分：块收集（gather）与 slot mapping",
-        "kernel": "第 4 部分：Triton paged attention kernel",
-        "scheduler": "第 5 部分：连续批处理调度器",
-        "sharing": "第 6 部分：前缀共享与写时复制",
-    },
-}
-PART_ASKS = {
-    "en": {
-        "allocator": "A block allocator: O(n) allocate and free, all-or-nothing errors.",
-        "decode": "Prefill and decode block allocation for requests, block_size 1 included.",
-        "gather": "A vectorised gather of a request's cache rows, and its slot mapping.",
-        "kernel": "A Triton paged-attention decode kernel (MHA, GQA, MQA) reading block tables.",
-        "scheduler": "A continuous-batching scheduler with preemption.",
-        "sharing": "Reference counts, fork, and copy-on-write of shared blocks.",
-    },
-    "zh": {
-        "allocator": "块分配器：O(n) 的分配与释放，出错时全有或全无。",
-        "decode": "为请求做 prefill 和 decode 的块分配，包括 block_size 为 1 的情况。",
-        "gather": "向量化地收集一个请求的 cache 行，以及它的 slot mapping。",
-        "kernel": "通过块表读取 KV 的 Triton paged attention decode kernel（MHA、GQA、MQA）。",
-        "scheduler": "带抢占的连续批处理调度器。",
-        "sharing": "引用计数、fork，以及共享块的写时复制。",
-    },
-}
 
 STRINGS = {
     "en": {
@@ -316,11 +285,11 @@ def tr(lang: str, key: str, **values: object) -> str:
 
 def part_title(lang: str, part_id: str, part: dict) -> str:
     """A part's title: the report's own in English, the kit's translation in Chinese."""
-    if lang == "en":
+    if lang == "en" or part_id not in PARTS:
         return part["title"]
-    return PART_TITLES[lang].get(part_id, part["title"])
+    return PARTS[part_id].titled(lang)
 
 
 def part_asks(lang: str, part_id: str) -> str:
     """What a part asks, in one line; empty for a part the kit does not know."""
-    return PART_ASKS[lang].get(part_id, "")
+    return PARTS[part_id].asks(lang) if part_id in PARTS else ""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from grader.batching import cdiv
+from grader.report.batching import cdiv
 from grader.sandbox.proxy import Remote, Submission
 
 

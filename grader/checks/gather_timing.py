@@ -1,16 +1,16 @@
 """Part 3's cost rule: the gather and the slot mapping are vectorised, no Python loop over tokens.
 
 The worker runs a fixed workload per call (`worker.gather_rounds`, `worker.slot_mapping_rounds`:
-four long, ragged sequences, several rounds) for the candidate and the reference in the same
-rounds, timed by each worker's CPU time (`grader.timing`). A gather that loops over blocks stays
-well within its limit; a loop over tokens, in the gather or in the slot mapping, goes well past
-it (the figures measured are beside the limits).
+four long, ragged sequences, several rounds) for the candidate and the reference in the same rounds,
+timed by each worker's CPU time (`grader.scoring.timing`). A gather that loops over blocks stays
+well within its limit; a loop over tokens, in the gather or in the slot mapping, goes well past it
+(the figures measured are beside the limits).
 """
 
 import pytest
 
 from grader.sandbox.proxy import sandbox_of
-from grader.timing import Timed, assert_plausible, time_confirmed
+from grader.scoring.timing import Timed, assert_plausible, time_confirmed
 
 pytestmark = pytest.mark.part("gather")
 

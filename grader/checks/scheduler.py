@@ -25,9 +25,9 @@ from itertools import zip_longest
 import pytest
 from hypothesis import given
 
-from grader.checks.expect import raises
-from grader.checks.manager_model import succeeds
-from grader.checks.scheduler_trace import (
+from grader.checks.support.expect import raises
+from grader.checks.support.manager_model import succeeds
+from grader.checks.support.scheduler_trace import (
     LONG_TAILED,
     Run,
     Trace,

@@ -18,8 +18,7 @@ from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
-from grader.i18n import language, part_asks, part_title, tr
-from grader.report_html import (
+from grader.report.html import (
     duration,
     graded,
     how_it_ran,
@@ -38,6 +37,7 @@ from grader.report_html import (
     ungraded_notes,
     verdict,
 )
+from grader.report.i18n import language, part_asks, part_title, tr
 from grader.text import MESSAGE_CHARS, clean
 
 # The most characters of one string in the files (`bounded`): of a message, which the candidate's

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from grader.report_html import points
-from grader.reports import bounded
+from grader.report.html import points
+from grader.report.model import bounded
 from grader.text import clean
 
 MESSAGE_CHARS = 160  # of a check's message, on one line

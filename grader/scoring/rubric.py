@@ -1,19 +1,27 @@
-"""The rubric: each part's weight and any check's points that differ from the check's own."""
+"""The rubric: each part's weight and any check's points that differ from the check's own.
+
+The default rubric is the parts' weights in `grader/parts.toml`. A hiring team's own is a TOML
+file (`--rubric my_rubric.toml`) that gives every part's weight and, optionally, a check's points
+by its id from report.json (0 takes the check out of the score):
+
+    [weights]
+    allocator = 15
+    decode = 20
+    gather = 15
+    kernel = 30
+    scheduler = 10
+    sharing = 10
+
+    [points]
+    "allocator/freed_blocks_are_reused" = 0
+"""
 
 import argparse
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_RUBRIC = Path(__file__).parent / "rubric.toml"
-PARTS = {
-    "allocator": "Part 1: the KV-cache block allocator",
-    "decode": "Part 2: prefill and decode-time block allocation",
-    "gather": "Part 3: the block gather and the slot mapping",
-    "kernel": "Part 4: the Triton paged-attention kernel",
-    "scheduler": "Part 5: the continuous-batching scheduler",
-    "sharing": "Part 6: prefix sharing and copy-on-write",
-}
+from grader.parts import PARTS
 
 
 @dataclass(frozen=True)
@@ -22,8 +30,14 @@ class Rubric:
     points: dict[str, float] = field(default_factory=dict)
 
 
-def load_rubric(path: Path = DEFAULT_RUBRIC) -> Rubric:
-    """The rubric at `path`; ValueError naming the problem if a part or a number is wrong."""
+DEFAULT = Rubric({part.id: float(part.weight) for part in PARTS.values()})
+
+
+def load_rubric(path: Path | None) -> Rubric:
+    """The rubric at `path` (`DEFAULT` for None); ValueError naming the problem if a part or a
+    number is wrong."""
+    if path is None:
+        return DEFAULT
     with path.open("rb") as file:
         data = tomllib.load(file)
     weights = data.get("weights", {})

@@ -3,7 +3,7 @@
 Standalone (stdlib and torch only): the grader copies this file into the sandboxed worker
 (`grader.sandbox.process.TOOLS`) and runs `prepare_batch` and `run_batch` there on the
 candidate's `paged_attention` module, where no kit package is importable. The grading process and
-`kernels.gpu_check` import it too: to rebuild the very inputs a timed call saw, to turn the times
+`full_kit.gpu_check` import it too: to rebuild the very inputs a timed call saw, to turn the times
 they measure into a time per call (`per_call_ms`), to choose how many calls a batch makes
 (`calibrate`, `choose_calls`), to cross-check the worker's CUDA events (`event_disagreement`) and
 to measure the copy bandwidth.
@@ -303,7 +303,7 @@ def expect_output(out: Any, shape: Shape, device: torch.device | None = None) ->
 class Batch:
     """A shape's inputs in the worker, and the timed batches of `decode`'s calls on them (`run`).
 
-    Built by `prepare_batch` (or directly, in one process: `kernels.gpu_check`, the kit's tests):
+    Built by `prepare_batch` (or directly, in one process: `full_kit.gpu_check`, the kit's tests):
     the input sets, a zero output for the empty batch, two events, then `warmup` calls."""
 
     def __init__(

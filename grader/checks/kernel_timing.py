@@ -6,11 +6,11 @@ the report marks the part's score provisional.
 
 How it is measured
 ------------------
-The suite is `kernels.gpu_timing.SUITE`: batch {1, 16, 64} x context {512, 4096, 16384}, 32/8
-heads, head dim 128, bfloat16, block size 16. The kernels run in the workers (the candidate's
-own process, and the reference's); the times that are scored are read here, on this process's
-own clock (`clock`, `time.perf_counter`), around whole worker calls: nothing a worker reports is
-evidence of time (the tool's docstring, "How it is measured", says why and how).
+The suite is `grader.sandbox.tools.gpu_timing.SUITE`: batch {1, 16, 64} x context {512, 4096,
+16384}, 32/8 heads, head dim 128, bfloat16, block size 16. The kernels run in the workers (the
+candidate's own process, and the reference's); the times that are scored are read here, on this
+process's own clock (`clock`, `time.perf_counter`), around whole worker calls: nothing a worker
+reports is evidence of time (the tool's docstring, "How it is measured", says why and how).
 
 Per shape, each worker prepares a batch (`gpu_timing.prepare_batch`, untimed: the rotated input
 sets and a warm-up call), then two worker calls are timed here: the empty batch
@@ -75,10 +75,10 @@ from typing import Any
 import pytest
 import torch
 
-from grader.checks.check_kernel import run_kernel
+from grader.checks.kernel import run_kernel
 from grader.sandbox.process import SubmissionFailure
-from grader.timing import IMPLAUSIBLE_SPEEDUP
-from kernels import gpu_timing
+from grader.sandbox.tools import gpu_timing
+from grader.scoring.timing import IMPLAUSIBLE_SPEEDUP
 from kernels.cases import TOLERANCE, make_case, relative_error
 from kernels.reference import paged_attention_decode_reference
 
@@ -226,7 +226,8 @@ def wrong_outputs(timings: Timings, device: str) -> list[str]:
                 wrong.append(
                     f"{name}: rows (sequence, head) {rows_read} of a timed call are off by "
                     f"{errors[bad[0]]:.3g} against the float64 reference (tolerance "
-                    f"{tolerance:g}); its inputs: kernels.gpu_timing.call_inputs(SUITE[{name!r}], "
+                    f"{tolerance:g}); its inputs: grader.sandbox.tools.gpu_timing.call_inputs("
+                    f"SUITE[{name!r}], "
                     f"seed={seed}, call={call}, kv_sets=[make_kv(SUITE[{name!r}], i, 'cuda') "
                     f"for i in range({len(kv_sets)})])"
                 )

@@ -13,9 +13,9 @@ import unicodedata
 from pathlib import Path
 from typing import TextIO
 
-from grader.i18n import language, part_title, tr
-from grader.report_html import check_anchor, graded, tally, total_ungraded, ungraded_notes
-from grader.reports import bounded
+from grader.report.html import check_anchor, graded, tally, total_ungraded, ungraded_notes
+from grader.report.i18n import language, part_title, tr
+from grader.report.model import bounded
 from grader.text import clean
 
 NOT_STARTED = ("not implemented:", "not submitted:")  # messages of checks that could not start

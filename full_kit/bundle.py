@@ -1,4 +1,4 @@
-"""`python -m grader.bundle [--out PATH]`: the candidate kit, a .tar.gz with no answer in it.
+"""`python -m full_kit.bundle [--out PATH]`: the candidate kit, a .tar.gz with no answer in it.
 
 The bundle holds the stubs and their statement, the grader, the kernel oracles and the kit's
 tests that run without the answer key, with a Makefile and a README for candidates. Files are
@@ -10,13 +10,13 @@ chosen by rules, from the kit's files as git lists them (tracked, or new and not
   files `LEFT_OUT_BY_NAME` gives a reason for.
 - Answers: a file outside `exercises/` that defines a `@triton.jit` kernel is an answer to part
   4; a file that imports the answer key or a left-out module stays out (to a fixed point), unless
-  the import is in a function's body and the grader imports the module (`kernels/engine.py`:
+  the import is in a function's body and the grader imports the module (the engine:
   the integration check needs it, only its demo needs the answer key).
 - Tests: a test module that needs the answer key when it is imported (a module-level import or
   path) stays out; a test function that needs it in its body is deselected in the bundle's
   pytest settings, so the rest of its module still runs. A test needs what it imports, and what
   a bundled function it calls imports when it runs (`grade.simulation()` imports the left-out
-  `grader.simulate`). `DESELECTED_BY_NAME` deselects the few tests that check the stubs are
+  `full_kit.simulate`). `DESELECTED_BY_NAME` deselects the few tests that check the stubs are
   still stubs: the bundle's `make test` must pass on a candidate's finished `exercises/` too
   (`tests/test_contract.py` checks the contract on whatever `exercises/` holds).
 - The Makefile loses the targets that run a left-out module or a pytest marker no bundled test
@@ -44,14 +44,14 @@ KIT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = Path("dist") / "paged-attention-candidate-kit.tar.gz"
 TOP_FOLDER = "paged-attention-candidate-kit"  # what the archive unpacks into
 ANSWER_KEY = "solutions"
-README_TEMPLATE = "grader/candidate_readme.md"
+README_TEMPLATE = "full_kit/candidate/README.md"
 BUNDLED_AREAS = ("exercises/", "grader/", "kernels/", "tests/")
 BUNDLED_FILES = (".gitignore", "Makefile", "pyproject.toml")
 LEFT_OUT_BY_NAME = {
-    "grader/bundle.py": "builds this bundle from the full kit (it reads the answer key)",
+    "full_kit/bundle.py": "builds this bundle from the full kit (it reads the answer key)",
     README_TEMPLATE: "becomes the bundle's README.md",
-    "grader/simulate.py": "models part 5's scheduler step for step: an answer in another form",
-    "kernels/torch_baseline.py": "a working decode in torch, timed only by make gpu-check",
+    "full_kit/simulate.py": "models part 5's scheduler step for step: an answer in another form",
+    "full_kit/torch_baseline.py": "a working decode in torch, timed only by make gpu-check",
 }
 DESELECTED_BY_NAME = {
     "tests/test_stubs.py::test_each_stub_raises_not_implemented": (
@@ -584,7 +584,7 @@ def build(out: Path, root: Path = KIT_ROOT) -> Selection:
         raise BundleRefused(
             "refusing to write the bundle, it would give answers away:\n  "
             + "\n  ".join(copies)
-            + "\nleave those files out (see the rules in grader/bundle.py) or remove the copies"
+            + "\nleave those files out (see the rules in full_kit/bundle.py) or remove the copies"
         )
     write_archive(root, selection.files, out)
     size = out.stat().st_size
@@ -594,7 +594,7 @@ def build(out: Path, root: Path = KIT_ROOT) -> Selection:
 
 def main(argv: list[str]) -> int:
     cli = argparse.ArgumentParser(
-        prog="python -m grader.bundle",
+        prog="python -m full_kit.bundle",
         description="Build the candidate kit: stubs, statement, grader and tests, no answers.",
     )
     cli.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
@@ -602,7 +602,7 @@ def main(argv: list[str]) -> int:
     try:
         build(args.out)
     except (BundleRefused, OSError, SyntaxError) as error:
-        print(f"grader.bundle: {error}", file=sys.stderr)
+        print(f"full_kit.bundle: {error}", file=sys.stderr)
         return 2
     return 0
 

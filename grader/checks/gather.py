@@ -27,8 +27,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.batching import cdiv
-from grader.checks.manager_model import assert_rows, assert_slots, new_manager, new_request
+from grader.checks.support.manager_model import assert_rows, assert_slots, new_manager, new_request
+from grader.report.batching import cdiv
 from grader.sandbox.proxy import Remote, Submission
 
 pytestmark = pytest.mark.part("gather")

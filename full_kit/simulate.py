@@ -1,4 +1,4 @@
-"""`python -m grader.simulate`: why paging and continuous batching win, counted token by token.
+"""`python -m full_kit.simulate`: why paging and continuous batching win, counted token by token.
 
 A model of serving that counts tokens and blocks only (`batching.py`: traces, steps, servers):
 no tensors, and no answer key imported. Its paged server is Part 5's scheduler in another form,
@@ -54,8 +54,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.batching import Blocked, Seq, Server, Step, Trace, cdiv, serve, static_batching
-from grader.svg import draw
+from grader.report.batching import Blocked, Seq, Server, Step, Trace, cdiv, serve, static_batching
+from grader.report.svg import draw
 
 POOL_TOKENS = 16384
 MAX_NUM_SEQS = 256
@@ -427,7 +427,7 @@ def charts(figures: dict) -> dict[str, str]:
 
 def main(argv: list[str]) -> int:
     cli = argparse.ArgumentParser(
-        prog="python -m grader.simulate",
+        prog="python -m full_kit.simulate",
         description="Static against continuous batching, contiguous against paged KV memory, "
         "on a synthetic long-tailed trace: prints a table, writes simulation.json and the plots.",
     )

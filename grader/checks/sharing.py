@@ -3,14 +3,14 @@
 Checked through the manager's observable behaviour only (block tables, the free count, and each
 request's data read from `physical_kv_cache` through its block table), against the model of
 `manager_model`, which counts a block's references as the live tables that hold it. The
-allocator's own reference counts are checked in `check_sharing_refcounts.py`.
+allocator's own reference counts are checked in `sharing_refcounts.py`.
 
 A bug costs points in its own part: the model leaves part 2's rules to part 2 (`ManagerModel`
 with `sharing`), prompts fill whole blocks (prefill rounding up or down agree; the partly filled
 blocks that copy-on-write needs come from decoding), and blocks hold at least 2 tokens (with 1, no
 block is ever partly filled, nothing is copied, and decoding is part 2's alone). Where the
 candidate's allocator fails part 1, this module is graded a second time with the kit's allocator
-(`grade.ON_THE_ALLOCATOR`), and the part keeps the better grading.
+(its `regraded` modules in `grader/parts.toml`), and the part keeps the better grading.
 """
 
 import itertools
@@ -27,7 +27,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.manager_model import REQUESTS, ManagerMachine, ManagerModel, Tracked
+from grader.checks.support.manager_model import REQUESTS, ManagerMachine, ManagerModel, Tracked
 
 pytestmark = pytest.mark.part("sharing")
 

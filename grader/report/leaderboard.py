@@ -20,9 +20,9 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from grader.report_html import origin, points
-from grader.reports import bounded
-from grader.rubric import PARTS
+from grader.parts import PARTS
+from grader.report.html import origin, points
+from grader.report.model import bounded
 from grader.sandbox.isolation import UNISOLATED
 from grader.text import clean
 

@@ -35,8 +35,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from grader.batching import cdiv
-from grader.checks.expect import plain_int, raises
+from grader.checks.support.expect import plain_int, raises
+from grader.report.batching import cdiv
 from grader.sandbox.proxy import Remote, RemoteError, Submission
 from kernels.reference import token_slots
 

@@ -1,4 +1,4 @@
-"""`python -m kernels.gpu_check [--out DIR]` (`make gpu-check`): part 4 on a CUDA machine.
+"""`python -m full_kit.gpu_check [--out DIR]` (`make gpu-check`): part 4 on a CUDA machine.
 
 1. Preflight: can a sandboxed worker use the GPU? A probe process with the worker's stripped
    environment and address-space limit imports torch and Triton and allocates what the timing
@@ -43,10 +43,10 @@ from typing import Any
 
 import torch
 
-from kernels import gpu_timing
+from full_kit.torch_baseline import gather_sdpa_decode
+from grader.sandbox.tools import gpu_timing
 from kernels.cases import TOLERANCE, relative_error
 from kernels.reference import paged_attention_decode_reference
-from kernels.torch_baseline import gather_sdpa_decode
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 ANSWER_KEY = KIT_ROOT / "solutions" / "paged_attention.py"
@@ -160,7 +160,7 @@ def implementations(log: Log) -> dict[str, Callable[..., torch.Tensor] | str]:
         found["answer key"] = f"not loaded: {error}"
         log(f"  answer key {found['answer key']}")
     try:
-        from kernels.paged_attention_split import paged_attention_decode_split
+        from full_kit.paged_attention_split import paged_attention_decode_split
 
         found["split-KV"] = paged_attention_decode_split
     except ImportError as error:
@@ -299,7 +299,7 @@ def default_out() -> Path:
 
 
 def main(argv: list[str]) -> int:
-    cli = argparse.ArgumentParser(prog="python -m kernels.gpu_check", description=__doc__.split(
+    cli = argparse.ArgumentParser(prog="python -m full_kit.gpu_check", description=__doc__.split(
         "\n")[0])  # fmt: skip
     cli.add_argument("--out", type=Path, help="folder for the logs, the JSON and the grade")
     cli.add_argument("--no-grade", action="store_true", help="skip the grader run (step 2)")

@@ -4,7 +4,7 @@ Standalone (stdlib and torch at module level): the grader copies this file into 
 worker (`grader.sandbox.process.TOOLS`) and runs `serve` there on the candidate's
 `kv_cache_manager`, `scheduler` and `paged_attention` modules, where no kit package is
 importable. `make demo`
-(`python -m kernels.engine`) runs it on the answer key.
+(`python -m grader.sandbox.tools.engine`) runs it on the answer key.
 
 The model
 ---------

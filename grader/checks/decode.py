@@ -5,8 +5,9 @@ blocks a request holds, that a new block was free, that a refused call changed n
 that the free count adds up. No check depends on which free block the candidate hands out.
 
 The manager reaches the candidate's allocator: where that allocator fails part 1, this module is
-graded a second time with the kit's allocator in its place (`grade.ON_THE_ALLOCATOR`), and the
-part keeps the better grading, so that an allocator bug costs points in part 1 only.
+graded a second time with the kit's allocator in its place (it is `regraded` in
+`grader/parts.toml`), and the part keeps the better grading, so that an allocator bug costs points
+in part 1 only.
 """
 
 import pytest
@@ -20,8 +21,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.expect import raises
-from grader.checks.manager_model import (
+from grader.checks.support.expect import raises
+from grader.checks.support.manager_model import (
     REQUESTS,
     ManagerMachine,
     ManagerModel,

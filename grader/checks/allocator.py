@@ -16,7 +16,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.expect import int_list, plain_int, raises
+from grader.checks.support.expect import int_list, plain_int, raises
 
 pytestmark = pytest.mark.part("allocator")
 

@@ -17,8 +17,8 @@ import math
 import textwrap
 from html import escape
 
-from grader import svg
-from grader.i18n import language, more_points, part_asks, part_title, tr, ungraded_reason
+from grader.report import svg
+from grader.report.i18n import language, more_points, part_asks, part_title, tr, ungraded_reason
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
