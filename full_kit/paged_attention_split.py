@@ -4,7 +4,7 @@
 whole sequence. With few sequences and long contexts that grid has too few programs to fill a
 GPU, and each one loops for a long time. Flash-decoding also splits the sequence: each split
 runs the same online softmax over its own range of blocks, and a second kernel merges the
-partial results. Same contract as SPEC.md part 4, plus `blocks_per_split`.
+partial results. Same contract as exercises/README.md part 4, plus `blocks_per_split`.
 
 Memory layout
 -------------
@@ -198,7 +198,7 @@ def paged_attention_decode_split(
 ) -> torch.Tensor:
     """One decode step of attention over a paged KV cache, split along the sequence.
 
-    Arguments, result and errors as `paged_attention_decode` (SPEC.md part 4).
+    Arguments, result and errors as `paged_attention_decode` (exercises/README.md part 4).
     `blocks_per_split` is how many cache blocks one program of the first kernel walks;
     it defaults to `SPLIT_TOKENS` tokens' worth (at least one block). Raises ValueError when
     it is below 1.

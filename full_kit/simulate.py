@@ -9,13 +9,12 @@ same pool of slots:
   are taken first come, first served while seats remain and their worst case (`prompt_len +
   max_new_tokens`, in blocks) fits in the pool; the batch then runs until its longest request
   ends, its finished requests keeping their seats and slots, and only then does the next start.
-- **continuous batching over a paged pool** (`continuous_batching`): SPEC.md Part 5 step for
-  step (decode oldest admission first, preempting the newest running request by recomputation
-  when the pool runs dry; admit first come, first served, only in a step without preemption,
-  while seats and `ceil((prompt_len + 1) / block_size)` free blocks allow; free the finished).
-  The kit's tests check it against the reference scheduler, step by step. A step that
-  re-prefills a preempted request costs nothing more here: the recomputed tokens are counted
-  apart.
+- **continuous batching over a paged pool** (`continuous_batching`): exercises/README.md part 5 step
+  for step (decode oldest admission first, preempting the newest running request by recomputation
+  when the pool runs dry; admit first come, first served, only in a step without preemption, while
+  seats and `ceil((prompt_len + 1) / block_size)` free blocks allow; free the finished). The kit's
+  tests check it against the reference scheduler, step by step. A step that re-prefills a preempted
+  request costs nothing more here: the recomputed tokens are counted apart.
 - **continuous batching over contiguous reservations** (`contiguous_batching`): Orca, as the
   vLLM paper (Kwon et al., SOSP 2023) re-implements it for its baselines (§6.1): on admission
   a request reserves one contiguous range of slots for its whole life, placed by a buddy
@@ -85,7 +84,7 @@ POINTS = 150  # points per plotted series: each is the mean over a window of ste
 
 
 class Paged(Blocked):
-    """Continuous batching over a paged pool: SPEC.md Part 5, step for step."""
+    """Continuous batching over a paged pool: exercises/README.md part 5, step for step."""
 
     def __init__(self, num_blocks: int, block_size: int, max_num_seqs: int) -> None:
         super().__init__(num_blocks, block_size, max_num_seqs)
@@ -196,7 +195,8 @@ class Contiguous(Server):
 def continuous_batching(
     trace: Trace, num_blocks: int, block_size: int, max_num_seqs: int
 ) -> list[Step]:
-    """Serve `trace` by continuous batching over a paged pool, as SPEC.md Part 5 schedules it."""
+    """Serve `trace` by continuous batching over a paged pool, as exercises/README.md part 5
+    schedules it."""
     return serve(trace, Paged(num_blocks, block_size, max_num_seqs))
 
 

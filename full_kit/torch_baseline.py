@@ -3,7 +3,7 @@
 What a first implementation without a custom kernel does: copy every sequence's keys and values
 out of the paged pool into a padded contiguous batch, then call
 `torch.nn.functional.scaled_dot_product_attention` with a mask of the real tokens. Same
-contract as SPEC.md part 4 (it is not a submission: no Triton kernel).
+contract as exercises/README.md part 4 (it is not a submission: no Triton kernel).
 
 - The padded length is the table's width times the block size (no device sync to find the
   longest sequence). Positions past a sequence's length are clamped to its last token, so the
@@ -26,7 +26,8 @@ def gather_sdpa_decode(
     seq_lens: torch.Tensor,
     scale: float | None = None,
 ) -> torch.Tensor:
-    """`paged_attention_decode`'s result (SPEC.md part 4) by a gather and one SDPA call."""
+    """`paged_attention_decode`'s result (exercises/README.md part 4) by a gather and one SDPA
+    call."""
     num_seqs, num_heads, head_dim = q.shape
     _, block_size, num_kv_heads, _ = k_cache.shape
     group = num_heads // num_kv_heads

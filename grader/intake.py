@@ -1,8 +1,8 @@
 """Reading a submission: a folder, a `.zip` or a `.tar.gz`, into memory, safely.
 
-Only the four files of SPEC.md are taken, as bytes; everything else is listed as ignored. Nothing
+Only the four submission files are taken, as bytes; everything else is listed as ignored. Nothing
 is extracted to disk and nothing is followed: archives with absolute paths, `..`, links or
-special files are refused, as are symlinks in a folder, a SPEC file over `MAX_FILE_BYTES`,
+special files are refused, as are symlinks in a folder, a submission file over `MAX_FILE_BYTES`,
 submissions that unpack to more than `MAX_TOTAL_BYTES` and submissions of more than
 `MAX_ENTRIES` files and folders. Each worker later writes the bytes into a temp folder of its
 own, so no process ever runs the candidate's files in place.
@@ -43,7 +43,7 @@ class SubmissionRefused(ValueError):
 
 @dataclass
 class Intake:
-    """A submission as read: its name, the SPEC files' bytes and the other paths it held."""
+    """A submission as read: its name, the submission files' bytes and the other paths it held."""
 
     name: str
     path: str
@@ -75,7 +75,8 @@ def read_submission(path: Path) -> Intake:
 
 
 def select_files(name: str, path: str, entries: dict[str, bytes | None]) -> Intake:
-    """Keep the SPEC files from the top folder (or the one folder an archive wraps them in)."""
+    """Keep the submission files from the top folder (or the one folder an archive wraps them
+    in)."""
     paths = [PurePosixPath(entry) for entry in entries]
     top = PurePosixPath()
     tops = {entry.parts[0] for entry in paths if len(entry.parts) > 1}
@@ -116,7 +117,7 @@ def checked_size(size: int, total: int, name: str) -> int:
 
 
 def wanted(name: str) -> bool:
-    """Whether the bytes of this entry are read: a SPEC file name, at any depth."""
+    """Whether the bytes of this entry are read: a submission file name, at any depth."""
     return PurePosixPath(name).name in SUBMISSION_FILES
 
 

@@ -6,8 +6,8 @@ greedy tokens with its figures. The verdict is this process's own: it decodes ea
 alone with dense attention (the kit's model, on the CPU, no candidate code) and compares, so
 patching the comparison inside the worker changes nothing. The worker's figures are the
 candidate's process's word, and its tokens could be forged by running the kit's public model:
-that is one reason the check is reported in its own section and never scored (SPEC.md's six
-parts hold the points).
+that is one reason the check is reported in its own section and never scored (exercises/README.md's
+six parts hold the points).
 """
 
 import importlib.util

@@ -1,4 +1,5 @@
-"""Decode batches to check a paged-attention kernel on, and how close it must come (SPEC part 4).
+"""Decode batches to check a paged-attention kernel on, and how close it must come (the contract's
+part 4).
 
 Every pool slot a correct kernel must not read holds NaN: slots past a sequence's length in
 its last block, blocks no sequence owns, and the block that padding table entries name. A

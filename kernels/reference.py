@@ -1,8 +1,8 @@
 """Float64 oracles for the gather (part 3) and for paged-attention decode (part 4).
 
 Written for clarity, not speed: the grader trusts these to decide what is right, so each one
-follows SPEC.md's definition as literally as it can. They read a block table only up to the
-blocks the sequence's length needs, so padding entries past the last block are never touched.
+follows exercises/README.md's definition as literally as it can. They read a block table only up to
+the blocks the sequence's length needs, so padding entries past the last block are never touched.
 """
 
 from collections.abc import Sequence
@@ -14,8 +14,8 @@ def token_slots(block_table: Sequence[int], seq_len: int, block_size: int) -> to
     """`LongTensor[seq_len]`: token `i` lives in block `block_table[i // block_size]` at
     offset `i % block_size`, i.e. at flat slot `block * block_size + offset`.
 
-    One token at a time, as SPEC.md states it: the candidate bundle ships this oracle, so it
-    must not show part 3's vectorised answer."""
+    One token at a time, as exercises/README.md states it: the candidate bundle ships this oracle,
+    so it must not show part 3's vectorised answer."""
     slots = [
         int(block_table[i // block_size]) * block_size + i % block_size for i in range(seq_len)
     ]
@@ -49,7 +49,7 @@ def paged_attention_decode_reference(
     For each sequence `s` and query head `h`: softmax(q[s, h] . K^T * scale) @ V over the
     sequence's first `seq_lens[s]` tokens, where query head `h` reads kv head
     `h // (num_heads // num_kv_heads)` (MHA, GQA and MQA alike). A sequence of length 0 gives
-    zeros. Shapes as in SPEC.md part 4.
+    zeros. Shapes as in exercises/README.md part 4.
     """
     num_seqs, num_heads, head_dim = q.shape
     num_kv_heads = k_cache.shape[2]

@@ -47,11 +47,11 @@ Masking
 - A sequence of length 0 runs no iteration and leaves `l == 0`: the final division is guarded
   and the output is zeros.
 
-Contract (SPEC.md part 4): float32, float16 or bfloat16; `head_dim` in {32, 64, 80, 96, 128,
-256}; `block_size` in {1, 8, 16, 32}. The caller guarantees the data-dependent invariants the
+Contract (exercises/README.md part 4): float32, float16 or bfloat16; `head_dim` in {32, 64, 80, 96,
+128, 256}; `block_size` in {1, 8, 16, 32}. The caller guarantees the data-dependent invariants the
 wrapper does not check (it would have to synchronise with the device): `0 <= seq_lens[s] <=
-max_blocks_per_seq * block_size`, and the first `cdiv(seq_lens[s], block_size)` entries of
-each table are valid block ids.
+max_blocks_per_seq * block_size`, and the first `cdiv(seq_lens[s], block_size)` entries of each
+table are valid block ids.
 """
 
 import torch
@@ -193,7 +193,8 @@ def check_inputs(
     block_tables: torch.Tensor,
     seq_lens: torch.Tensor,
 ) -> None:
-    """Raise ValueError unless the inputs have SPEC.md part 4's shapes, dtypes and one device."""
+    """Raise ValueError unless the inputs have exercises/README.md part 4's shapes, dtypes and one
+    device."""
     if q.dim() != 3:
         raise ValueError(f"q must be [num_seqs, num_heads, head_dim], got {tuple(q.shape)}")
     if k_cache.dim() != 4 or k_cache.shape != v_cache.shape:

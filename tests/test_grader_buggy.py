@@ -1,5 +1,5 @@
 """Buggy submissions lose points, in their own part: mutants of the answer key, one or more per
-rule of SPEC parts 1, 2, 3 and 6, each listed with the part whose rule it breaks.
+rule of the contract's parts 1, 2, 3 and 6, each listed with the part whose rule it breaks.
 
 A mutant is the answer key with exact text edits (each old text must occur exactly once, so the
 table fails loudly when the answer key changes). Each is graded once on every CPU part

@@ -1,5 +1,5 @@
-"""Reading a submission: a folder, a .zip and a .tar.gz of the same files give the same SPEC files,
-byte for byte, and anything unsafe or unreadable is refused with a message that says why."""
+"""Reading a submission: a folder, a .zip and a .tar.gz of the same files give the same submission
+files, byte for byte, and anything unsafe or unreadable is refused with a message that says why."""
 
 import gzip
 import hashlib
@@ -248,7 +248,7 @@ def test_refused_with_a_message_that_says_why(
 
 
 def flat_tree(count: int) -> dict[str, bytes]:
-    """The SPEC files and notes, `count` entries in all, none in a folder (so each kind counts
+    """The submission files and notes, `count` entries in all, none in a folder (so each kind counts
     the same: a folder's subfolders are entries, an archive need not list them)."""
     return SOURCES | {f"note{index:05}.txt": b"" for index in range(count - len(SOURCES))}
 

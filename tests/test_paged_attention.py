@@ -1,4 +1,4 @@
-"""The paged-attention decode kernels against the float64 oracle (SPEC.md part 4).
+"""The paged-attention decode kernels against the float64 oracle (exercises/README.md part 4).
 
 Both kernels run: the answer key's single-pass `solutions/paged_attention.py` and the split-KV
 `full_kit/paged_attention_split.py` (small `blocks_per_split`, so that short test sequences
@@ -40,8 +40,8 @@ KERNELS: dict[str, Kernel] = {
 both_kernels = pytest.mark.parametrize("kernel", KERNELS.values(), ids=KERNELS)
 # `(num_heads, num_kv_heads)`: query head h reads kv head h // (num_heads // num_kv_heads).
 HEAD_LAYOUTS = {"mha": (4, 4), "gqa2": (4, 2), "gqa4": (8, 2), "mqa": (4, 1)}
-# `(head_dim, block_size, dtype)`: every head dim and block size of SPEC.md part 4, each head
-# dim that needs lane masking (80, 96) in two dtypes, not the whole cross product.
+# `(head_dim, block_size, dtype)`: every head dim and block size of exercises/README.md part 4, each
+# head dim that needs lane masking (80, 96) in two dtypes, not the whole cross product.
 SHAPES = [
     (32, 1, torch.float32),
     (64, 8, torch.bfloat16),

@@ -1,8 +1,8 @@
 """The float64 oracles of `kernels/reference.py` against a second, naive derivation.
 
 Every check here recomputes the answer with plain loops over sequences, heads and tokens,
-looking each key and value up through the block table by hand (SPEC.md parts 3 and 4). The
-caches hold NaN in every slot a correct oracle must not read — padding table entries, unused
+looking each key and value up through the block table by hand (exercises/README.md parts 3 and 4).
+The caches hold NaN in every slot a correct oracle must not read — padding table entries, unused
 pool blocks, slots past a sequence's length — so a stray read surfaces as NaN.
 """
 

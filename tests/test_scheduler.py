@@ -1,5 +1,5 @@
 """The answer key's part 5: hand-written traces with every step's exact output, `add_request`'s
-errors, and random traces checked against SPEC.md's invariants.
+errors, and random traces checked against exercises/README.md's invariants.
 
 Requests are observed through public behaviour only: the step outputs, `has_unfinished()`, the
 pool's free count, and a spy manager that records what the scheduler asked of it.

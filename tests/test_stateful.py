@@ -1,4 +1,5 @@
-"""SPEC.md's invariants and error rules over random call sequences (Hypothesis state machines).
+"""exercises/README.md's invariants and error rules over random call sequences (Hypothesis state
+machines).
 
 Each machine keeps a model small enough to be obviously right and lets it decide every
 outcome: which calls must raise, what every count must be, and what every request's cache

@@ -1,5 +1,5 @@
-"""The exercise stubs: they import and construct cleanly, every method SPEC.md names raises
-NotImplementedError (so a grader can say "not implemented" per method), and their signatures
+"""The exercise stubs: they import and construct cleanly, every method exercises/README.md names
+raises NotImplementedError (so a grader can say "not implemented" per method), and their signatures
 are the answer key's."""
 
 import importlib

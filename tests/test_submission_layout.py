@@ -1,5 +1,5 @@
-"""exercises/ and solutions/ are submissions as SPEC.md defines them: plain modules that import
-each other relatively and nothing of the kit, loadable as a package under any name."""
+"""exercises/ and solutions/ are submissions as exercises/README.md defines them: plain modules that
+import each other relatively and nothing of the kit, loadable as a package under any name."""
 
 import ast
 import shutil

@@ -1,7 +1,7 @@
 """Part 2: prefill and decode allocation, against the abstract model of `manager_model`.
 
-Each call is checked at once for what SPEC.md says must follow (see `ManagerModel`): how many
-blocks a request holds, that a new block was free, that a refused call changed nothing, and
+Each call is checked at once for what exercises/README.md says must follow (see `ManagerModel`): how
+many blocks a request holds, that a new block was free, that a refused call changed nothing, and
 that the free count adds up. No check depends on which free block the candidate hands out.
 
 The manager reaches the candidate's allocator: where that allocator fails part 1, this module is

@@ -4,8 +4,8 @@ Every request here is built from plain data, apart from parts 1 and 2: a `Reques
 `block_table` and `seq_len` the check sets itself (blocks it picks, in any order), in a
 `KVCacheManager` whose `physical_kv_cache` it writes directly (random rows from a generator
 seeded by the example, so that a counterexample reruns the same, unused rows and tails included).
-SPEC defines both methods by the block table and the pool alone, so a slip in prefill, decode or
-free, or in the allocator, costs nothing here. The timing of both is checked elsewhere.
+The contract defines both methods by the block table and the pool alone, so a slip in prefill,
+decode or free, or in the allocator, costs nothing here. The timing of both is checked elsewhere.
 """
 
 from dataclasses import dataclass

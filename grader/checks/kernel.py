@@ -3,12 +3,12 @@
 Each case is a decode batch from `kernels.cases.make_case`: ragged lengths with partial last
 blocks, shuffled block tables, NaN in every slot the kernel must not read (the tails of last
 blocks, blocks no sequence owns, the block padding entries name). The output must have q's
-shape and dtype, hold no NaN or Inf, be exact zeros for empty sequences, and stay within SPEC's
-relative tolerance elsewhere. Every call must launch at least one `@triton.jit` kernel, and
-compute nothing in torch outside its kernels: the worker watches the call with a torch dispatch
+shape and dtype, hold no NaN or Inf, be exact zeros for empty sequences, and stay within the
+contract's relative tolerance elsewhere. Every call must launch at least one `@triton.jit` kernel,
+and compute nothing in torch outside its kernels: the worker watches the call with a torch dispatch
 mode, and an aten op no wrapper needs (a matmul, a softmax, float arithmetic, a gather from the
-cache: `worker.wrapper_may_run`) fails the check. Every check here goes through `run_kernel`, so
-a pure-torch answer, with or without a Triton launch beside it, scores nothing here.
+cache: `worker.wrapper_may_run`) fails the check. Every check here goes through `run_kernel`, so a
+pure-torch answer, with or without a Triton launch beside it, scores nothing here.
 
 Without CUDA the worker runs the kernel under Triton's interpreter on CPU tensors (a few ms per
 loop iteration of a program), so the cases are small; with CUDA they run natively, and

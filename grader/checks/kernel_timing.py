@@ -59,8 +59,8 @@ The outputs of the timed calls are re-checked here, in the grading process: each
 `gpu_timing.SAMPLES_PER_CALL` rows of every call's output, drawn after the calls; of each batch,
 `RECHECKED_CALLS` calls are chosen here once the reply is in (`secrets`), their inputs rebuilt on
 this process's GPU (`gpu_timing.make_kv`, `query_stream`) and each of their rows compared with
-the float64 oracle within SPEC's tolerance. That the rows of any call may be checked is what ties
-a batch's time to its work: a worker that returned before its kernels had run could not send
+the float64 oracle within the contract's tolerance. That the rows of any call may be checked is what
+ties a batch's time to its work: a worker that returned before its kernels had run could not send
 them.
 """
 

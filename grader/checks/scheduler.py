@@ -5,11 +5,11 @@ kit's reference ones (where the kit ships them), so this part is scored apart fr
 Each check runs hypothesis-generated traces (`scheduler_trace.traces`: arrivals between steps,
 pools from tight to roomy, blocks of 1 to 16 tokens, 1 to 8 seats) and judges one rule:
 
-- SPEC's invariants, 2 points each: `add_request`'s refusals, every request gets exactly its
+- the contract's invariants, 2 points each: `add_request`'s refusals, every request gets exactly its
   tokens, at most `max_num_seqs` per step, no deadlock, admission in arrival order, no block
   leaked. They hold for any scheduler that batches continuously and correctly, whatever its
   preemption policy, so such a scheduler keeps these 12 points;
-- the step-by-step trace against the reference scheduler's, 4 points: SPEC fixes each step
+- the step-by-step trace against the reference scheduler's, 4 points: the contract fixes each step
   exactly, and this check names the first step that differs.
 
 The invariants outweigh the exact trace 3 to 1: a scheduler that is safe and live but decides
@@ -148,7 +148,7 @@ def check_no_blocks_leaked(submission):
 @pytest.mark.points(4)
 def check_trace_matches_the_reference(submission, reference):
     """Every step schedules, preempts and finishes exactly what the reference scheduler does
-    (SPEC part 5's step: decode oldest first, preempt the newest, admit only without a
+    (the contract's step of part 5: decode oldest first, preempt the newest, admit only without a
     preemption, finish oldest first)."""
     for_every_trace(partial(trace_matches_the_reference, submission, reference))
 
@@ -229,9 +229,9 @@ def no_deadlock(submission, trace: Trace) -> None:
         )
     assert run.drained, (
         f"requests {run.not_finished} were never reported finished in {len(run.steps)} steps "
-        f"(has_unfinished() then said {run.unfinished_at_end!r}); a scheduler that follows SPEC "
-        f"finishes this trace within {trace.max_steps} steps: one idle step per step before the "
-        "last arrival, then at least one token per step"
+        f"(has_unfinished() then said {run.unfinished_at_end!r}); a scheduler that follows the "
+        f"contract finishes this trace within {trace.max_steps} steps: one idle step per step "
+        "before the last arrival, then at least one token per step"
     )
     assert run.unfinished_at_end is False, (
         f"has_unfinished() returned {run.unfinished_at_end!r} after every request was reported "

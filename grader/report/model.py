@@ -1,7 +1,7 @@
 """The grade's files: the report itself, two pages for people, and two formats for CI and LMS tools.
 
 `write_all` writes, into one folder and always all five:
-- `report.json`: the report dict as it is (the contract's report, see SPEC.md);
+- `report.json`: the report dict as it is (the contract's report, see exercises/README.md);
 - `report.md` and `report.html` (`report_html.py`): the same for a person to read;
 - `results.json`: Gradescope's autograder format;
 - `junit.xml`: JUnit XML, one test suite per part.

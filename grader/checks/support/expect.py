@@ -1,4 +1,4 @@
-"""Assertions the checks share, each failing with a message in SPEC.md's terms."""
+"""Assertions the checks share, each failing with a message in exercises/README.md's terms."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager

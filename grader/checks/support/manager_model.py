@@ -1,9 +1,9 @@
 """The abstract model behind the manager's checks (parts 2 and 6), and how to drive it; the
 assertions on a gather and a slot mapping that part 3's checks share.
 
-`ManagerModel` holds what SPEC.md lets a checker know of a `KVCacheManager`: each live request's
-`seq_len` and `block_table`, how many live tables hold each block, and the row written for each
-token. It never predicts a block id: a new block is right whenever it was free (in range and in
+`ManagerModel` holds what exercises/README.md lets a checker know of a `KVCacheManager`: each live
+request's `seq_len` and `block_table`, how many live tables hold each block, and the row written for
+each token. It never predicts a block id: a new block is right whenever it was free (in range and in
 no live table), and the model adopts it. Each operation runs on the candidate and is checked at
 once; `check_tables` and `check_rows` then compare everything observable, after every step of a
 state machine, so that a call that changes another request, or one that raises and still changes

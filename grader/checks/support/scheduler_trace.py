@@ -1,15 +1,15 @@
 """Traces for part 5's checks: requests arriving between steps, run through a scheduler.
 
 A `Trace` gives request `i` (ids in arrival order) its arrival step, prompt length and token
-count, over a pool that fits each request alone (SPEC's `add_request` refuses the others).
+count, over a pool that fits each request alone (the contract's `add_request` refuses the others).
 `run_trace` drives a scheduler in a worker through it and keeps what each step reported; the
 checks then judge the `Run`. Only public behaviour is observed: the step outputs,
 `has_unfinished()` and the pool's free count.
 
-A scheduler that follows SPEC makes progress at every step with work to do: the oldest running
-request fits alone, so it is never preempted and gets a token; with nothing running the whole
-pool is free and the queue's head fits. Tokens are never lost (a preempted request keeps them in
-its prompt), so a trace drains within `Trace.max_steps`: one idle step per step before the last
+A scheduler that follows the contract makes progress at every step with work to do: the oldest
+running request fits alone, so it is never preempted and gets a token; with nothing running the
+whole pool is free and the queue's head fits. Tokens are never lost (a preempted request keeps them
+in its prompt), so a trace drains within `Trace.max_steps`: one idle step per step before the last
 arrival, then at least one token per step.
 """
 
@@ -40,7 +40,7 @@ class Trace:
 
     @property
     def max_steps(self) -> int:
-        """The most steps a scheduler that follows SPEC needs to finish every request."""
+        """The most steps a scheduler that follows the contract needs to finish every request."""
         return self.arrivals[-1].step + sum(arrival.max_new_tokens for arrival in self.arrivals)
 
     def as_lists(self) -> list[list[int]]:

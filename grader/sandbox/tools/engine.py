@@ -16,7 +16,7 @@ from a seeded generator (nothing to download), in float32:
            -> RMSNorm -> lm_head [128, 256] -> logits -> greedy argmax
 
 Attention has 4 query heads and 2 kv heads of dim 32 (grouped-query attention: query head `h`
-reads kv head `h // 2`, as in SPEC.md part 4). Positions enter through rotary embeddings
+reads kv head `h // 2`, as in exercises/README.md part 4). Positions enter through rotary embeddings
 (RoPE): q and k are rotated by an angle proportional to their position before the dot
 product, so a cached key never needs its position again. The weights are drawn with standard
 deviation `1 / sqrt(fan_in)`, so every layer keeps its activations near unit scale and the
@@ -29,7 +29,7 @@ The submission's `Scheduler` decides, step by step, which requests get a token; 
 `KVCacheManager` owns the block ids. The engine owns the data: per layer, a K and a V pool of
 shape `[num_blocks, block_size, num_kv_heads, head_dim]`, indexed by the manager's block ids.
 It sees the scheduler's `Request` objects through `RecordingManager`, a thin proxy handed to
-the scheduler in place of the manager (SPEC part 5: the scheduler uses only part 2's
+the scheduler in place of the manager (the contract's part 5: the scheduler uses only part 2's
 interface): every call is forwarded, and the requests passed to it are recorded.
 
 After each `step()`, for every request in `scheduled`:
@@ -42,7 +42,7 @@ After each `step()`, for every request in `scheduled`:
   batch; each layer writes that token's K and V at its slot, then `paged_attention_decode`
   reads every cached token through the block tables.
 
-Slot accounting follows SPEC part 5: each `allocate_for_decode` reserves the slot of the
+Slot accounting follows the contract's part 5: each `allocate_for_decode` reserves the slot of the
 token generated in that step; the token's K and V are written there in the next step, when it
 is the input. A request with `n` tokens known so far thus holds `seq_len == n + 1` after its
 step: the engine checks that, and attends over the first `n`.
@@ -55,7 +55,7 @@ model's greedy choice there. Wherever it agrees with the engine's token, teacher
 engine's tokens is the same as free-running greedy decoding, so zero mismatches means every
 request got exactly the tokens it gets alone. Paged and dense attention sum in different
 orders, so the logits differ a little (~2e-6 with the answer key's kernel, ~2e-4 with one at
-SPEC's float32 tolerance): a position where the engine's token is not the dense argmax is
+the contract's float32 tolerance): a position where the engine's token is not the dense argmax is
 excused as a near-tie, not counted as a mismatch, only when the dense logit of the engine's
 token is within `NEAR_TIE` of the top one. The summary reports how many were excused, the
 largest logit difference seen, and the smallest top-2 margin. The grader runs `compare`
@@ -79,7 +79,7 @@ PROGRESS_EVERY = 10  # steps between progress lines
 
 
 class EngineError(Exception):
-    """The parts did not behave as SPEC.md says, in a way that stops the engine."""
+    """The parts did not behave as exercises/README.md says, in a way that stops the engine."""
 
 
 # --- the model ------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""A pure-torch answer to SPEC part 4: right, but no `@triton.jit` kernel does the work."""
+"""A pure-torch answer to the contract's part 4: right, but no `@triton.jit` kernel does the
+work."""
 
 import torch
 

@@ -1,6 +1,6 @@
-"""Torch attention for SPEC part 4 with the torch dispatch modes switched off while it runs, and
-a `@triton.jit` kernel that does nothing: it gets around the worker's dispatch mode at run time,
-and the static scan flags how."""
+"""Torch attention for the contract's part 4 with the torch dispatch modes switched off while it
+runs, and a `@triton.jit` kernel that does nothing: it gets around the worker's dispatch mode at run
+time, and the static scan flags how."""
 
 import torch
 import torch.utils._python_dispatch

@@ -1,5 +1,5 @@
-"""Torch attention for SPEC part 4, and beside it a `@triton.jit` kernel that does nothing: the
-launch is there only to be counted. Right, but the attention is computed by torch."""
+"""Torch attention for the contract's part 4, and beside it a `@triton.jit` kernel that does
+nothing: the launch is there only to be counted. Right, but the attention is computed by torch."""
 
 import torch
 import triton
