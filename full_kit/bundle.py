@@ -40,7 +40,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
+from grader import KIT_ROOT
+
 DEFAULT_OUT = Path("dist") / "paged-attention-candidate-kit.tar.gz"
 TOP_FOLDER = "paged-attention-candidate-kit"  # what the archive unpacks into
 ANSWER_KEY = "solutions"

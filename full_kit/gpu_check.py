@@ -44,11 +44,11 @@ from typing import Any
 import torch
 
 from full_kit.torch_baseline import gather_sdpa_decode
+from grader import KIT_ROOT
 from grader.sandbox.tools import gpu_timing
 from kernels.cases import TOLERANCE, relative_error
 from kernels.reference import paged_attention_decode_reference
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
 ANSWER_KEY = KIT_ROOT / "solutions" / "paged_attention.py"
 DEVICE = "cuda"
 ROUNDS = 10  # empty and timed batches per shape and implementation

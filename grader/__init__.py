@@ -1,1 +1,7 @@
-"""The grading engine (placeholder: the grader is built in a later version of the kit)."""
+"""The grader: it reads a submission, runs each part's checks against it in isolated workers,
+scores what it saw for itself, and writes the report (the README's "How the kit is built" shows
+the folders)."""
+
+from pathlib import Path
+
+KIT_ROOT = Path(__file__).resolve().parent.parent  # holds grader/, kernels/, exercises/...

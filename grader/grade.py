@@ -29,7 +29,7 @@ import hypothesis
 import pytest
 import torch
 
-from grader import scan
+from grader import KIT_ROOT, scan
 from grader.intake import Intake
 from grader.integration import run_integration
 from grader.parts import ENGINE_PARTS, PARTS
@@ -43,7 +43,6 @@ from grader.scoring.profiles import Profile
 from grader.scoring.rubric import Rubric
 from grader.scoring.timing import IMPLAUSIBLE_SPEEDUP
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
 ANSWER_KEY = KIT_ROOT / "solutions"
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
 # manager: they are graded again with the kit's allocator when the candidate's fails part 1

@@ -36,6 +36,7 @@ import unicodedata
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from grader import KIT_ROOT
 from grader.parts import PARTS
 from grader.report import leaderboard
 from grader.report.compare import ReportError, load
@@ -45,7 +46,6 @@ from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import parse_parts
 from grader.text import clean
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
 SUFFIXES = (".zip", ".tar.gz", ".tgz")
 OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html")  # what leaderboard.write_all writes in OUT
 DEFAULT_OUT = Path("reports") / "leaderboard"

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+from grader import KIT_ROOT
 from grader.parts import PARTS
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = KIT_ROOT / "solutions"
 EXERCISES = KIT_ROOT / "exercises"
 FIXTURES = Path(__file__).resolve().parent / "submissions"

@@ -33,7 +33,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-KIT_ROOT = Path(__file__).resolve().parents[2]
+from grader import KIT_ROOT
+
 HOME = "/sandbox"  # the worker's own folder, inside
 SITE = "/site"  # site-packages folder N is bound at /site/N
 TMP = "/tmp"

@@ -13,12 +13,12 @@ import importlib
 import inspect
 import re
 import textwrap
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
+from grader import KIT_ROOT
+
 STATEMENT = KIT_ROOT / "exercises" / "README.md"
 
 # Each member the statement names, as `Class.method` or `function`, and its parameters as a

@@ -1,10 +1,10 @@
 """The grader's verdicts do not drift: the answer key and three mutants, graded at seed 7 on the
-quick profile, give the reports saved in `tests/golden/`, timings and machine facts aside.
+quick profile, give the reports saved in `golden/` beside it, timings and machine facts aside.
 
 A refactoring of the grader changes no verdict, no score and no message; when a change means to,
 regenerate the saved reports and review their diff:
 
-    .venv/bin/python -m tests.test_golden_reports   # rewrites tests/golden/*.json
+    .venv/bin/python -m tests.end_to_end.test_golden_reports   # rewrites its golden/*.json
 """
 
 import json

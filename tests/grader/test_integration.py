@@ -3,17 +3,18 @@ around it.
 
 The answer key's parts serve the check trace, preemptions included, with every request's
 tokens equal to dense decoding alone; a broken paged path shows up as mismatched tokens; and
-`run_integration` skips an incomplete submission (`test_grader_answer_key.py` sees it pass the
+`run_integration` skips an incomplete submission (`end_to_end/test_answer_key.py` sees it pass the
 answer key and fail the stubs, through the grader's command).
 """
 
 import importlib.util
 import os
-from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
 import torch
+
+from grader import KIT_ROOT
 
 if not torch.cuda.is_available():
     # Read when @triton.jit decorates the kernel, so before its module is imported.
@@ -24,7 +25,7 @@ from grader.integration import run_integration, verify
 from grader.sandbox.process import Limits
 from grader.sandbox.tools import engine
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = KIT_ROOT
 needs_triton = pytest.mark.skipif(
     importlib.util.find_spec("triton") is None, reason="Triton installs on Linux only"
 )

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from grader import KIT_ROOT
 from grader.parts import SUBMISSION_FILES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = KIT_ROOT
 ALLOWED_TOP_LEVEL = set(sys.stdlib_module_names) | {"torch", "triton"}
 
 

@@ -18,7 +18,7 @@ from tests.grading import (
     without_times,
 )
 
-# test_grader_buggy's free_accepts_a_negative_id_which_wraps: a negative id that wraps to the last
+# test_buggy's free_accepts_a_negative_id_which_wraps: a negative id that wraps to the last
 # block is found only by the random allocate/free sequences, so only a seed's examples find it.
 WRAPPING_IDS = Edit(
     "block_allocator.py",

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from grader import KIT_ROOT
 from grader.scan import scan_files, scan_kernel
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = KIT_ROOT
 
 
 def seen(source: str | bytes) -> list[tuple[int, str]]:

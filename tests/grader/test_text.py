@@ -24,7 +24,7 @@ from grader.report.model import LIMITS, LONG_CHARS, bounded, write_all
 from grader.report.summary import print_summary
 from grader.text import MESSAGE_CHARS, clean, clean_all
 
-FIXTURE = Path(__file__).parent / "report_fixtures" / "partial.json"
+FIXTURE = Path(__file__).parent / "report" / "fixtures" / "partial.json"
 FAKE_SCORE = "\x1b[2J\x1b[H15/15"  # clear the screen, cursor home, then a score of its own
 BIG = "y" * 5_000_000
 HOSTILE = f"{FAKE_SCORE} \udcff a\x00b \u202eevil\n{BIG}"

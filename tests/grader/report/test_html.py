@@ -31,10 +31,11 @@ from pathlib import Path
 
 import pytest
 
+from grader import KIT_ROOT
 from grader.report.model import render_html
 
-FIXTURES = Path(__file__).parent / "report_fixtures"
-ARTIFACTS = Path(__file__).parent / "artifacts"
+FIXTURES = Path(__file__).parent / "fixtures"
+ARTIFACTS = KIT_ROOT / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
 # Without the background-networking flags Chromium fills its log with failed connections on a
 # machine without network; the profile is a fresh folder per session.

@@ -37,8 +37,8 @@ from full_kit.bundle import (
     needs,
     select,
 )
+from grader import KIT_ROOT
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = KIT_ROOT / "solutions"
 TIMEOUT = 300
 MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed"]

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from grader import KIT_ROOT
 from grader.report import compare
-
-KIT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def check(name: str, status: str = "passed", points: float = 5.0, message: str = "") -> dict:

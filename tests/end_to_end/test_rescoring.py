@@ -5,7 +5,7 @@ saying so. The kit must ship the answer key for that: without it (the candidate 
 keep the candidate's allocator, and the note says that too.
 
 Each submission is graded on part 2 alone, so the allocator's checks run only to decide (and are
-not reported); `test_grader_buggy` grades every part together.
+not reported); `test_buggy` grades every part together.
 """
 
 import json
@@ -18,7 +18,7 @@ import pytest
 
 from tests.grading import CLI_TIMEOUT, KIT_ROOT, Edit, Graded, build_submission, concurrently, grade
 
-# test_grader_buggy's allocate_returns_a_duplicate: allocate(n) hands out its first id twice.
+# test_buggy's allocate_returns_a_duplicate: allocate(n) hands out its first id twice.
 DUPLICATE = Edit(
     "block_allocator.py",
     "        block_ids = [self._free.popitem()[0] for _ in range(n)]\n",

@@ -15,7 +15,7 @@ folder (the grader's workers get a temp folder there too: `TMPDIR`), and files u
 daemon stops by itself after `DAEMON_SECONDS`. So when isolation fails, the harm stays inside
 the failing test. (Unisolated, the daemon kills its own test's `grade-all`, and
 that test fails: it runs isolated only. That a worker sees and signals no process but its own,
-the reference's included, is `tests/test_isolation.py`'s to show.)
+the reference's included, is `tests/grader/sandbox/test_isolation.py`'s to show.)
 """
 
 import hashlib
