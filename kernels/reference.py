@@ -22,6 +22,11 @@ def token_slots(block_table: Sequence[int], seq_len: int, block_size: int) -> to
     return torch.tensor(slots, dtype=torch.long)
 
 
+def cdiv(a: int, b: int) -> int:
+    """The number of size-`b` blocks that `a` tokens fill (the ceiling of `a / b`)."""
+    return (a + b - 1) // b
+
+
 def gather_reference(cache: torch.Tensor, block_table: Sequence[int], seq_len: int) -> torch.Tensor:
     """`[seq_len, *cache.shape[2:]]` in float64: a sequence's cache rows in logical order.
 
@@ -29,7 +34,7 @@ def gather_reference(cache: torch.Tensor, block_table: Sequence[int], seq_len: i
     kernel's `[.., num_kv_heads, head_dim]` K or V cache).
     """
     num_blocks, block_size = cache.shape[:2]
-    needed = (seq_len + block_size - 1) // block_size
+    needed = cdiv(seq_len, block_size)
     if len(block_table) < needed:
         raise ValueError(f"{seq_len} tokens need {needed} blocks, the table has {len(block_table)}")
     slots = token_slots(block_table[:needed], seq_len, block_size)
