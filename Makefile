@@ -34,7 +34,7 @@ simulate: $(READY) ## Static vs continuous batching, contiguous vs paged memory:
 	$(BIN)/python -m full_kit.simulate $(if $(OUT),--out $(OUT))
 
 demo: $(READY) ## Serve a trace with a tiny transformer built on the answer key's parts.
-	$(BIN)/python -m grader.sandbox.tools.engine
+	$(BIN)/python -m full_kit.demo
 
 gpu-check: $(READY) ## On a CUDA machine: kernel checks natively, then the timing suite's table.
 	$(BIN)/python -m full_kit.gpu_check $(if $(OUT),--out $(OUT))

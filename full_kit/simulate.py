@@ -53,8 +53,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.report.batching import Blocked, Seq, Server, Step, Trace, cdiv, serve, static_batching
+from grader.report.batching import Arrivals, Blocked, Seq, Server, Step, serve, static_batching
 from grader.report.svg import draw
+from kernels.reference import cdiv
 
 POOL_TOKENS = 16384
 MAX_NUM_SEQS = 256
@@ -193,7 +194,7 @@ class Contiguous(Server):
 
 
 def continuous_batching(
-    trace: Trace, num_blocks: int, block_size: int, max_num_seqs: int
+    trace: Arrivals, num_blocks: int, block_size: int, max_num_seqs: int
 ) -> list[Step]:
     """Serve `trace` by continuous batching over a paged pool, as exercises/README.md part 5
     schedules it."""
@@ -201,7 +202,7 @@ def continuous_batching(
 
 
 def contiguous_batching(
-    trace: Trace, pool_tokens: int, reserve: Callable[[int, int], int], max_num_seqs: int
+    trace: Arrivals, pool_tokens: int, reserve: Callable[[int, int], int], max_num_seqs: int
 ) -> list[Step]:
     """Serve `trace` by continuous batching over contiguous reservations of
     `reserve(prompt_len, max_new_tokens)` slots each, placed by a buddy allocator
@@ -230,7 +231,7 @@ def summarise(steps: list[Step], pool_tokens: int) -> dict:
     }
 
 
-def make_trace(seed: int, num_requests: int = NUM_REQUESTS, rate: float = ARRIVAL_RATE) -> Trace:
+def make_trace(seed: int, num_requests: int = NUM_REQUESTS, rate: float = ARRIVAL_RATE) -> Arrivals:
     """The default synthetic trace (see the module docstring), the same for the same seed."""
     rng = random.Random(seed)
 
@@ -244,10 +245,10 @@ def make_trace(seed: int, num_requests: int = NUM_REQUESTS, rate: float = ARRIVA
     return trace
 
 
-def schemes() -> dict[str, tuple[str, Callable[[Trace], list[Step]]]]:
+def schemes() -> dict[str, tuple[str, Callable[[Arrivals], list[Step]]]]:
     """Every scheme of the figures, by key: its label and how it serves a trace."""
     pool, seats, bs = POOL_TOKENS, MAX_NUM_SEQS, STATIC_BLOCK_SIZE
-    table: dict[str, tuple[str, Callable[[Trace], list[Step]]]] = {
+    table: dict[str, tuple[str, Callable[[Arrivals], list[Step]]]] = {
         f"static-{bs}": (
             f"static, blocks of {bs}",
             lambda trace: static_batching(trace, pool // bs, bs, seats),
@@ -441,7 +442,7 @@ def main(argv: list[str]) -> int:
     figures = simulate(args.seed, lambda line: print(f"  {line}", file=sys.stderr))
     parameters, trace = figures["parameters"], figures["trace"]
     print(
-        f"Trace: {parameters['requests']} requests, {parameters['arrivals']}; prompt_len "
+        f"Arrivals: {parameters['requests']} requests, {parameters['arrivals']}; prompt_len "
         f"{parameters['prompt_len']} (mean {trace['prompt_mean']:.0f}); max_new_tokens "
         f"{parameters['max_new_tokens']} (mean {trace['output_mean']:.0f}).\n"
         f"Pool: {parameters['pool_tokens']:,} token slots, {parameters['max_num_seqs']} seats.\n"

@@ -17,6 +17,8 @@ contract as exercises/README.md part 4 (it is not a submission: no Triton kernel
 import torch
 import torch.nn.functional as F
 
+from full_kit.decode_inputs import check_inputs
+
 
 def gather_sdpa_decode(
     q: torch.Tensor,
@@ -27,7 +29,8 @@ def gather_sdpa_decode(
     scale: float | None = None,
 ) -> torch.Tensor:
     """`paged_attention_decode`'s result (exercises/README.md part 4) by a gather and one SDPA
-    call."""
+    call. Raises ValueError as the kernels do (`full_kit.decode_inputs.check_inputs`)."""
+    check_inputs(q, k_cache, v_cache, block_tables, seq_lens)
     num_seqs, num_heads, head_dim = q.shape
     _, block_size, num_kv_heads, _ = k_cache.shape
     group = num_heads // num_kv_heads

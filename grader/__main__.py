@@ -3,9 +3,10 @@
 Exit status 0 whenever the grade ran and its report was written, whatever the score; 2 when the
 grader could not run (a bad argument, a submission it refuses to read).
 
-Two commands share the entry point: `python -m grader grade-all FOLDER` (`grade_all.py`) and
-`python -m grader compare A B` (`compare.py`). A submission folder named like one of them is
-graded as `python -m grader ./compare`.
+Three commands share the entry point: `python -m grader grade-all FOLDER` (`grade_all.py`),
+`python -m grader compare A B` (`report/compare.py`) and `python -m grader similarity FOLDER`
+(`similarity/`). A submission folder named like one of them is graded as
+`python -m grader ./compare`.
 """
 
 import argparse
@@ -21,7 +22,11 @@ from grader.sandbox.process import Limits
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import load_rubric, parse_parts
 
-COMMANDS = {"grade-all": "grader.grade_all", "compare": "grader.report.compare"}
+COMMANDS = {
+    "grade-all": "grader.grade_all",
+    "compare": "grader.report.compare",
+    "similarity": "grader.similarity.__main__",
+}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -29,7 +34,8 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m grader",
         description="Grade a submission (a folder, .zip or .tar.gz) and write its report.",
         epilog="Also: python -m grader grade-all FOLDER (a leaderboard of every submission in "
-        "FOLDER) and python -m grader compare A B (two reports side by side); --help on each.",
+        "FOLDER), python -m grader compare A B (two reports side by side) and python -m grader "
+        "similarity FOLDER (submissions that share code); --help on each.",
     )
     cli.add_argument("submission", type=Path, help="folder, .zip or .tar.gz")
     cli.add_argument("--out", type=Path, help="report folder (default reports/<submission name>)")

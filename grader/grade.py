@@ -33,7 +33,7 @@ from grader import KIT_ROOT, scan
 from grader.intake import Intake
 from grader.integration import run_integration
 from grader.parts import ENGINE_PARTS, PARTS
-from grader.report import model as reports
+from grader.report import writers as reports
 from grader.report.batching import static_batching
 from grader.report.i18n import ungraded_reason
 from grader.sandbox.isolation import Isolation
@@ -41,7 +41,7 @@ from grader.sandbox.process import NO_CUDA, Limits
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
 from grader.scoring.rubric import Rubric
-from grader.scoring.timing import IMPLAUSIBLE_SPEEDUP
+from grader.scoring.timing import implausible
 
 ANSWER_KEY = KIT_ROOT / "solutions"
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
@@ -49,8 +49,9 @@ ANSWER_KEY = KIT_ROOT / "solutions"
 # (`rescore_on_the_kit_allocator`). The part's other modules grade the candidate's own code alone
 # (the allocator's reference counts in `sharing_refcounts.py`) and are not graded again.
 # Part 3's checks build their requests from plain data: its allocator never matters.
-KIT_ALLOCATOR = "block_allocator.py"
-ALLOCATOR_RULES = "allocator"  # part 1's rules, its timings apart: what triggers it
+ALLOCATOR = "allocator"  # the part whose failure triggers the second grading
+(KIT_ALLOCATOR,) = PARTS[ALLOCATOR].files  # its one file, the answer key's in the second grading
+ALLOCATOR_RULES = "allocator"  # its check module of rules, its timings apart: what triggers it
 KIT_ALLOCATOR_NOTE = (
     f"scored with the kit's reference {KIT_ALLOCATOR} in place of yours: your allocator fails "
     "allocator checks (with yours, this part scored {own:g})"
@@ -83,10 +84,11 @@ def answer_key_files() -> dict[str, bytes] | None:
     return {path.name: path.read_bytes() for path in ANSWER_KEY.glob("*.py")}
 
 
-def worker_environment(part: str | None = None) -> dict[str, str]:
-    """Where a worker runs Triton: natively on CUDA, else under the interpreter on CPU. Only the
-    kernel part and the engine check (`part` None) see the GPU; the other parts run on the CPU,
-    under the address-space limit (`sandbox.memory_rlimit`)."""
+def device_environment(part: str | None = None) -> dict[str, str]:
+    """What a worker of `part` adds to its environment (`process.worker_environment`) to say
+    where it runs Triton: natively on CUDA, else under the interpreter on CPU. Only the kernel
+    part and the engine check (`part` None) see the GPU; the other parts run on the CPU, under
+    the address-space limit (`process.memory_rlimit`)."""
     if not torch.cuda.is_available():
         return {"TRITON_INTERPRET": "1"}
     return {} if part in ("kernel", None) else NO_CUDA
@@ -116,7 +118,7 @@ def new_plugin(intake: Intake, options: Options, **fields: Any) -> GradingPlugin
         grading_profile=options.profile,
         seeded=options.seed is not None,
         limits=options.limits,
-        worker_env={part: worker_environment(part) for part in PARTS},
+        worker_env={part: device_environment(part) for part in PARTS},
         isolation=options.isolation,
         point_overrides=options.rubric.points,
         live=options.live,
@@ -177,7 +179,7 @@ def allocator_fails(plugin: GradingPlugin, intake: Intake, options: Options) -> 
     """Whether the candidate's allocator breaks a rule of part 1 (`ALLOCATOR_RULES`; its speed
     does not count): as `plugin` graded it, or, if the allocator part is not chosen, in a run of
     those checks alone, unreported, that stops at the first failure."""
-    if "allocator" not in options.parts:
+    if ALLOCATOR not in options.parts:
         plugin = new_plugin(intake, options, quiet=True)
         run_modules(plugin, [CHECKS_DIR / f"{ALLOCATOR_RULES}.py"], options, "-x")
     return not all_passed(plugin, ALLOCATOR_RULES)
@@ -361,7 +363,7 @@ def grade(intake: Intake, options: Options) -> dict:
                 "message": f"implausibly fast: {bench['name']}",
             }
             for bench in plugin.benchmarks
-            if bench["ratio"] * IMPLAUSIBLE_SPEEDUP < 1
+            if implausible(bench["ratio"])
         ]
     except Exception:
         report["errors"].append(f"the grader failed: {traceback.format_exc()}")
@@ -376,7 +378,7 @@ def grade(intake: Intake, options: Options) -> dict:
               file=sys.stderr, flush=True)  # fmt: skip
         try:
             report["integration"] = run_integration(
-                intake.files, options.limits, worker_environment(), options.isolation
+                intake.files, options.limits, device_environment(), options.isolation
             )
         except Exception:
             report["errors"].append(f"the engine check failed: {traceback.format_exc()}")

@@ -44,6 +44,7 @@ from grader.report.leaderboard import Outcome
 from grader.sandbox import isolation
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import parse_parts
+from grader.similarity.report import read_drive, similarity_report
 from grader.text import clean
 
 SUFFIXES = (".zip", ".tar.gz", ".tgz")
@@ -249,6 +250,8 @@ def main(argv: list[str]) -> int:
         return 130
     finally:
         pool.shutdown()
-    page = leaderboard.write_all(outcomes, args.out, vars(args))
+    print("Comparing the submissions' code (similar pairs, for the reviewer)...", file=sys.stderr)
+    similar = similarity_report(read_drive(entries), args.out)
+    page = leaderboard.write_all(outcomes, args.out, vars(args), similar)
     print(f"\nLeaderboard: {page}  (also leaderboard.csv)")
     return 0

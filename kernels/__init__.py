@@ -1,1 +1,3 @@
-"""The kit's kernel-side code: float64 oracles, the split-KV kernel, GPU timing, the demo engine."""
+"""The kernel oracles: decode batches to check a kernel on (`cases`) and float64 references
+(`reference`). Self-contained: they import nothing from grader/, solutions/, full_kit/ or
+exercises/ (tests/kernels/test_imports.py checks)."""

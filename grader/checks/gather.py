@@ -28,8 +28,8 @@ from hypothesis.stateful import (
 )
 
 from grader.checks.support.manager_model import assert_rows, assert_slots, new_manager, new_request
-from grader.report.batching import cdiv
 from grader.sandbox.proxy import Remote, Submission
+from kernels.reference import cdiv
 
 pytestmark = pytest.mark.part("gather")
 

@@ -78,7 +78,7 @@ import torch
 from grader.checks.kernel import run_kernel
 from grader.sandbox.process import SubmissionFailure
 from grader.sandbox.tools import gpu_timing
-from grader.scoring.timing import IMPLAUSIBLE_SPEEDUP
+from grader.scoring.timing import implausible
 from kernels.cases import TOLERANCE, make_case, relative_error
 from kernels.reference import paged_attention_decode_reference
 
@@ -192,7 +192,7 @@ def review_flags(
                 f"({copy_bytes_per_second / 1e9:,.0f} GB/s)"
             )
         ratio = ms / reference_ms[name]
-        if ratio * IMPLAUSIBLE_SPEEDUP < 1:
+        if implausible(ratio):
             flags.append(f"{name}: {1 / ratio:.0f}x faster than the reference")
         if event_problems.get(name):
             flags.append(f"{name}: {event_problems[name]}")

@@ -30,7 +30,7 @@ from grader.checks.support.manager_model import succeeds
 from grader.checks.support.scheduler_trace import (
     LONG_TAILED,
     Run,
-    Trace,
+    SchedulerTrace,
     run_steps,
     run_trace,
     traces,
@@ -94,7 +94,7 @@ def check_add_request_refuses_what_can_never_run(submission):
             scheduler.add_request(0, tokens - 1, 1)
 
 
-def for_every_trace(rule: Callable[[Trace], None]) -> None:
+def for_every_trace(rule: Callable[[SchedulerTrace], None]) -> None:
     """`rule` on the profile's number of generated traces; a failure shrinks to a smallest trace.
 
     Every check searches the same traces (one test function, hence one derandomized seed), so
@@ -102,7 +102,7 @@ def for_every_trace(rule: Callable[[Trace], None]) -> None:
     """
 
     @given(trace=traces())
-    def every_trace(trace: Trace) -> None:
+    def every_trace(trace: SchedulerTrace) -> None:
         rule(trace)
 
     every_trace()
@@ -156,7 +156,7 @@ def check_trace_matches_the_reference(submission, reference):
 # -- the rules, each judged on one trace ------------------------------------------------------
 
 
-def every_request_gets_exactly_its_tokens(submission, trace: Trace) -> None:
+def every_request_gets_exactly_its_tokens(submission, trace: SchedulerTrace) -> None:
     run = Run(trace)
     tokens: dict[int, list[int]] = {request_id: [] for request_id in range(len(trace.arrivals))}
     for number, step in enumerate(run_steps(submission, run)):
@@ -191,7 +191,7 @@ def every_request_gets_exactly_its_tokens(submission, trace: Trace) -> None:
         )
 
 
-def at_most_max_num_seqs_per_step(submission, trace: Trace) -> None:
+def at_most_max_num_seqs_per_step(submission, trace: SchedulerTrace) -> None:
     run = Run(trace)
     for number, step in enumerate(run_steps(submission, run)):
         assert len(step.scheduled) <= trace.max_num_seqs, (
@@ -201,7 +201,7 @@ def at_most_max_num_seqs_per_step(submission, trace: Trace) -> None:
     run.assert_ran()
 
 
-def no_deadlock(submission, trace: Trace) -> None:
+def no_deadlock(submission, trace: SchedulerTrace) -> None:
     run = Run(trace)
     tokens = [0] * len(trace.arrivals)
     finished: set[int] = set()
@@ -239,7 +239,7 @@ def no_deadlock(submission, trace: Trace) -> None:
     )
 
 
-def admission_in_arrival_order(submission, trace: Trace) -> None:
+def admission_in_arrival_order(submission, trace: SchedulerTrace) -> None:
     run = Run(trace)
     admitted: set[int] = set()
     for number, step in enumerate(run_steps(submission, run)):
@@ -254,7 +254,7 @@ def admission_in_arrival_order(submission, trace: Trace) -> None:
     run.assert_ran()
 
 
-def no_blocks_leaked(submission, trace: Trace) -> None:
+def no_blocks_leaked(submission, trace: SchedulerTrace) -> None:
     run = run_trace(submission, trace)
     run.assert_ran()
     if run.drained or run.unfinished_at_end is False:
@@ -265,7 +265,7 @@ def no_blocks_leaked(submission, trace: Trace) -> None:
         )
 
 
-def trace_matches_the_reference(submission, reference, trace: Trace) -> None:
+def trace_matches_the_reference(submission, reference, trace: SchedulerTrace) -> None:
     steps = zip_longest(run_steps(reference, Run(trace)), run_steps(submission, Run(trace)))
     for number, (want, have) in enumerate(steps):
         assert want == have, (

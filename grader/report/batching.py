@@ -17,12 +17,9 @@ out of the candidate bundle: its paged server is Part 5's scheduler in another f
 from collections import deque
 from dataclasses import dataclass
 
-Trace = list[tuple[int, int, int]]  # (arrival_step, prompt_len, max_new_tokens); id = position
+from kernels.reference import cdiv
 
-
-def cdiv(a: int, b: int) -> int:
-    """The number of size-`b` blocks that `a` tokens fill."""
-    return (a + b - 1) // b
+Arrivals = list[tuple[int, int, int]]  # (arrival_step, prompt_len, max_new_tokens); id = position
 
 
 @dataclass(slots=True)
@@ -141,7 +138,7 @@ class Static(Blocked):
         return out
 
 
-def serve(trace: Trace, server: Server) -> list[Step]:
+def serve(trace: Arrivals, server: Server) -> list[Step]:
     """Run `trace` through `server` until it drains: one `Step` per step, idle ones included."""
     for request_id, (arrival, _, _) in enumerate(trace):
         if arrival < 0:
@@ -162,7 +159,7 @@ def serve(trace: Trace, server: Server) -> list[Step]:
 
 
 def static_batching(
-    trace: Trace, num_blocks: int, block_size: int, max_num_seqs: int
+    trace: Arrivals, num_blocks: int, block_size: int, max_num_seqs: int
 ) -> list[Step]:
     """Serve `trace` by static batching (see the module docstring), step by step."""
     return serve(trace, Static(num_blocks, block_size, max_num_seqs))

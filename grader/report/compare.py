@@ -6,7 +6,7 @@ The terminal gets the provenance of each (submission and file hashes, profile, s
 environment), the total and each part's score with the change, every check whose status or
 points differ with both messages shortened, then the timings' ratios. `--html` writes the same
 as one self-contained page. Exit status 2, with a message, when a report is missing or invalid.
-A report's strings may carry a candidate's text: `load` cleans and bounds them (`reports.bounded`)
+A report's strings may carry a candidate's text: `load` cleans and bounds them (`model.bounded`)
 and the paths given are cleaned where shown, so no terminal escape or lone surrogate gets out.
 """
 
@@ -14,11 +14,11 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 
-from grader.report.html import points
+from grader.report.formats import points
 from grader.report.model import bounded
+from grader.report.render import render
 from grader.text import clean
 
 MESSAGE_CHARS = 160  # of a check's message, on one line
@@ -46,7 +46,7 @@ class CheckChange:
 
 def load(path: Path) -> Side:
     """The report at `path` (a report.json, or a folder holding one), checked for its fields,
-    its strings cleaned and bounded (`reports.bounded`)."""
+    its strings cleaned and bounded (`model.bounded`)."""
     file = path / "report.json" if path.is_dir() else path
     try:
         report = json.loads(file.read_text(encoding="utf-8"))
@@ -213,64 +213,19 @@ def render_text(a: Side, b: Side) -> str:
 
 # -- the page -----------------------------------------------------------------------------------
 
-STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;
- max-width:64rem;margin:2rem auto;padding:0 1rem}
-h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.8rem}
-table{border-collapse:collapse;width:100%}
-th,td{text-align:left;vertical-align:top;padding:.3rem .5rem;border-bottom:1px solid #d1d9e0}
-.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.muted{color:#59636e}
-@media print{body{max-width:none;margin:0;font-size:9.5pt}tr{break-inside:avoid}}
-"""
-
-
-def table(head: list[str], rows: list[list[str]], numeric: tuple[int, ...] = ()) -> str:
-    """An HTML table; every cell escaped, the `numeric` columns right-aligned."""
-
-    def cells(row: list[str], tag: str) -> str:
-        return "".join(
-            f"<{tag}{' class=num' if i in numeric else ''}>{escape(str(value))}</{tag}>"
-            for i, value in enumerate(row)
-        )
-
-    body = "".join(f"<tr>{cells(row, 'td')}</tr>\n" for row in rows)
-    return f"<table><thead><tr>{cells(head, 'th')}</tr></thead><tbody>\n{body}</tbody></table>"
-
 
 def render_html(a: Side, b: Side) -> str:
+    """The comparison as one page (`templates/compare.html`): the same as the terminal's."""
     env = environment_differences(a.report, b.report)
     changes = changed_checks(a.report, b.report)
-    sections = [
-        "<h1>Two grade reports compared</h1>",
-        table(
-            ["", "report", "graded"],
-            [["A", str(a.path), provenance(a)], ["B", str(b.path), provenance(b)]],
-        ),
-        f"<p>Submission: {escape(file_differences(a.report, b.report))}.<br>"
-        f"Environment: {escape('; '.join(env) if env else 'the same')}.</p>",
-        "<h2>Score</h2>",
-        table(
-            ["part", "A", "B", "change"],
-            [list(row) for row in part_rows(a.report, b.report)],
-            (1, 2, 3),
-        ),
-        f"<h2>Checks that changed ({len(changes)})</h2>",
-        table(["check", "A", "B"], [[c.id, check_line(c.a), check_line(c.b)] for c in changes])
-        if changes
-        else '<p class="muted">None: every check has the same status and points.</p>',
-    ]
-    rows = benchmark_rows(a.report, b.report)
-    if rows:
-        sections += [
-            "<h2>Timings (candidate time / reference time; lower is faster)</h2>",
-            table(["benchmark", "A", "B"], [list(row) for row in rows], (1, 2)),
-        ]
-    body = "\n".join(sections)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>Grade reports compared</title><style>{STYLE}</style></head>\n"
-        f"<body>\n{body}\n</body></html>\n"
+    return render(
+        "compare.html",
+        sides=[("A", a.path, provenance(a)), ("B", b.path, provenance(b))],
+        files=file_differences(a.report, b.report),
+        environment="; ".join(env) if env else "the same",
+        parts=part_rows(a.report, b.report),
+        changes=[(c.id, check_line(c.a), check_line(c.b)) for c in changes],
+        timings=benchmark_rows(a.report, b.report),
     )
 
 

@@ -5,52 +5,29 @@ the score), the kernel's timing ratio (the geometric mean of the kernel part's b
 the time the grading took and a relative link to the report; a submission the grader could not
 grade gets a row saying why. Rows are sorted by score, best first; ungraded ones come last.
 
-The page is self-contained (inline style, no script). Names, reports and log tails may carry a
-candidate's text: both files show each outcome `cleaned` (`text.py`: no control characters or
-lone surrogates, bounded lengths); the page escapes every string, and CSV cells a spreadsheet
-would read as a formula are quoted with a `'`.
+The page (`templates/leaderboard.html`) is self-contained, like every page (`render.py`). Names,
+reports and log tails may carry a candidate's text: both files show each outcome `cleaned`
+(`text.py`: no control characters or lone surrogates, bounded lengths); the page's template
+escapes every string, and CSV cells a spreadsheet would read as a formula are quoted with a `'`.
 """
 
 import csv
 import io
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
 from grader.parts import PARTS
-from grader.report.html import origin, points
+from grader.report.formats import origin, points
 from grader.report.model import bounded
+from grader.report.render import render
 from grader.sandbox.isolation import UNISOLATED
+from grader.similarity.report import Row
 from grader.text import clean
 
-STYLE = """
-*{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;
- margin:2rem auto;padding:0 1rem;max-width:90rem}
-h1{font-size:1.4rem;margin:0 0 .3rem}
-.muted{color:#59636e}
-table{border-collapse:collapse;width:100%;margin-top:1rem}
-th,td{text-align:left;vertical-align:top;padding:.35rem .5rem;border-bottom:1px solid #d1d9e0}
-th{background:#f6f8fa;position:sticky;top:0}
-.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.failed td{background:#ffebe9}
-.flagged{color:#9a6700;font-weight:600}
-pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;
- overflow-wrap:anywhere;margin:.2rem 0}
-summary{cursor:pointer}
-ul{margin:.2rem 0;padding-left:1.1rem}
-@media print{
- body{max-width:none;margin:0;font-size:9pt}
- th{position:static}
- tr{break-inside:avoid}
- a{color:inherit;text-decoration:none}
- details::details-content{content-visibility:visible;display:contents}
- .failed td{print-color-adjust:exact;-webkit-print-color-adjust:exact}
-}
-"""
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NAME_CHARS = 200  # of a submission's name
 
@@ -69,7 +46,7 @@ class Outcome:
 
 def cleaned(outcome: Outcome) -> Outcome:
     """`outcome` with its strings cleaned and bounded: the name, the failure and the log's tail
-    (`text.clean`), the report (`reports.bounded`)."""
+    (`text.clean`), the report (`model.bounded`)."""
     return replace(
         outcome,
         name=clean(outcome.name, NAME_CHARS),
@@ -185,88 +162,71 @@ def render_csv(outcomes: list[Outcome]) -> str:
 # -- leaderboard.html ---------------------------------------------------------------------------
 
 
-def render_html(outcomes: list[Outcome], options: dict) -> str:
-    parts = parts_of(outcomes)
-    graded = sum(o.report is not None for o in outcomes)
+def render_html(outcomes: list[Outcome], options: dict, similar: Sequence[Row] = ()) -> str:
+    """The page (`templates/leaderboard.html`): a row per submission, as `html_row` gives it,
+    then the similar pairs (`grader.similarity`), which never change a score."""
     seed = options.get("seed")
-    folder = escape(clean(str(options.get("folder", "")), None))
     settings = f"{options.get('profile', 'quick')} profile, " + (
         f"seed {seed}" if seed is not None else "the default examples"
     )
-    numeric = ["#", "score", *parts, "kernel ratio", "time"]
-    heads = ["#", "candidate", "score", *parts, "integrity", "kernel ratio", "time", "note"]
-    head_cells = "".join(
-        f"<th{' class=num' if h in numeric else ''}>{escape(h)}</th>" for h in heads
+    parts = parts_of(outcomes)
+    return render(
+        "leaderboard.html",
+        folder=clean(str(options.get("folder", "")), None),
+        graded=sum(o.report is not None for o in outcomes),
+        total=len(outcomes),
+        settings=settings,
+        when=time.strftime("%Y-%m-%d %H:%M"),
+        parts=parts,
+        rows=[html_row(rank, cleaned(o), parts, link(o)) for rank, o in ranked(outcomes)],
+        similar=[similar_row(row) for row in similar],
     )
-    rows = "\n".join(html_row(rank, cleaned(o), parts, link(o)) for rank, o in ranked(outcomes))
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Leaderboard: {folder}</title>
-<style>{STYLE}</style></head>
-<body>
-<h1>Leaderboard: {folder}</h1>
-<p class="muted">{graded} of {len(outcomes)} submissions graded, {escape(settings)},
-{escape(time.strftime("%Y-%m-%d %H:%M"))}. Integrity flags are for the reviewer and never change
-the score. The kernel ratio is the geometric mean of the kernel's time over the reference's (lower
-is faster). Each name links to its report.</p>
-<table>
-<thead><tr>{head_cells}</tr></thead>
-<tbody>
-{rows}
-</tbody>
-</table>
-</body></html>
-"""
 
 
-def html_row(rank: int | None, outcome: Outcome, parts: list[str], href: str) -> str:
-    """A submission's row; `outcome` is `cleaned`, `href` the `link` to its report."""
-    name = f'<a href="{escape(href)}">{escape(outcome.name)}</a>'
+def similar_row(row: Row) -> dict:
+    """A flagged pair as the page shows it: names cleaned, shares as percentages."""
+    return {
+        "left": clean(row.left, 200),
+        "right": clean(row.right, 200),
+        "reference": row.reference,
+        "file": row.file,
+        "shares": f"{row.share_left:.0%} / {row.share_right:.0%}",
+        "matched": row.matched,
+        "href": row.page,
+    }
+
+
+def html_row(rank: int | None, outcome: Outcome, parts: list[str], href: str) -> dict:
+    """What the page shows of a submission; `outcome` is `cleaned`, `href` the `link` to its
+    report. A part's score is None where the part was not graded, absent where not listed."""
+    row = {"rank": rank, "name": outcome.name, "href": href, "took": took(outcome.seconds)}
     r = outcome.report
     if r is None:
-        tail = escape("\n".join(outcome.tail))
-        why = f"<td colspan={len(parts) + 2}><strong>Not graded ({escape(outcome.failure)})"
-        why += f"</strong><pre>{tail}</pre></td>"
-        return (
-            f'<tr class="failed"><td class="num"></td><td>{name}</td><td class="num">-</td>'
-            f'{why}<td class="num">{took(outcome.seconds)}</td><td></td></tr>'
-        )
-    part_cells = "".join(
-        f'<td class="num">{part_cell(r["parts"][part]) if part in r["parts"] else "-"}</td>'
-        for part in parts
-    )
-    return (
-        f'<tr><td class="num">{rank}</td><td>{name}</td>'
-        f'<td class="num"><strong>{points(r["score"])}</strong> / {points(r["max_score"])}</td>'
-        f"{part_cells}<td>{flags_cell(flags(r))}</td>"
-        f'<td class="num">{escape(kernel_ratio(r))}</td><td class="num">{took(outcome.seconds)}'
-        f"</td><td>{escape(note(outcome))}</td></tr>"
-    )
+        return {**row, "failure": outcome.failure, "tail": "\n".join(outcome.tail)}
+    return {
+        **row,
+        "score": points(r["score"]),
+        "max_score": points(r["max_score"]),
+        "parts": [part_cell(r["parts"].get(part)) for part in parts],
+        "flags": flags(r),
+        "kernel_ratio": kernel_ratio(r),
+        "note": note(outcome),
+    }
 
 
-def part_cell(part: dict) -> str:
-    if not part["checks"]:
-        return '<span class="muted">-</span>'
-    return f"{points(part['score'])} / {points(part['max_score'])}"
+def part_cell(part: dict | None) -> str | None:
+    """A part's score; "-" for a part the report does not list, None for one not graded."""
+    if part is None:
+        return "-"
+    return f"{points(part['score'])} / {points(part['max_score'])}" if part["checks"] else None
 
 
-def flags_cell(found: list[str]) -> str:
-    """The number of flags; the flags themselves on hover and, unfolded, in a list."""
-    if not found:
-        return '<span class="muted">0</span>'
-    items = "".join(f"<li>{escape(flag)}</li>" for flag in found)
-    title = escape("\n".join(found))
-    return (
-        f'<details title="{title}"><summary class="flagged">{len(found)}</summary>'
-        f"<ul>{items}</ul></details>"
-    )
-
-
-def write_all(outcomes: list[Outcome], out: Path, options: dict) -> Path:
+def write_all(
+    outcomes: list[Outcome], out: Path, options: dict, similar: Sequence[Row] = ()
+) -> Path:
     """Write `leaderboard.csv` and `leaderboard.html` into `out`; the page's path."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "leaderboard.csv").write_text(render_csv(outcomes), encoding="utf-8", errors="replace")
     page = out / "leaderboard.html"
-    page.write_text(render_html(outcomes, options), encoding="utf-8", errors="replace")
+    page.write_text(render_html(outcomes, options, similar), encoding="utf-8", errors="replace")
     return page

@@ -13,7 +13,7 @@ import unicodedata
 from pathlib import Path
 from typing import TextIO
 
-from grader.report.html import check_anchor, graded, tally, total_ungraded, ungraded_notes
+from grader.report.formats import check_anchor, graded, tally, total_ungraded, ungraded_notes
 from grader.report.i18n import language, part_title, tr
 from grader.report.model import bounded
 from grader.text import clean

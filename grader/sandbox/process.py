@@ -96,7 +96,8 @@ class BadReply(SubmissionFailure):
 
 
 def worker_environment(home: str, extra: dict[str, str]) -> dict[str, str]:
-    """A minimal environment: no PYTHONPATH, no CI, no tokens; one thread; a fixed hash seed."""
+    """A worker's whole environment: a minimal one (no PYTHONPATH, no CI, no tokens; one thread;
+    a fixed hash seed), with `extra` on top (the part's device, `grade.device_environment`)."""
     env = {
         "PATH": os.defpath,
         "HOME": home,

@@ -14,6 +14,10 @@ pytest-benchmark drives the rounds. The least CPU time of each over the rounds i
 least disturbed one. A verdict that fails is confirmed before it stands: the rounds are run
 again and each call keeps its least time over both (`time_confirmed`). The report's timing
 table shows these very CPU times.
+
+Every timing check ends in the same verdict (`judge_ratio`): its benchmark recorded for the report
+whatever the outcome, then a candidate implausibly faster than the reference flagged and not
+rewarded, then its ratio held to the check's limit.
 """
 
 import time
@@ -26,6 +30,10 @@ from grader.sandbox.process import CPU_TIME_READABLE, Sandbox
 # A candidate this much faster than the reference is flagged for review and not rewarded: the
 # reference is no straw man, and the timed loop runs in the candidate's own process.
 IMPLAUSIBLE_SPEEDUP = 10.0
+
+# `record_benchmark(name, candidate_seconds, reference_seconds, ratio, limit)`: the fixture that
+# puts a timing in the report (`grader.scoring.fixtures`).
+RecordBenchmark = Callable[[str, float, float, float, float], None]
 
 
 @dataclass(frozen=True)
@@ -57,12 +65,40 @@ def fresh(calls: dict[str, Timed]) -> dict[str, Timed]:
     return calls
 
 
+def implausible(ratio: float) -> bool:
+    """Whether `ratio` (candidate / reference) is over `IMPLAUSIBLE_SPEEDUP` times in the
+    candidate's favour: flagged for review, never rewarded."""
+    return ratio * IMPLAUSIBLE_SPEEDUP < 1
+
+
 def assert_plausible(ratio: float, what: str) -> None:
     """`ratio` (candidate / reference) must not be implausibly small."""
-    assert ratio * IMPLAUSIBLE_SPEEDUP >= 1, (
+    assert not implausible(ratio), (
         f"{what} ran {1 / ratio:.0f}x faster than the reference's, which is not plausible: "
         "flagged for review, not rewarded"
     )
+
+
+def judge_ratio(
+    record_benchmark: RecordBenchmark,
+    name: str,
+    seconds: tuple[float, float],
+    limit: float,
+    what: str,
+    too_slow: Callable[[float], str],
+    ratio: float | None = None,
+) -> None:
+    """A timing check's verdict on benchmark `name`: the candidate's and the reference's
+    `seconds`, and `ratio` (by default candidate / reference) against `limit`. The benchmark is
+    recorded first, whatever the verdict; then the check fails if the candidate ran implausibly
+    faster than the reference (`what` names the workload), else if `ratio` is over `limit`,
+    with `too_slow(ratio)` as its message."""
+    candidate, reference = seconds
+    speed = candidate / reference
+    ratio = speed if ratio is None else ratio
+    record_benchmark(name, candidate, reference, ratio, limit)
+    assert_plausible(speed, what)
+    assert ratio <= limit, too_slow(ratio)
 
 
 def one_round(calls: dict[str, Timed]) -> dict[str, float]:

@@ -19,10 +19,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from full_kit import simulate as sim
+from grader import grade
 from grader.report import batching
 from grader.report.svg import bar_chart, line_chart, ticks
 from solutions.kv_cache_manager import KVCacheManager
 from solutions.scheduler import Scheduler
+from tests.grader.report.test_writers import full_marks_report, written
 
 HOSTILE = "<script>alert(1)</script> & co"
 SVG = "{http://www.w3.org/2000/svg}"
@@ -289,3 +291,18 @@ def test_ticks_are_round_and_cover_the_range(low: float, span: float) -> None:
     assert 2 <= len(values) <= 7
     steps = {round(b - a, 9) for a, b in itertools.pairwise(values)}
     assert len({f"{step:.6g}" for step in steps}) == 1
+
+
+def test_the_simulation_shows_its_table_and_plots_drawn_from_data(tmp_path: Path) -> None:
+    report = full_marks_report()
+    report["simulation"] = simulation = json.loads(json.dumps(grade.simulation()))
+    simulation["charts"][0]["args"]["title"] = HOSTILE  # a report.json is data, never markup
+    files = written(report, tmp_path)
+    html, markdown = files["report.html"], files["report.md"]
+    section = html.split('id="simulation"')[1]
+    assert section.count("<svg") == 3
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in section
+    assert "<script" not in html
+    for text in ("paged: block 16", "contiguous: Orca (Max)", "96.3%", "tokens per step"):
+        assert text in section
+        assert text in markdown

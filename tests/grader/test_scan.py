@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from grader import KIT_ROOT
-from grader.scan import scan_files, scan_kernel
+from grader.scan import scan_files
 
 ROOT = KIT_ROOT
 
@@ -315,14 +315,6 @@ def test_ordinary_code_gives_no_flag(source: str) -> None:
     assert seen(source) == []
 
 
-def test_the_kits_own_answers_and_stubs_give_no_flag() -> None:
-    paths = [ROOT / "solutions" / "block_allocator.py", ROOT / "solutions" / "kv_cache_manager.py"]
-    paths += sorted((ROOT / "exercises").glob("*.py"))
-    files = {f"{path.parent.name}/{path.name}": path.read_bytes() for path in paths}
-    assert len(files) >= 6
-    assert scan_files(files) == []
-
-
 def test_flags_are_whole_records_sorted_by_file_then_line() -> None:
     files = {
         "scheduler.py": b"import os\nos.system('ls')\n",
@@ -509,13 +501,6 @@ KERNEL_ORDINARY = [
 @pytest.mark.parametrize("source", KERNEL_ORDINARY)
 def test_ordinary_kernel_code_gives_no_flag(source: str) -> None:
     assert kernel_seen(source) == []
-
-
-def test_the_kits_kernels_give_no_kernel_flag() -> None:
-    answer = ROOT / "solutions" / "paged_attention.py"
-    assert scan_files({"paged_attention.py": answer.read_bytes()}) == []
-    split = ROOT / "kernels" / "paged_attention_split.py"
-    assert scan_kernel("paged_attention.py", split.read_bytes()) == []
 
 
 def test_the_kernel_flags_are_for_the_kernel_file_only() -> None:

@@ -20,8 +20,9 @@ import pytest
 
 from grader.report import compare, leaderboard
 from grader.report.leaderboard import Outcome
-from grader.report.model import LIMITS, LONG_CHARS, bounded, write_all
+from grader.report.model import LIMITS, LONG_CHARS, bounded
 from grader.report.summary import print_summary
+from grader.report.writers import write_all
 from grader.text import MESSAGE_CHARS, clean, clean_all
 
 FIXTURE = Path(__file__).parent / "report" / "fixtures" / "partial.json"

@@ -8,7 +8,7 @@ import torch
 
 from kernels.reference import gather_reference
 from solutions.kv_cache_manager import KVCacheManager, Request
-from tests.checks import assert_refused
+from tests.solutions.checks import assert_refused
 
 HEAD_DIM = 8
 

@@ -23,7 +23,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton", reason="Triton installs on Linux only")
 
-from full_kit.paged_attention_split import paged_attention_decode_split
+from full_kit.paged_attention_split import SPLIT_TILE, paged_attention_decode_split
 from kernels import cases
 from kernels.cases import TOLERANCE, Case, relative_error
 from kernels.reference import paged_attention_decode_reference
@@ -238,6 +238,14 @@ def test_rejects_bad_inputs(kernel: Kernel, bad: Callable[[Case], tuple]) -> Non
     case = make_case([3, 9])
     with pytest.raises(ValueError):
         kernel(*bad(case))
+
+
+def test_split_kv_merges_more_splits_than_one_tile() -> None:
+    """One block per split and one token per block: 40 splits, merged `SPLIT_TILE` at a time,
+    the last tile partly masked; the short sequence leaves the most splits empty."""
+    case = make_case([2 * SPLIT_TILE + 8, 3], block_size=1, num_heads=2, num_kv_heads=1)
+    kernel = partial(paged_attention_decode_split, blocks_per_split=1)
+    assert_matches_reference(kernel, case)
 
 
 def test_split_kv_rejects_a_split_of_no_block() -> None:

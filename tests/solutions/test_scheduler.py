@@ -10,7 +10,8 @@ from collections import Counter
 import pytest
 from hypothesis import given
 
-from grader.checks.support.scheduler_trace import Trace, traces
+from grader.checks.support.scheduler_trace import SchedulerTrace as Trace
+from grader.checks.support.scheduler_trace import traces
 from solutions.kv_cache_manager import KVCacheManager, Request
 from solutions.scheduler import Scheduler, StepOutput
 

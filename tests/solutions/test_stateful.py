@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from solutions.block_allocator import BlockAllocator
 from solutions.kv_cache_manager import KVCacheManager, Request
-from tests.checks import assert_refused
+from tests.solutions.checks import assert_refused
 
 HEAD_DIM = 2
 MAX_LIVE = 4  # more live requests would keep the pool full, and most decodes out of blocks

@@ -36,9 +36,8 @@ from hypothesis.stateful import (
 )
 
 from grader.checks.support.expect import plain_int, raises
-from grader.report.batching import cdiv
 from grader.sandbox.proxy import Remote, RemoteError, Submission
-from kernels.reference import token_slots
+from kernels.reference import cdiv, token_slots
 
 RAISED = "a call that raises must leave everything as it was"
 OTHERS = "a call may change only the request it is given"

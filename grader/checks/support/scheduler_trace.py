@@ -1,16 +1,16 @@
 """Traces for part 5's checks: requests arriving between steps, run through a scheduler.
 
-A `Trace` gives request `i` (ids in arrival order) its arrival step, prompt length and token
-count, over a pool that fits each request alone (the contract's `add_request` refuses the others).
-`run_trace` drives a scheduler in a worker through it and keeps what each step reported; the
-checks then judge the `Run`. Only public behaviour is observed: the step outputs,
+A `SchedulerTrace` gives request `i` (ids in arrival order) its arrival step, prompt length and
+token count, over a pool that fits each request alone (the contract's `add_request` refuses the
+others). `run_trace` drives a scheduler in a worker through it and keeps what each step reported;
+the checks then judge the `Run`. Only public behaviour is observed: the step outputs,
 `has_unfinished()` and the pool's free count.
 
 A scheduler that follows the contract makes progress at every step with work to do: the oldest
 running request fits alone, so it is never preempted and gets a token; with nothing running the
 whole pool is free and the queue's head fits. Tokens are never lost (a preempted request keeps them
-in its prompt), so a trace drains within `Trace.max_steps`: one idle step per step before the last
-arrival, then at least one token per step.
+in its prompt), so a trace drains within `SchedulerTrace.max_steps`: one idle step per step before
+the last arrival, then at least one token per step.
 """
 
 from collections.abc import Iterator
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from grader.report.batching import cdiv
 from grader.sandbox.proxy import Remote, Submission
+from kernels.reference import cdiv
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Arrival:
 
 
 @dataclass(frozen=True)
-class Trace:
+class SchedulerTrace:
     """Requests with ids 0, 1, ... in arrival order, over `num_blocks` blocks of `block_size`."""
 
     arrivals: tuple[Arrival, ...]
@@ -49,7 +49,7 @@ class Trace:
 
 
 @st.composite
-def traces(draw: st.DrawFn) -> Trace:
+def traces(draw: st.DrawFn) -> SchedulerTrace:
     """1 to 10 requests arriving over steps 0 to 8; pools from the tightest (the largest request
     alone) to roomy (every request at once); blocks of 1 to 16 tokens; 1 to 8 seats."""
     block_size = draw(st.integers(1, 16))
@@ -64,12 +64,12 @@ def traces(draw: st.DrawFn) -> Trace:
     needs = [cdiv(a.prompt_len + a.max_new_tokens, block_size) for a in arrivals]
     tight, roomy = max(needs), sum(needs)
     num_blocks = draw(st.integers(tight, min(roomy, 2 * tight)) | st.integers(tight, roomy))
-    return Trace(tuple(arrivals), num_blocks, block_size, draw(st.integers(1, 8)))
+    return SchedulerTrace(tuple(arrivals), num_blocks, block_size, draw(st.integers(1, 8)))
 
 
 # A long-tailed workload for the report's tokens-per-step plot: most requests want a few tokens,
 # a few want many. Static batching holds a batch's seats until its longest request ends.
-LONG_TAILED = Trace(
+LONG_TAILED = SchedulerTrace(
     arrivals=tuple(
         Arrival(step, prompt_len, max_new_tokens)
         for step, prompt_len, max_new_tokens in [
@@ -102,7 +102,7 @@ class Run:
     """A trace as a scheduler ran it: stopped once every request was reported finished, or at
     `trace.max_steps`."""
 
-    trace: Trace
+    trace: SchedulerTrace
     steps: list[Step] = field(default_factory=list)
     # has_unfinished() right after each step's arrivals were added: (step, answer)
     unfinished_after_adds: list[tuple[int, object]] = field(default_factory=list)
@@ -191,7 +191,7 @@ def run_steps(submission: Submission, run: Run) -> Iterator[Step]:
     run.free_at_end = len(manager.ref("free_blocks"))
 
 
-def run_trace(submission: Submission, trace: Trace) -> Run:
+def run_trace(submission: Submission, trace: SchedulerTrace) -> Run:
     """`trace` run to its end (see `run_steps`)."""
     run = Run(trace)
     for _ in run_steps(submission, run):

@@ -3,8 +3,7 @@
 Standalone (stdlib and torch at module level): the grader copies this file into the sandboxed
 worker (`grader.sandbox.process.TOOLS`) and runs `serve` there on the candidate's
 `kv_cache_manager`, `scheduler` and `paged_attention` modules, where no kit package is
-importable. `make demo`
-(`python -m grader.sandbox.tools.engine`) runs it on the answer key.
+importable. `make demo` (`full_kit/demo.py`) runs it on the answer key.
 
 The model
 ---------
@@ -64,8 +63,6 @@ again in its own process on the tokens the worker reports (`grader/integration.p
 
 import copy
 import math
-import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -195,7 +192,7 @@ def dense_greedy(model: TinyTransformer, prompt: list[int], generated: list[int]
 
 
 @dataclass(frozen=True)
-class Trace:
+class EngineTrace:
     """A serving workload: the pool, the batch limit, and the requests, each
     `(arrival_step, prompt_len, max_new_tokens)` with id its index; prompts are seeded."""
 
@@ -213,19 +210,11 @@ CHECK_REQUESTS = (
 TRACES = {
     # The grader's integration check: small enough for Triton's interpreter (~10 s), and a
     # pool so tight that three requests are preempted, and recomputed, on the way.
-    "check": Trace(num_blocks=7, block_size=8, max_num_seqs=4, requests=CHECK_REQUESTS),
-    # `make demo`: 12 requests arriving over time; 10 blocks cannot hold all 6 seats' requests
-    # at their full length, so some are preempted.
-    "demo": Trace(
-        num_blocks=10,
-        block_size=16,
-        max_num_seqs=6,
-        requests=tuple((2 * i, 6 + (7 * i) % 19, 8 + (5 * i) % 17) for i in range(12)),
-    ),
+    "check": EngineTrace(num_blocks=7, block_size=8, max_num_seqs=4, requests=CHECK_REQUESTS),
 }
 
 
-def prompts_of(trace: Trace, vocab_size: int) -> list[list[int]]:
+def prompts_of(trace: EngineTrace, vocab_size: int) -> list[list[int]]:
     generator = torch.Generator().manual_seed(trace.seed)
     return [
         torch.randint(vocab_size, (prompt_len,), generator=generator).tolist()
@@ -415,10 +404,10 @@ def serve(
     kv_cache_manager: ModuleType,
     scheduler: ModuleType,
     paged_attention: ModuleType,
-    trace: str | Trace = "check",
+    trace: str | EngineTrace = "check",
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Serve `trace` (a name in `TRACES`, or a `Trace`) with the three modules, check every
+    """Serve `trace` (a name in `TRACES`, or an `EngineTrace`) with the three modules, check every
     request's tokens against dense decoding alone, and return the figures (JSON-able)."""
     trace = TRACES[trace] if isinstance(trace, str) else trace
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -483,7 +472,7 @@ def serve(
 
 
 def run_trace(
-    trace: Trace, prompts: list[list[int]], batcher: Any, engine: Engine
+    trace: EngineTrace, prompts: list[list[int]], batcher: Any, engine: Engine
 ) -> Iterator[Any]:
     """Add the requests as they arrive, step until all are done; yields each `StepOutput`.
 
@@ -565,46 +554,3 @@ def describe_mismatch(first: dict[str, Any]) -> str:
         f"{first['position']}): dense decoding gives {first['expected']}, the engine "
         f"{first['got']} (dense top-2 margin {first['margin']})"
     )
-
-
-def main() -> int:
-    """`make demo`: serve the demo trace on the answer key and print what it took."""
-    if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # read when the kernel is decorated
-    from solutions import kv_cache_manager, paged_attention, scheduler
-
-    trace = TRACES["demo"]
-    where = "CUDA" if torch.cuda.is_available() else "CPU, under Triton's interpreter"
-    print(
-        f"Serving {len(trace.requests)} requests with a tiny transformer on the answer key's "
-        f"parts ({where}): {trace.max_num_seqs} seats, {trace.num_blocks} blocks of "
-        f"{trace.block_size} tokens."
-    )
-    f = serve(kv_cache_manager, scheduler, paged_attention, trace, progress=print)
-    kib = 1 / 1024
-    print(
-        f"\nThroughput   {f['tokens']} tokens in {f['steps']} steps: {f['tokens_per_step']} "
-        f"tokens/step, {f['tokens_per_second']} tokens/s ({f['seconds']:.1f} s)"
-    )
-    print(
-        f"Memory       peak {f['peak_blocks']}/{f['pool_blocks']} blocks: "
-        f"{f['peak_kv_bytes'] * kib:.0f} KiB of K/V held for "
-        f"{f['peak_cached_kv_bytes'] * kib:.0f} KiB of tokens, in a "
-        f"{f['pool_kv_bytes'] * kib:.0f} KiB pool; reserving each running request's full "
-        f"length contiguously: {f['contiguous_kv_bytes'] * kib:.0f} KiB"
-    )
-    print(f"Preemptions  {f['preemptions']}, {f['recomputed_tokens']} tokens recomputed")
-    print(
-        f"Check        {f['mismatches']} mismatches against dense decoding alone, "
-        f"{f['near_ties']} near-ties excused; largest logit difference "
-        f"{f['max_logit_error']:.1e}, smallest top-2 margin {f['min_margin']}"
-    )
-    if f["passed"]:
-        print("PASS: every request got the tokens it gets when decoded alone.")
-        return 0
-    print(f"FAIL: first mismatch at {describe_mismatch(f['first_mismatch'])}.")
-    return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

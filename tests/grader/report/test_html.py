@@ -1,7 +1,7 @@
 """report.html in a real browser: headless Chromium renders the page of a partial grade and of a
 full-marks one, with no console error, with its key elements visible, on screen and printed.
 
-The two reports are `tests/report_fixtures/*.json`: real grades (the tutorial's decode bug graded
+The two reports are `fixtures/*.json`: real grades (the tutorial's decode bug graded
 on parts 1-3; the answer key on parts 1 and 3) with the sections this version of the kit adds
 (GPU kernel timings, a part's note, the end-to-end engine check, the scheduling trace) filled in
 by hand. No grading runs here.
@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from grader import KIT_ROOT
-from grader.report.model import render_html
+from grader.report.render import report_html
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ARTIFACTS = KIT_ROOT / "tests" / "artifacts"
@@ -314,7 +314,7 @@ def test_page_shows_its_key_elements_without_console_errors(
 ) -> None:
     report = load(name)
     page = tmp_path / "report.html"
-    page.write_text(render_html(report), encoding="utf-8")
+    page.write_text(report_html(report), encoding="utf-8")
     tab = Tab(browser, page)
     try:
         shown = tab.evaluate(SHOWN)
@@ -367,7 +367,7 @@ def test_console_errors_are_caught_and_the_page_refuses_scripts(
     """The check above can fail: a script slipped into the page is refused by its policy, and
     the refusal is a console error."""
     page = tmp_path / "report.html"
-    html = render_html(load("partial"))
+    html = report_html(load("partial"))
     page.write_text(html.replace("</body>", "<script>document.title = 'ran'</script></body>"))
     tab = Tab(browser, page)
     try:

@@ -1,4 +1,5 @@
-"""CPU-time measurement: the worker's CPU time read from outside, rounds, and confirmation."""
+"""CPU-time measurement: the worker's CPU time read from outside, rounds, and confirmation; and
+the verdict every timing check ends in (`judge_ratio`)."""
 
 import time
 
@@ -6,7 +7,7 @@ import pytest
 
 from grader.sandbox.process import Limits, Sandbox
 from grader.sandbox.proxy import Submission
-from grader.scoring.timing import Timed, time_confirmed, time_interleaved
+from grader.scoring.timing import Timed, judge_ratio, time_confirmed, time_interleaved
 
 SPIN = b"""
 import os, threading
@@ -81,6 +82,41 @@ def test_a_failing_ratio_is_measured_again_and_a_passing_one_is_not():
     calls = {"reference": timed([1.0, 1.0, 1.0]), "candidate": timed([1.0, 9.0, 2.0])}
     best = time_confirmed(FakeBenchmark(), calls, 1, fails=lambda best: best["candidate"] > 3)
     assert best == {"reference": 1.0, "candidate": 2.0}
+
+
+def judged(seconds: tuple[float, float], **ratio: float) -> tuple[list[tuple], str | None]:
+    """What `judge_ratio` recorded, with a limit of 5, and its failure message (None: passed)."""
+    recorded: list[tuple] = []
+    try:
+        judge_ratio(
+            lambda *benchmark: recorded.append(benchmark), "work", seconds, 5.0, "the work",
+            lambda ratio: f"{ratio:.1f}x the reference's time", **ratio,
+        )  # fmt: skip
+    except AssertionError as failure:
+        return recorded, str(failure)
+    return recorded, None
+
+
+def test_the_verdict_is_recorded_whatever_it_is_and_judged_against_the_limit():
+    assert judged((4.0, 1.0)) == ([("work", 4.0, 1.0, 4.0, 5.0)], None)
+    assert judged((6.0, 1.0)) == ([("work", 6.0, 1.0, 6.0, 5.0)], "6.0x the reference's time")
+
+
+def test_an_implausibly_fast_candidate_fails_before_its_ratio_is_judged():
+    recorded, message = judged((0.05, 1.0))
+    assert recorded == [("work", 0.05, 1.0, 0.05, 5.0)]
+    assert message == (
+        "the work ran 20x faster than the reference's, which is not plausible: flagged for "
+        "review, not rewarded"
+    )
+
+
+def test_a_ratio_of_its_own_is_judged_and_recorded_but_plausibility_reads_the_seconds():
+    assert judged((0.05, 1.0), ratio=2.0)[1].startswith("the work ran 20x faster")
+    assert judged((2.0, 1.0), ratio=6.0) == (
+        [("work", 2.0, 1.0, 6.0, 5.0)],
+        "6.0x the reference's time",
+    )
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ if not torch.cuda.is_available():
     # Read when @triton.jit decorates the kernel, so before its module is imported.
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from grader.grade import worker_environment
+from grader.grade import device_environment
 from grader.integration import run_integration, verify
 from grader.sandbox.process import Limits
 from grader.sandbox.tools import engine
@@ -30,7 +30,7 @@ needs_triton = pytest.mark.skipif(
     importlib.util.find_spec("triton") is None, reason="Triton installs on Linux only"
 )
 # Three requests of one or two blocks, enough for a broken paged path to change tokens.
-SMALL = engine.Trace(
+SMALL = engine.EngineTrace(
     num_blocks=5, block_size=8, max_num_seqs=3, requests=((0, 5, 8), (0, 9, 6), (1, 3, 7))
 )
 
@@ -113,7 +113,7 @@ def test_the_grader_makes_its_own_verdict_from_the_reported_tokens(served):
 def test_the_integration_check_skips_a_submission_without_a_scheduler():
     files = files_of("solutions")
     del files["scheduler.py"]
-    result = run_integration(files, Limits(), worker_environment())
+    result = run_integration(files, Limits(), device_environment())
     assert result == {
         "status": "skipped",
         "message": "needs scheduler.py, which the submission lacks",

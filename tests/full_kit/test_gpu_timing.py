@@ -618,9 +618,11 @@ def test_batches_cross_a_real_worker_as_handles(tmp_path, monkeypatch, timing_ch
     from grader.sandbox.proxy import Submission
 
     tool = tmp_path / "gpu_timing.py"
-    tool.write_text((KIT_ROOT / "kernels" / "gpu_timing.py").read_text() + CPU_TOOL_TAIL)
+    tool.write_text(
+        (KIT_ROOT / "grader" / "sandbox" / "tools" / "gpu_timing.py").read_text() + CPU_TOOL_TAIL
+    )
     monkeypatch.setitem(process.TOOLS, "gpu_timing", tool)
-    kernel = (KIT_ROOT / "kernels" / "torch_baseline.py").read_bytes()
+    kernel = (KIT_ROOT / "full_kit" / "torch_baseline.py").read_bytes()
     kernel += b"\npaged_attention_decode = gather_sdpa_decode\n"
     limits = process.Limits(memory_bytes=4 << 30, call_seconds=600.0, import_seconds=600.0)
     worker = process.Sandbox({"paged_attention.py": kernel}, limits, process.NO_CUDA,

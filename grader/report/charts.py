@@ -1,0 +1,78 @@
+"""The report page's charts, as `Markup` the templates insert as it is: the one place where
+kit-made markup is marked safe.
+
+`svg.py` draws them and escapes every piece of text it is given (a benchmark's name, a series'
+name, a title from `report.json`), so no string from a report reaches the page unescaped.
+"""
+
+import textwrap
+
+from markupsafe import Markup
+
+from grader.report import svg
+from grader.report.formats import scheduling_runs
+from grader.report.i18n import part_title, tr
+
+
+def timing_charts(report: dict, lang: str) -> list[Markup]:
+    """Per part with timings, a bar chart of each candidate/reference ratio beside its limit."""
+    rows = report["benchmarks"]
+    charts = []
+    for part_id in dict.fromkeys(row["part"] for row in rows):
+        part = report["parts"].get(part_id, {"title": part_id})
+        title = part_title(lang, part_id, part)
+        charts.append(timing_chart(title, [r for r in rows if r["part"] == part_id], lang))
+    return charts
+
+
+def timing_chart(title: str, rows: list[dict], lang: str) -> Markup:
+    """One part's timings as bars: the candidate/reference ratio and its limit, side by side."""
+    width = max(8, int((svg.WIDTH - svg.LEFT - svg.RIGHT) / len(rows) / 6.5))
+    fields = [row["name"].split(", ") for row in rows]
+    shared = shared_fields(fields) if len(rows) > 1 else 0
+    if shared:  # "paged_attention_decode, float16, ...": the title says what all of them share
+        title = f"{title}: {', '.join(fields[0][:shared])}"
+    names = [", ".join(name[shared:]) for name in fields]
+    series = {
+        tr(lang, "ratio_series"): [row["ratio"] for row in rows],
+        tr(lang, "limit_series"): [row["limit"] for row in rows],
+    }
+    labels = [chart_label(name, width) for name in names]
+    return Markup(svg.bar_chart(title, labels, series, tr(lang, "ratio_axis")))
+
+
+def chart_label(name: str, width: int, lines: int = 2) -> str:
+    """A benchmark's name wrapped to `width` characters, on at most `lines` lines (the chart
+    has room for two under its axis)."""
+    wrapped = textwrap.wrap(name, width) or [""]
+    if len(wrapped) > lines:
+        rest = " ".join(wrapped[lines - 1 :])
+        wrapped = [*wrapped[: lines - 1], rest[: width - 1] + "…"]
+    return "\n".join(wrapped)
+
+
+def shared_fields(fields: list[list[str]]) -> int:
+    """How many leading fields every name has in common, leaving each at least one of its own."""
+    count = 0
+    for column in zip(*(name[:-1] for name in fields), strict=False):
+        if len(set(column)) > 1:
+            break
+        count += 1
+    return count
+
+
+def scheduling_chart(section: dict, lang: str) -> Markup:
+    """Tokens per step of the candidate's scheduler against static batching, on one trace."""
+    series = {
+        name: [(step, tokens) for step, tokens in enumerate(counts, 1)]
+        for name, counts in scheduling_runs(section, lang).items()
+    }
+    chart = svg.line_chart(
+        tr(lang, "scheduling_chart"), tr(lang, "step"), tr(lang, "tokens_per_step"), series
+    )
+    return Markup(chart)
+
+
+def simulation_charts(figures: dict) -> list[Markup]:
+    """The kit's simulation's charts, drawn from the data `report.json` holds (`svg.draw`)."""
+    return [Markup(svg.draw(spec)) for spec in figures["charts"]]

@@ -1,0 +1,134 @@
+"""The grading plugin's fixtures: the workers a check talks to, and what it records for the report.
+
+`submission` is the candidate's package in a fresh worker, one per check module; `reference` the
+kit's answer key in a worker of its own, for timing and for comparing traces (the check is
+skipped where the answer key is not shipped); `profile` the grading profile; `record_benchmark` a
+timing and `record_section` any other JSON data, for the report. Every worker of a part shares the
+part's wall-clock budget (`Limits.part_seconds`), and runs in the part's environment.
+
+A part built on other parts (its `swapped` files in `grader/parts.toml`) is scored apart from
+them: its worker gets the answer key's modules for those parts in place of the candidate's, where
+the kit ships the answer key, as bytecode without their source text (`sourceless`; bytecode can be
+disassembled: the scan flags `marshal` and `dis`); `part_notes` says which files each such part
+was scored with. A plugin made with `swapped` does the same for every part it grades.
+"""
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from grader.parts import PARTS
+from grader.sandbox.isolation import Isolation
+from grader.sandbox.process import Limits, Sandbox, sourceless
+from grader.sandbox.proxy import Submission
+from grader.scoring.profiles import Profile
+from grader.scoring.timing import RecordBenchmark, implausible
+
+
+def part_of(request: pytest.FixtureRequest) -> str:
+    """The part the requesting check grades (its module's `part` marker)."""
+    return request.node.get_closest_marker("part").args[0]
+
+
+@dataclass(kw_only=True)
+class WorkerFixtures:
+    """The fixtures the checks use, and what they leave behind (a mixin of `GradingPlugin`)."""
+
+    files: dict[str, bytes]  # the candidate's, by file name
+    package: str  # the name the candidate's package is imported under in its workers
+    reference_files: dict[str, bytes] | None  # the answer key's; None in the candidate bundle
+    grading_profile: Profile
+    limits: Limits
+    worker_env: dict[str, dict[str, str]]  # by part
+    isolation: Isolation | None = None  # None: bubblewrap where a sandbox can be made
+    swapped: tuple[str, ...] = ()  # answer-key files in place of the candidate's, in every part
+    events: dict[str, list[str]] = field(default_factory=dict)  # the workers' integrity events
+    benchmarks: list[dict] = field(default_factory=list)
+    sections: dict[str, dict] = field(default_factory=dict)
+    part_notes: dict[str, str] = field(default_factory=dict)  # what a part was scored with
+    deadlines: dict[str, float] = field(default_factory=dict)  # by part, on the monotonic clock
+
+    @pytest.fixture(scope="module")
+    def submission(self, request: pytest.FixtureRequest) -> Any:
+        part = part_of(request)
+        sandbox = self.sandbox_for(part, self.files_for(part))
+        try:
+            yield Submission(sandbox, self.package)
+        finally:
+            sandbox.close()
+            self.events.setdefault(part, []).extend(sandbox.events)
+
+    @pytest.fixture(scope="module")
+    def reference(self, request: pytest.FixtureRequest) -> Any:
+        if self.reference_files is None:
+            pytest.skip("runs only in the full kit: the answer key it is compared with is absent")
+        sandbox = self.sandbox_for(part_of(request), self.reference_files)
+        try:
+            yield Submission(sandbox, "solutions")
+        finally:
+            sandbox.close()
+
+    def files_for(self, part: str) -> dict[str, bytes]:
+        """The candidate's files, with those `part` builds on, and `swapped`, replaced by the
+        answer key's (where the kit ships it)."""
+        built_on = PARTS[part].swapped
+        if built_on:
+            names = " and ".join(built_on)
+            self.part_notes[part] = (
+                f"scored with your own {names}: the full kit swaps in its reference ones"
+                if self.reference_files is None
+                else f"scored with the kit's reference {names} in place of yours"
+            )
+        replaced = (*built_on, *self.swapped) if self.reference_files is not None else ()
+        if not replaced:
+            return self.files
+        files = {name: content for name, content in self.files.items() if name not in replaced}
+        return files | dict(sourceless(name, self.reference_files[name]) for name in replaced)
+
+    def sandbox_for(self, part: str, files: dict[str, bytes]) -> Sandbox:
+        """A worker for `part`; all of a part's workers share its wall-clock budget."""
+        deadline = self.deadlines.setdefault(part, time.monotonic() + self.limits.part_seconds)
+        return Sandbox(files, self.limits, self.worker_env[part], deadline, self.isolation)
+
+    @pytest.fixture
+    def profile(self) -> Profile:
+        return self.grading_profile
+
+    @pytest.fixture
+    def record_benchmark(self, request: pytest.FixtureRequest) -> RecordBenchmark:
+        """`record_benchmark(name, candidate_s, reference_s, ratio, limit)`, for the report."""
+        part = part_of(request)
+
+        def record(name: str, candidate: float, reference: float, ratio: float, limit: float):
+            self.benchmarks.append({
+                "name": name,
+                "part": part,
+                "candidate_seconds": candidate,
+                "reference_seconds": reference,
+                "ratio": round(ratio, 3),
+                "limit": limit,
+                "rounds": self.grading_profile.timing_rounds,
+                "passed": ratio <= limit and not implausible(ratio),
+            })  # fmt: skip
+
+        return record
+
+    @pytest.fixture
+    def record_section(self) -> Any:
+        """`record_section(name, value)`: JSON-able data the report shows under `name`."""
+
+        def record(name: str, value: dict) -> None:
+            self.sections[name] = value
+
+        return record
+
+    @pytest.fixture(autouse=True)
+    def fresh_check(self, request: pytest.FixtureRequest) -> None:
+        """Before each check: a working worker and an empty transcript."""
+        for name in ("submission", "reference"):
+            if name in request.fixturenames:
+                workers = request.getfixturevalue(name)
+                workers.sandbox.next_check()
+                workers.transcript.reset()

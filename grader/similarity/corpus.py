@@ -1,0 +1,166 @@
+"""The reference corpus: fingerprints of public implementations and of the kit's answer key.
+
+`corpus.json` ships each reference's winnowed hashes and line spans, its origin (repo, path,
+commit) and its file's sha256: nothing that reconstructs the code. `SOURCES` says where each
+reference comes from and which submission files it is compared with. Rebuild after a source
+or the fingerprint settings change:
+
+    python -m grader.similarity.corpus --rebuild nano-vllm=DIR vllm=DIR
+
+each DIR a checkout of that repository at the commit `SOURCES` names (the answer key is read
+from this kit's `solutions/`). The original tutorial's code is not in the corpus: no public
+copy of it was found.
+"""
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader import KIT_ROOT
+from grader.similarity.fingerprints import Fingerprint, K, W, fingerprints
+
+CORPUS = Path(__file__).with_name("corpus.json")
+KIT = "this kit"
+ALLOCATOR_FILES = ("block_allocator.py", "kv_cache_manager.py")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a reference comes from: `repo` is a key of the rebuild's `NAME=DIR` arguments."""
+
+    name: str
+    repo: str
+    url: str
+    path: str
+    commit: str
+    compare_with: tuple[str, ...]
+
+
+SOURCES = (
+    *(
+        Source(f"answer key {file}", KIT, "", f"solutions/{file}", "", (file,))
+        for file in (
+            "block_allocator.py",
+            "kv_cache_manager.py",
+            "paged_attention.py",
+            "scheduler.py",
+        )
+    ),
+    Source(
+        "nano-vllm block_manager.py",
+        "nano-vllm",
+        "https://github.com/GeeeekExplorer/nano-vllm",
+        "nanovllm/engine/block_manager.py",
+        "bb823b3e06983d71485a8e1f23715ebd87d98ef8",
+        ALLOCATOR_FILES,
+    ),
+    Source(
+        "nano-vllm scheduler.py",
+        "nano-vllm",
+        "https://github.com/GeeeekExplorer/nano-vllm",
+        "nanovllm/engine/scheduler.py",
+        "bb823b3e06983d71485a8e1f23715ebd87d98ef8",
+        ("scheduler.py",),
+    ),
+    Source(
+        "vLLM naive_block.py (block allocator)",
+        "vllm",
+        "https://github.com/vllm-project/vllm",
+        "vllm/core/block/naive_block.py",
+        "9fc24cf932860bd37673082cf84d9ab2d8ffd090",
+        ALLOCATOR_FILES,
+    ),
+    Source(
+        "vLLM chunked_prefill_paged_decode.py (Triton paged attention)",
+        "vllm",
+        "https://github.com/vllm-project/vllm",
+        "vllm/attention/ops/chunked_prefill_paged_decode.py",
+        "ecb91d2bca57a30d00bd1baac4a108a07b2bdc63",
+        ("paged_attention.py",),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference as shipped: its origin and fingerprints, no code."""
+
+    name: str
+    url: str
+    path: str
+    commit: str
+    sha256: str
+    compare_with: tuple[str, ...]
+    fingerprints: tuple[Fingerprint, ...]
+
+
+def build(roots: dict[str, Path]) -> dict:
+    """The corpus document for `SOURCES`, each read from `roots[source.repo]`."""
+    roots = {KIT: KIT_ROOT, **roots}
+    references = []
+    for source in SOURCES:
+        data = (roots[source.repo] / source.path).read_bytes()
+        references.append(
+            {
+                "name": source.name,
+                "url": source.url,
+                "path": source.path,
+                "commit": source.commit,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "compare_with": list(source.compare_with),
+                "fingerprints": [[f"{p.hash:016x}", p.first, p.last] for p in fingerprints(data)],
+            }
+        )
+    return {"k": K, "w": W, "references": references}
+
+
+def load(path: Path = CORPUS) -> list[Reference]:
+    """The shipped references; ValueError when built with other fingerprint settings."""
+    document = json.loads(path.read_text())
+    if (document["k"], document["w"]) != (K, W):
+        raise ValueError(f"{path} was built with k={document['k']}, w={document['w']}: rebuild it")
+    return [
+        Reference(
+            name=entry["name"],
+            url=entry["url"],
+            path=entry["path"],
+            commit=entry["commit"],
+            sha256=entry["sha256"],
+            compare_with=tuple(entry["compare_with"]),
+            fingerprints=tuple(
+                Fingerprint(int(value, 16), first, last)
+                for value, first, last in entry["fingerprints"]
+            ),
+        )
+        for entry in document["references"]
+    ]
+
+
+def main(argv: list[str]) -> int:
+    cli = argparse.ArgumentParser(
+        prog="python -m grader.similarity.corpus", description=__doc__.split("\n")[0]
+    )
+    cli.add_argument(
+        "--rebuild",
+        nargs="+",
+        metavar="REPO=DIR",
+        required=True,
+        help=f"a checkout of each of: {', '.join(sorted({s.repo for s in SOURCES} - {KIT}))}",
+    )
+    cli.add_argument("--out", type=Path, default=CORPUS)
+    args = cli.parse_args(argv)
+    roots = dict(arg.split("=", 1) for arg in args.rebuild)
+    missing = {s.repo for s in SOURCES} - {KIT} - roots.keys()
+    if missing:
+        cli.error(f"no checkout given for {', '.join(sorted(missing))}")
+    document = build({repo: Path(root) for repo, root in roots.items()})
+    args.out.write_text(json.dumps(document, separators=(",", ":")) + "\n")
+    print(f"wrote {len(document['references'])} references to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,82 @@
+"""The similarity report of a drive: one page per flagged pair and `similarity.json`.
+
+`similarity_report` is what grade-all calls: it compares the submissions with each other and
+with the reference corpus, writes `OUT/similarity/pair-NNN.html` and `OUT/similarity/
+similarity.json`, and returns the rows of the leaderboard's "similar pairs" section.
+"""
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.intake import Intake, SubmissionRefused, read_submission
+from grader.similarity import corpus
+from grader.similarity.page import render
+from grader.similarity.pairs import DEFAULT_THRESHOLD, find_pairs
+from grader.text import clean
+
+
+@dataclass(frozen=True)
+class Row:
+    """One flagged pair as the leaderboard shows it: `page` is relative to OUT."""
+
+    left: str
+    right: str
+    reference: bool
+    file: str
+    share_left: float
+    share_right: float
+    matched: int
+    page: str
+
+
+def read_drive(entries: dict[str, Path]) -> list[Intake]:
+    """Each entry (`name -> path`, as grade-all names them) read as a submission named `name`;
+    one the intake refuses is named on stderr and left out."""
+    intakes = []
+    for name, entry in entries.items():
+        try:
+            intake = read_submission(entry)
+        except SubmissionRefused as error:
+            print(f"  similarity: skipping {clean(name, 200)}: {error}", file=sys.stderr)
+            continue
+        intake.name = name
+        intakes.append(intake)
+    return intakes
+
+
+def similarity_report(
+    submissions: Sequence[Intake],
+    out: Path,
+    threshold: float = DEFAULT_THRESHOLD,
+    max_df: int | None = None,
+) -> list[Row]:
+    """Compare, write the pages and the JSON under `out/similarity/`, return one row per flagged
+    pair (its highest-scoring file), highest score first."""
+    pairs = find_pairs(submissions, corpus.load(), threshold=threshold, max_df=max_df)
+    folder = out / "similarity"
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for number, pair in enumerate(pairs, 1):
+        page = folder / f"pair-{number:03d}.html"
+        page.write_text(render(pair), encoding="utf-8")
+        best = max(pair.files, key=lambda match: match.score)
+        rows.append(
+            Row(
+                pair.left,
+                pair.right,
+                pair.reference is not None,
+                best.file,
+                best.share_left,
+                best.share_right,
+                best.matched,
+                page.relative_to(out).as_posix(),
+            )
+        )
+    document = {"threshold": threshold, "pairs": [row.__dict__ for row in rows]}
+    (folder / "similarity.json").write_text(
+        json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+    )
+    return rows

@@ -1,0 +1,168 @@
+"""What the similarity report must flag and must not: copies disguised the usual ways, and the
+kit's independent correct submissions (which must stay below the threshold)."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from grader import KIT_ROOT
+from grader.similarity import corpus
+from grader.similarity.fingerprints import fingerprints, tokens
+from grader.similarity.page import render
+from grader.similarity.pairs import DEFAULT_THRESHOLD, find_pairs
+from grader.similarity.report import similarity_report
+from tests.grader.similarity.conftest import (
+    alternatives,
+    commented_and_rewrapped,
+    folder_files,
+    intake,
+    key_files,
+    renamed_and_reordered,
+)
+
+REFERENCES = corpus.load()
+
+
+def pair_names(pairs) -> set[tuple[str, str]]:
+    return {(pair.left, pair.right) for pair in pairs}
+
+
+def test_tokens_drop_comments_docstrings_and_names() -> None:
+    one = b'def f(a, b):\n    """Doc."""\n    return a + 1  # sum\n'
+    two = b"def g(x,\n      y,):\n    return x + 2\n"
+    assert [t.text for t in tokens(one)] == [t.text for t in tokens(two)]
+    assert [t.text for t in tokens(one)] == [
+        "def",
+        "V",
+        "(",
+        "V",
+        ",",
+        "V",
+        ")",
+        ":",
+        "return",
+        "V",
+        "+",
+        "N",
+    ]
+
+
+def test_a_file_that_does_not_tokenize_is_fingerprinted_up_to_the_error() -> None:
+    source = (KIT_ROOT / "solutions" / "scheduler.py").read_bytes()
+    assert fingerprints(source + b'\nx = """unterminated\n')
+
+
+@pytest.mark.parametrize("disguise", [renamed_and_reordered, commented_and_rewrapped])
+def test_a_disguised_copy_is_flagged(disguise) -> None:
+    original = intake("original", key_files())
+    copy = intake("copy", {name: disguise(data) for name, data in key_files().items()})
+    pairs = find_pairs([original, copy], REFERENCES)
+    (pair,) = [p for p in pairs if p.reference is None]
+    assert {match.file for match in pair.files if match.score >= DEFAULT_THRESHOLD} == set(
+        key_files()
+    )
+    flagged_against_key = {p.files[0].file for p in pairs if p.left == "copy" and p.reference}
+    assert flagged_against_key == set(key_files())
+
+
+def test_a_copy_of_a_reference_allocator_is_flagged() -> None:
+    """The answer key stands in for a public allocator here (the public ones are shipped as
+    fingerprints only): its methods renamed, reordered and wrapped in a class of one's own."""
+    source = renamed_and_reordered(
+        (KIT_ROOT / "solutions" / "block_allocator.py").read_bytes(), seed=7
+    )
+    extra = b"\n\ndef helper(pool):\n    return [b for b in pool if b % 2 == 0]\n"
+    pairs = find_pairs([intake("borrowed", {"block_allocator.py": source + extra})], REFERENCES)
+    assert pair_names(pairs) == {("borrowed", "answer key block_allocator.py")}
+    assert pairs[0].files[0].share_left >= DEFAULT_THRESHOLD
+
+
+@pytest.mark.skipif(not os.environ.get("NANO_VLLM_DIR"), reason="needs a nano-vllm checkout")
+def test_a_copy_of_nano_vllm_is_flagged() -> None:
+    """Run with NANO_VLLM_DIR=a checkout at the commit corpus.SOURCES names."""
+    source = Path(os.environ["NANO_VLLM_DIR"], "nanovllm/engine/block_manager.py").read_bytes()
+    pairs = find_pairs(
+        [intake("borrowed", {"block_allocator.py": renamed_and_reordered(source)})], REFERENCES
+    )
+    assert ("borrowed", "nano-vllm block_manager.py") in pair_names(pairs)
+
+
+def test_the_kit_s_correct_alternatives_are_not_flagged() -> None:
+    """Four allocators (FIFO, LIFO, heap, bitmap) and the answer key: each with each, and each
+    with the reference corpus. Only the answer key's own copy matches the answer key."""
+    submissions = [*alternatives(), intake("key", key_files())]
+    pairs = find_pairs(submissions, REFERENCES)
+    assert all(pair.left == "key" and pair.right.startswith("answer key") for pair in pairs)
+    assert len(pairs) == 4
+
+
+def test_untouched_stubs_are_not_flagged() -> None:
+    stubs = folder_files(KIT_ROOT / "exercises")
+    assert find_pairs([intake("a", stubs), intake("b", dict(stubs))], REFERENCES) == []
+
+
+def test_the_corpus_holds_no_source_text() -> None:
+    text = (Path(corpus.__file__).with_name("corpus.json")).read_text()
+    document = json.loads(text)
+    assert {key for entry in document["references"] for key in entry} == {
+        "name",
+        "url",
+        "path",
+        "commit",
+        "sha256",
+        "compare_with",
+        "fingerprints",
+    }
+    lines = {
+        line.strip()
+        for path in (KIT_ROOT / "solutions").glob("*.py")
+        for line in path.read_text().splitlines()
+        if len(line.strip()) > 8
+    }
+    assert not [line for line in lines if line in text]
+
+
+def test_the_corpus_answer_key_is_up_to_date() -> None:
+    """A changed answer key needs `python -m grader.similarity.corpus --rebuild ...`."""
+    for reference in REFERENCES:
+        if reference.path.startswith("solutions/"):
+            data = (KIT_ROOT / reference.path).read_bytes()
+            assert reference.fingerprints == tuple(fingerprints(data)), reference.path
+
+
+def test_the_page_escapes_hostile_names_and_code(tmp_path: Path) -> None:
+    hostile = "<script>alert(1)</script>"
+    code = key_files()["scheduler.py"]
+    submissions = [
+        intake(hostile, {"scheduler.py": code + b"\n# </pre><script>alert(2)</script>\n"}),
+        intake("b", {"scheduler.py": code}),
+    ]
+    rows = similarity_report(submissions, tmp_path)
+    assert {(row.left, row.right) for row in rows} >= {(hostile, "b")}
+    for row in rows:
+        page = (tmp_path / row.page).read_text()
+        assert "<script" not in page
+        assert "http" not in page.replace("http-equiv", "")
+        assert "Content-Security-Policy" in page
+    assert "&lt;script&gt;alert(1)" in render(
+        next(p for p in find_pairs(submissions) if p.reference is None)
+    )
+    assert json.loads((tmp_path / "similarity" / "similarity.json").read_text())["pairs"]
+
+
+def test_pairs_come_only_from_shared_fingerprints() -> None:
+    """Twenty distinct one-function files: no pair, whatever the threshold."""
+    files = [
+        intake(
+            f"s{n}",
+            {
+                "scheduler.py": "\n".join(
+                    f"def f{i}(x):\n    return x{' + 1' * (n + i)}" for i in range(3)
+                ).encode()
+            },
+        )
+        for n in range(20)
+    ]
+    assert find_pairs(files, threshold=0.0) == []

@@ -1,0 +1,57 @@
+"""How pages are drawn (`render.py`): every page (the report, the leaderboard, compare) has the
+one head with its Content-Security-Policy and nothing that runs or fetches; `.html` templates
+escape what they are given, `report.md` does not, and a name missing from a template is an error."""
+
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from grader.report import compare, leaderboard
+from grader.report.leaderboard import Outcome
+from grader.report.render import ENV, report_html
+from tests.grader.report.test_compare import BEFORE, after
+from tests.grader.report.test_writers import HOSTILE, failing_report
+
+CSP = '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src'
+
+
+def pages() -> dict[str, str]:
+    """The three pages, each drawn from data carrying `HOSTILE` where a candidate's text goes."""
+    hostile = failing_report()
+    outcomes = [
+        Outcome(HOSTILE, "a", hostile, "", [], 1.0),
+        Outcome(f"{HOSTILE}2", "b", None, HOSTILE, [HOSTILE], 2.0),
+    ]
+    changed = after()
+    changed["parts"]["allocator"]["checks"][1]["message"] = HOSTILE
+    return {
+        "report": report_html(hostile),
+        "leaderboard": leaderboard.render_html(outcomes, {"folder": HOSTILE}),
+        "compare": compare.render_html(
+            compare.Side(Path(HOSTILE), BEFORE), compare.Side(Path("b"), changed)
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", ["report", "leaderboard", "compare"])
+def test_every_page_has_the_policy_and_nothing_that_runs_or_fetches(name: str) -> None:
+    page = pages()[name]
+    assert page.startswith("<!doctype html>\n")
+    assert page.count(CSP) == 1
+    assert page.count("<style>") == 1
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in page
+    page = page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # a name, never fetched
+    for reference in ("http://", "https://", "<link", "<img", "<script", "url(", "@import"):
+        assert reference not in page
+
+
+def test_html_templates_escape_and_markdown_ones_do_not() -> None:
+    for page in ("base.html", "report.html", "leaderboard.html", "compare.html"):
+        assert ENV.autoescape(page)
+    assert not ENV.autoescape("report.md")  # its strings go through markdown.py's filters
+
+
+def test_a_name_missing_from_a_template_is_an_error() -> None:
+    with pytest.raises(jinja2.UndefinedError):
+        ENV.from_string("{{ missing }}").render()
