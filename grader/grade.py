@@ -51,7 +51,7 @@ ANSWER_KEY = KIT_ROOT / "solutions"
 # Part 3's checks build their requests from plain data: its allocator never matters.
 ALLOCATOR = "allocator"  # the part whose failure triggers the second grading
 (KIT_ALLOCATOR,) = PARTS[ALLOCATOR].files  # its one file, the answer key's in the second grading
-ALLOCATOR_RULES = "allocator"  # its check module of rules, its timings apart: what triggers it
+ALLOCATOR_RULES = PARTS[ALLOCATOR].checks[0]  # its rules, its timings apart: what triggers it
 KIT_ALLOCATOR_NOTE = (
     f"scored with the kit's reference {KIT_ALLOCATOR} in place of yours: your allocator fails "
     "allocator checks (with yours, this part scored {own:g})"

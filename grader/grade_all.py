@@ -44,11 +44,12 @@ from grader.report.leaderboard import Outcome
 from grader.sandbox import isolation
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import parse_parts
-from grader.similarity.report import read_drive, similarity_report
+from grader.similarity.drive import read_drive, shown, similarity_report
 from grader.text import clean
 
 SUFFIXES = (".zip", ".tar.gz", ".tgz")
-OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html")  # what leaderboard.write_all writes in OUT
+# What grade-all writes in OUT beside the reports: the leaderboard, and the similar pairs' pages.
+OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html", "similarity")
 DEFAULT_OUT = Path("reports") / "leaderboard"
 DEFAULT_TIMEOUT = 3600.0  # seconds for one grading: the grader's own part limits come far sooner
 LOG_LINES = 4  # of a failed grading's output, shown in its row
@@ -182,6 +183,19 @@ def gpu_present() -> bool:
     return torch.cuda.is_available()
 
 
+def similar_pairs(entries: dict[str, Path], out: Path) -> list[dict]:
+    """The leaderboard's rows of similar pairs (`grader.similarity`), their pages written under
+    `out/similarity/`; none, with a warning, where the comparison fails: it never changes a score,
+    so it never costs the leaderboard either."""
+    print("Comparing the submissions' code (similar pairs, for the reviewer)...", file=sys.stderr)
+    try:
+        return [shown(row) for row in similarity_report(read_drive(entries), out)]
+    except Exception as error:
+        print(f"grade-all: the code comparison failed, the leaderboard has no similar pairs: "
+              f"{type(error).__name__}: {clean(str(error), 300)}", file=sys.stderr)  # fmt: skip
+        return []
+
+
 def progress(done: int, total: int, outcome: Outcome) -> str:
     """One line per finished grading: its score, or why it has none (cleaned: a submission's
     name and the grader's last words may carry its text)."""
@@ -250,8 +264,7 @@ def main(argv: list[str]) -> int:
         return 130
     finally:
         pool.shutdown()
-    print("Comparing the submissions' code (similar pairs, for the reviewer)...", file=sys.stderr)
-    similar = similarity_report(read_drive(entries), args.out)
+    similar = similar_pairs(entries, args.out)
     page = leaderboard.write_all(outcomes, args.out, vars(args), similar)
     print(f"\nLeaderboard: {page}  (also leaderboard.csv)")
     return 0

@@ -23,7 +23,9 @@ from fnmatch import fnmatchcase
 
 # Modules flagged when imported (with any submodule), and why.
 MODULES = {
-    **dict.fromkeys(["grader", "kernels", "solutions", "exercises", "tests"], "the kit's own code"),
+    **dict.fromkeys(
+        ["grader", "kernels", "full_kit", "solutions", "exercises", "tests"], "the kit's own code"
+    ),
     **dict.fromkeys(["vllm", "flash_attn", "flashinfer", "xformers"], "a ready-made kernel"),
     **dict.fromkeys(["ctypes", "cffi"], "runs native code"),
     **dict.fromkeys(["subprocess", "multiprocessing"], "can start processes"),

@@ -10,6 +10,8 @@ import pytest
 import torch
 from hypothesis import settings
 
+pytest_plugins = ("tests.browser",)  # the `browser` fixture of the page tests
+
 settings.register_profile(
     "kit", derandomize=True, database=None, deadline=None, print_blob=True, max_examples=100
 )

@@ -7,5 +7,6 @@
 - `formats.py`: values and labels as every output writes them; `markdown.py`: text made inert
   in Markdown; `charts.py` and `svg.py`: the charts; `i18n.py`: the kit's words in two languages;
 - `summary.py` (the terminal's), `compare.py` (two reports), `leaderboard.py` (grade-all's);
-- `batching.py`: a serving model the checks and the simulation share.
+- `batching.py`: serving modelled by counting tokens, and static batching, the baseline the
+  report plots a scheduler against (the full kit's simulator adds the other schemes).
 """

@@ -25,7 +25,6 @@ from grader.report.formats import origin, points
 from grader.report.model import bounded
 from grader.report.render import render
 from grader.sandbox.isolation import UNISOLATED
-from grader.similarity.report import Row
 from grader.text import clean
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -162,9 +161,9 @@ def render_csv(outcomes: list[Outcome]) -> str:
 # -- leaderboard.html ---------------------------------------------------------------------------
 
 
-def render_html(outcomes: list[Outcome], options: dict, similar: Sequence[Row] = ()) -> str:
+def render_html(outcomes: list[Outcome], options: dict, similar: Sequence[dict] = ()) -> str:
     """The page (`templates/leaderboard.html`): a row per submission, as `html_row` gives it,
-    then the similar pairs (`grader.similarity`), which never change a score."""
+    then the similar pairs (`grader.similarity.drive.shown` rows), which never change a score."""
     seed = options.get("seed")
     settings = f"{options.get('profile', 'quick')} profile, " + (
         f"seed {seed}" if seed is not None else "the default examples"
@@ -179,21 +178,8 @@ def render_html(outcomes: list[Outcome], options: dict, similar: Sequence[Row] =
         when=time.strftime("%Y-%m-%d %H:%M"),
         parts=parts,
         rows=[html_row(rank, cleaned(o), parts, link(o)) for rank, o in ranked(outcomes)],
-        similar=[similar_row(row) for row in similar],
+        similar=similar,
     )
-
-
-def similar_row(row: Row) -> dict:
-    """A flagged pair as the page shows it: names cleaned, shares as percentages."""
-    return {
-        "left": clean(row.left, 200),
-        "right": clean(row.right, 200),
-        "reference": row.reference,
-        "file": row.file,
-        "shares": f"{row.share_left:.0%} / {row.share_right:.0%}",
-        "matched": row.matched,
-        "href": row.page,
-    }
 
 
 def html_row(rank: int | None, outcome: Outcome, parts: list[str], href: str) -> dict:
@@ -222,7 +208,7 @@ def part_cell(part: dict | None) -> str | None:
 
 
 def write_all(
-    outcomes: list[Outcome], out: Path, options: dict, similar: Sequence[Row] = ()
+    outcomes: list[Outcome], out: Path, options: dict, similar: Sequence[dict] = ()
 ) -> Path:
     """Write `leaderboard.csv` and `leaderboard.html` into `out`; the page's path."""
     out.mkdir(parents=True, exist_ok=True)

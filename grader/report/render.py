@@ -1,10 +1,10 @@
-"""How a page is drawn: one jinja2 `Environment` over `templates/`, and the report's two pages.
+"""How a page is drawn: one jinja2 `Environment` over `templates/`; the report's two pages.
 
-Every page (`report.html`, `leaderboard.html`, `compare.html`) extends `base.html`: one head
-with the Content-Security-Policy, one stylesheet (`style.css`), no script, no external URL. The
-`.html` templates autoescape every string; the charts (`charts.py`) are the only markup they
-are given. `report.md` has no autoescape: its template passes every string from the report
-through the filters of `markdown.py`. An undefined name is an error, never an empty string.
+Every page (`report.html`, `leaderboard.html`, `compare.html`, `pair.html`) extends `base.html`: one
+head with the Content-Security-Policy, one stylesheet (`style.css`), no script, no external URL. The
+`.html` templates autoescape every string; the charts (`charts.py`) are the only markup they are
+given. `report.md` has no autoescape: its template passes every string from the report through the
+filters of `markdown.py`. An undefined name is an error, never an empty string.
 """
 
 from pathlib import Path

@@ -125,7 +125,7 @@ def site_binds(site: list[str]) -> list[str]:
     args = []
     for number, folder in enumerate(site):
         args += ["--ro-bind", folder, f"{SITE}/{number}"]
-        for package in ("grader", "kernels", "solutions"):
+        for package in ("grader", "kernels", "full_kit", "solutions"):
             if os.path.isdir(os.path.join(folder, package)):
                 args += ["--tmpfs", f"{SITE}/{number}/{package}"]
     return args

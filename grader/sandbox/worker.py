@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 PACKAGE = "submission"
-KIT_PACKAGES = ("grader", "kernels", "solutions", "exercises", "tests", "__editable__")
+KIT_PACKAGES = ("grader", "kernels", "full_kit", "solutions", "exercises", "tests", "__editable__")
 
 
 def load_sibling(name: str) -> Any:

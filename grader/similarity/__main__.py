@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from grader.grade_all import submissions
+from grader.similarity.drive import read_drive, similarity_report
 from grader.similarity.pairs import DEFAULT_THRESHOLD
-from grader.similarity.report import read_drive, similarity_report
 from grader.text import clean
 
 

@@ -1,15 +1,16 @@
-"""The reference corpus: fingerprints of public implementations and of the kit's answer key.
+"""The reference corpus: fingerprints of public implementations, and the kit's answer key.
 
-`corpus.json` ships each reference's winnowed hashes and line spans, its origin (repo, path,
-commit) and its file's sha256: nothing that reconstructs the code. `SOURCES` says where each
-reference comes from and which submission files it is compared with. Rebuild after a source
-or the fingerprint settings change:
+`corpus.json` ships each public reference's winnowed hashes and line spans, its origin (repo,
+path, commit) and its file's sha256: nothing that reconstructs the code. `SOURCES` says where
+each comes from and which submission files it is compared with. Rebuild after a source or the
+fingerprint settings change:
 
     python -m grader.similarity.corpus --rebuild nano-vllm=DIR vllm=DIR
 
-each DIR a checkout of that repository at the commit `SOURCES` names (the answer key is read
-from this kit's `solutions/`). The original tutorial's code is not in the corpus: no public
-copy of it was found.
+each DIR a checkout of that repository at the commit `SOURCES` names. The answer key is
+fingerprinted when it is loaded, from `solutions/` where the kit has it (the full kit): the
+candidate kit carries no trace of it. The original tutorial's code is not in the corpus: no
+public copy of it was found.
 """
 
 import argparse
@@ -20,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import KIT_ROOT
+from grader.parts import SUBMISSION_FILES
 from grader.similarity.fingerprints import Fingerprint, K, W, fingerprints
 
 CORPUS = Path(__file__).with_name("corpus.json")
-KIT = "this kit"
+ANSWER_KEY = KIT_ROOT / "solutions"
 ALLOCATOR_FILES = ("block_allocator.py", "kv_cache_manager.py")
 
 
@@ -40,15 +42,6 @@ class Source:
 
 
 SOURCES = (
-    *(
-        Source(f"answer key {file}", KIT, "", f"solutions/{file}", "", (file,))
-        for file in (
-            "block_allocator.py",
-            "kv_cache_manager.py",
-            "paged_attention.py",
-            "scheduler.py",
-        )
-    ),
     Source(
         "nano-vllm block_manager.py",
         "nano-vllm",
@@ -99,30 +92,45 @@ class Reference:
 
 def build(roots: dict[str, Path]) -> dict:
     """The corpus document for `SOURCES`, each read from `roots[source.repo]`."""
-    roots = {KIT: KIT_ROOT, **roots}
-    references = []
-    for source in SOURCES:
-        data = (roots[source.repo] / source.path).read_bytes()
-        references.append(
-            {
-                "name": source.name,
-                "url": source.url,
-                "path": source.path,
-                "commit": source.commit,
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "compare_with": list(source.compare_with),
-                "fingerprints": [[f"{p.hash:016x}", p.first, p.last] for p in fingerprints(data)],
-            }
-        )
-    return {"k": K, "w": W, "references": references}
+    references = [
+        reference(source, (roots[source.repo] / source.path).read_bytes()) for source in SOURCES
+    ]
+    return {"k": K, "w": W, "references": [as_entry(ref) for ref in references]}
+
+
+def reference(source: Source, data: bytes) -> Reference:
+    """`source`'s file, `data`, as a reference."""
+    return Reference(
+        name=source.name,
+        url=source.url,
+        path=source.path,
+        commit=source.commit,
+        sha256=hashlib.sha256(data).hexdigest(),
+        compare_with=source.compare_with,
+        fingerprints=tuple(fingerprints(data)),
+    )
+
+
+def as_entry(ref: Reference) -> dict:
+    """`ref` as `corpus.json` holds it."""
+    return {
+        "name": ref.name,
+        "url": ref.url,
+        "path": ref.path,
+        "commit": ref.commit,
+        "sha256": ref.sha256,
+        "compare_with": list(ref.compare_with),
+        "fingerprints": [[f"{p.hash:016x}", p.first, p.last] for p in ref.fingerprints],
+    }
 
 
 def load(path: Path = CORPUS) -> list[Reference]:
-    """The shipped references; ValueError when built with other fingerprint settings."""
+    """The shipped references, then the answer key's files where the kit has them; ValueError
+    when the corpus was built with other fingerprint settings."""
     document = json.loads(path.read_text())
     if (document["k"], document["w"]) != (K, W):
         raise ValueError(f"{path} was built with k={document['k']}, w={document['w']}: rebuild it")
-    return [
+    shipped = [
         Reference(
             name=entry["name"],
             url=entry["url"],
@@ -137,6 +145,20 @@ def load(path: Path = CORPUS) -> list[Reference]:
         )
         for entry in document["references"]
     ]
+    return shipped + answer_key()
+
+
+def answer_key() -> list[Reference]:
+    """Each file of the kit's answer key as a reference, read now; none in the candidate kit."""
+    return [
+        reference(Source(f"answer key {name}", "", "", f"solutions/{name}", "", (name,)), data)
+        for name in SUBMISSION_FILES
+        if (data := read(ANSWER_KEY / name)) is not None
+    ]
+
+
+def read(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() else None
 
 
 def main(argv: list[str]) -> int:
@@ -148,12 +170,12 @@ def main(argv: list[str]) -> int:
         nargs="+",
         metavar="REPO=DIR",
         required=True,
-        help=f"a checkout of each of: {', '.join(sorted({s.repo for s in SOURCES} - {KIT}))}",
+        help=f"a checkout of each of: {', '.join(sorted({s.repo for s in SOURCES}))}",
     )
     cli.add_argument("--out", type=Path, default=CORPUS)
     args = cli.parse_args(argv)
     roots = dict(arg.split("=", 1) for arg in args.rebuild)
-    missing = {s.repo for s in SOURCES} - {KIT} - roots.keys()
+    missing = {s.repo for s in SOURCES} - roots.keys()
     if missing:
         cli.error(f"no checkout given for {', '.join(sorted(missing))}")
     document = build({repo: Path(root) for repo, root in roots.items()})

@@ -63,12 +63,13 @@ class Fingerprint:
 
 
 def raw_tokens(source: bytes) -> list[tokenize.TokenInfo]:
-    """The file's tokens, up to the first tokenize error if there is one."""
+    """The file's tokens, up to the first tokenize error if there is one (bytes that are not
+    its encoding's, a bad cookie, an unclosed bracket...)."""
     found: list[tokenize.TokenInfo] = []
     try:
         for token in tokenize.tokenize(io.BytesIO(source).readline):
             found.append(token)
-    except (tokenize.TokenError, SyntaxError):
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, LookupError):
         pass
     return found
 

@@ -6,8 +6,8 @@ table fails loudly when the answer key changes). Each is graded once on every CP
 (`cascade.CPU_PARTS`). Its own part must score below its maximum through at least one real
 failure, with no grader error. The slow-but-correct mutants (a `list.pop(0)` free list, a Python
 loop over tokens) must lose points through the part's timing checks only. And a bug must cost
-points in its own part, not in the others: over all the mutants, the points lost outside their
-parts stay within `cascade.CASCADE_LIMIT` of those lost in them (`python -m tests.cascade`
+points in its own part, not in the others: over all the mutants, the points lost outside their parts
+stay within `cascade.CASCADE_LIMIT` of those lost in them (`python -m tests.end_to_end.cascade`
 prints the figure mutant by mutant).
 
 The grader shrinks every failure of a random property by a fixed amount of work (the profile's
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from grader.scoring.plugin import check_names
-from tests.cascade import CASCADE_LIMIT, CPU_PARTS, cascade, losses, table
+from tests.end_to_end.cascade import CASCADE_LIMIT, CPU_PARTS, cascade, losses, table
 from tests.grading import (
     CUT_SHORT,
     Edit,

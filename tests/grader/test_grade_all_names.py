@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader import grade_all
-from grader.grade_all import OWN_OUTPUTS, report_name, submissions, unique_key
+from grader.grade_all import OWN_OUTPUTS, report_name, similar_pairs, submissions, unique_key
 from grader.report import leaderboard
 from grader.report.leaderboard import Outcome
 from tests.grading import CLI_TIMEOUT, KIT_ROOT
@@ -19,9 +19,11 @@ from tests.grading import CLI_TIMEOUT, KIT_ROOT
 TAKEN = {unique_key(own) for own in OWN_OUTPUTS}
 
 
-def test_own_outputs_are_what_the_leaderboard_writes(tmp_path: Path) -> None:
-    """`OWN_OUTPUTS` is the list report names avoid: it must name every file grade-all writes."""
+def test_own_outputs_are_what_grade_all_writes_beside_the_reports(tmp_path: Path) -> None:
+    """`OWN_OUTPUTS` is the list report names avoid: it must name every file and folder grade-all
+    writes in OUT beside the reports (the leaderboard, the similar pairs' pages)."""
     leaderboard.write_all([Outcome("a", "a.zip", None, "exit status 2", [], 1.0)], tmp_path, {})
+    similar_pairs({}, tmp_path)
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(OWN_OUTPUTS)
 
 
@@ -114,7 +116,7 @@ def test_clashing_names_each_get_a_row_and_a_log_end_to_end(tmp_path: Path) -> N
         cwd=KIT_ROOT, capture_output=True, text=True, timeout=CLI_TIMEOUT, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert all((out / own).is_file() for own in OWN_OUTPUTS)
+    assert all((out / own).exists() for own in OWN_OUTPUTS)
     rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
     assert sorted(row["candidate"] for row in rows) == sorted(
         ["a", "a.tgz", "a.zip", "b", "b.tar.gz", "leaderboard.csv.tgz", "leaderboard.html.zip",

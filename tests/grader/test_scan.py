@@ -21,6 +21,7 @@ FLAGGED = [
     # the kit's own packages, and ready-made kernels
     pytest.param("import grader.worker", [(1, "imports grader.worker (the kit's own code)")]),
     pytest.param("from kernels import paged", [(1, "imports kernels.paged (the kit's own")]),
+    pytest.param("import full_kit.demo", [(1, "imports full_kit.demo (the kit's own code)")]),
     pytest.param("import solutions.block_allocator", [(1, "imports solutions.block_allocator")]),
     pytest.param("from exercises import scheduler", [(1, "imports exercises.scheduler")]),
     pytest.param("import tests.checks", [(1, "imports tests.checks")]),

@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 
 from grader import KIT_ROOT
+from tests.exercises.test_submission_layout import (
+    assert_imports_only_torch_triton_and_the_standard_library,
+)
 
 ROOT = KIT_ROOT
 
@@ -32,3 +35,7 @@ def test_answer_key_runs_as_a_package_of_any_name(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["4", "2", "2"]
+
+
+def test_answer_key_imports_only_torch_triton_and_the_standard_library() -> None:
+    assert_imports_only_torch_triton_and_the_standard_library("solutions")

@@ -6,7 +6,12 @@ import pytest
 
 from grader.similarity import corpus
 from grader.similarity.pairs import find_pairs
-from tests.grader.similarity.conftest import alternatives, intake, key_files, renamed_and_reordered
+from tests.end_to_end.similarity.copies import (
+    alternatives,
+    intake,
+    key_files,
+    renamed_and_reordered,
+)
 
 DRIVE = 500
 

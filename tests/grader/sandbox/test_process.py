@@ -94,7 +94,7 @@ def impatient_probe():
 def test_the_kit_is_not_importable_and_an_attempt_is_recorded(probe):
     module = probe.module("probe")
     assert module.can_import("torch")
-    for name in ("grader", "solutions", "kernels", "exercises", "tests.checks"):
+    for name in ("grader", "solutions", "kernels", "full_kit", "exercises", "tests.grading"):
         assert not module.can_import(name), f"{name} is importable in the worker"
     assert any("'solutions'" in event for event in probe.sandbox.events)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grader.intake import Intake, SubmissionRefused, read_submission
 from grader.similarity import corpus
-from grader.similarity.page import render
+from grader.similarity.page import pair_page
 from grader.similarity.pairs import DEFAULT_THRESHOLD, find_pairs
 from grader.text import clean
 
@@ -61,7 +61,7 @@ def similarity_report(
     rows = []
     for number, pair in enumerate(pairs, 1):
         page = folder / f"pair-{number:03d}.html"
-        page.write_text(render(pair), encoding="utf-8")
+        page.write_text(pair_page(pair), encoding="utf-8")
         best = max(pair.files, key=lambda match: match.score)
         rows.append(
             Row(
@@ -80,3 +80,16 @@ def similarity_report(
         json.dumps(document, indent=1, ensure_ascii=False) + "\n"
     )
     return rows
+
+
+def shown(row: Row) -> dict:
+    """A flagged pair as the leaderboard shows it: names cleaned, shares as percentages."""
+    return {
+        "left": clean(row.left, 200),
+        "right": clean(row.right, 200),
+        "reference": row.reference,
+        "file": row.file,
+        "shares": f"{row.share_left:.0%} / {row.share_right:.0%}",
+        "matched": row.matched,
+        "href": row.page,
+    }

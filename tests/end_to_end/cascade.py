@@ -1,5 +1,5 @@
 """How far a bug reaches: the points a mutant loses outside its own part, against those it loses
-in its own part, summed over the mutants of `end_to_end/test_buggy.py`.
+in its own part, summed over the mutants of `test_buggy.py`.
 
 A grading's parts table is meant to send a reviewer to the part a bug is in, so a mutant should
 cost points in its own part and (almost) nowhere else. The cascade figure is
@@ -9,9 +9,9 @@ cost points in its own part and (almost) nowhere else. The cascade figure is
     sum over mutants of the points lost in the mutant's part
 
 where a part's loss is its `max_score - score` in the mutant's `report.json`. `CASCADE_LIMIT` is
-what the kit promises (`end_to_end/test_buggy.test_bugs_stay_in_their_part` asserts it).
+what the kit promises (`test_buggy.test_bugs_stay_in_their_part` asserts it).
 
-    .venv/bin/python -m tests.cascade [--out DIR] [--only ID,ID] [--from-reports]
+    .venv/bin/python -m tests.end_to_end.cascade [--out DIR] [--only ID,ID] [--from-reports]
 
 grades every mutant (or those named) with all CPU parts on the quick profile, two at a time,
 writes each report to DIR/<id>-report/report.json, and prints each mutant's losses and the
@@ -101,7 +101,9 @@ def grade_all(out: Path, mutants: list) -> None:
 def main(argv: list[str]) -> int:
     from tests.end_to_end.test_buggy import MUTANTS
 
-    cli = argparse.ArgumentParser(prog="python -m tests.cascade", description=__doc__.split(".")[0])
+    cli = argparse.ArgumentParser(
+        prog="python -m tests.end_to_end.cascade", description=__doc__.split(".")[0]
+    )
     cli.add_argument("--out", type=Path, default=Path("reports/cascade"))
     cli.add_argument("--only", help="comma-separated mutant ids (default: every mutant)")
     cli.add_argument("--from-reports", action="store_true", help="grade nothing, read DIR")

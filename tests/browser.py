@@ -1,0 +1,243 @@
+"""Headless Chromium for the kit's page tests: the `browser` fixture (one per session) and `Tab`,
+a page open in it with its console errors, what it shows and its screenshots.
+
+Chromium is Debian's `chromium` package: the session fixture installs it with apt-get when it is
+missing and this process runs as root (about 16 s here); elsewhere the tests skip and say why,
+except under CI, where they fail rather than pass unseen. The tests drive it over the DevTools
+protocol on a pipe (`--remote-debugging-pipe`: JSON messages ending in a NUL byte, commands on
+file descriptor 3 and replies on 4), so they need no Python package and no network. Screenshots
+land in `tests/artifacts/` (git-ignored). Registered for every test by `tests/conftest.py`.
+"""
+
+import base64
+import fcntl
+import json
+import math
+import os
+import select
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grader import KIT_ROOT
+
+ARTIFACTS = KIT_ROOT / "tests" / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+# Without the background-networking flags Chromium fills its log with failed connections on a
+# machine without network; the profile is a fresh folder per session.
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--remote-debugging-pipe",
+)
+WIDTH = 1000  # CSS pixels of the window: a laptop browser's
+SLICE = 1400  # the height of one screenshot
+REPLY_SECONDS = 60.0  # the longest wait for Chromium's reply to one command
+
+
+def say(config: pytest.Config, line: str) -> None:
+    """Print `line` on the terminal at once, whatever pytest captures."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(line, file=sys.stderr, flush=True)
+
+
+APT_SECONDS = 300  # an apt-get step that takes longer has no network to reach
+
+
+def install_chromium(config: pytest.Config) -> str | None:
+    """Install Debian's chromium with apt-get (an `apt-get update` first if that fails);
+    the reason when it cannot be, None when it is installed."""
+    if shutil.which("apt-get") is None:
+        return "Chromium is missing and this is not a Debian-like system (no apt-get)"
+    if os.geteuid() != 0:
+        return "Chromium is missing: install it with `sudo apt-get install chromium`"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
+    say(config, "\nInstalling Debian's chromium for the report page's tests (first run only)...")
+    for before in ([], [["apt-get", "update"]]):
+        for command in [*before, install]:
+            try:
+                done = subprocess.run(command, env=env, capture_output=True, text=True,
+                                      check=False, timeout=APT_SECONDS)  # fmt: skip
+            except subprocess.TimeoutExpired:
+                return f"`{' '.join(command)}` took over {APT_SECONDS} s (no network?)"
+            if done.returncode != 0:
+                break
+        else:
+            return None
+    return f"`{' '.join(command)}` failed ({done.returncode}):\n{done.stdout}{done.stderr}"
+
+
+@pytest.fixture(scope="session")
+def chromium(pytestconfig: pytest.Config) -> str:
+    """The path of Debian's Chromium, installed first if need be."""
+    if not Path(CHROMIUM).exists():
+        reason = install_chromium(pytestconfig)
+        if reason:
+            if os.environ.get("CI"):
+                pytest.fail(f"the report page must be tested in CI: {reason}")
+            pytest.skip(reason)
+    return CHROMIUM
+
+
+class Browser:
+    """One headless Chromium, driven over the DevTools protocol on a pipe."""
+
+    def __init__(self, binary: str, profile: Path, log: Path) -> None:
+        commands, self.commands = os.pipe()  # we write, Chromium reads on its fd 3
+        self.replies, replies = os.pipe()  # Chromium writes on its fd 4, we read
+
+        def on_fds_3_and_4() -> None:  # in the child: above 4 first, so neither end is clobbered
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (commands, replies)]
+            os.dup2(high[0], 3)
+            os.dup2(high[1], 4)
+
+        with log.open("wb") as stderr:
+            self.process = subprocess.Popen(
+                [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                pass_fds=(3, 4),
+                preexec_fn=on_fds_3_and_4,  # safe: nothing else runs threads here
+            )
+        os.close(commands)
+        os.close(replies)
+        self.log = log
+        self.buffer = b""
+        self.events: list[dict] = []
+        self.last_id = 0
+
+    def send(self, method: str, session: str | None = None, **params: object) -> dict:
+        """Run one command and return its result; the events that came first are kept."""
+        self.last_id += 1
+        message = {"id": self.last_id, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        os.write(self.commands, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self.receive(method)
+            if reply.get("id") == self.last_id:
+                if "error" in reply:
+                    raise RuntimeError(f"Chromium refused {method}: {reply['error']}")
+                return reply["result"]
+            self.events.append(reply)
+
+    def wait_for(self, event: str, session: str) -> None:
+        """Wait until `event` has come for `session` (it may have come already)."""
+        while not any(
+            message.get("method") == event and message.get("sessionId") == session
+            for message in self.events
+        ):
+            self.events.append(self.receive(event))
+
+    def receive(self, waiting_for: str) -> dict:
+        while b"\0" not in self.buffer:
+            ready, _, _ = select.select([self.replies], [], [], REPLY_SECONDS)
+            chunk = os.read(self.replies, 1 << 16) if ready else b""
+            if not chunk:
+                raise RuntimeError(
+                    f"Chromium sent nothing for {REPLY_SECONDS:.0f} s (waiting for {waiting_for}), "
+                    f"or exited ({self.process.poll()}); its log:\n{self.log.read_text()[-3000:]}"
+                )
+            self.buffer += chunk
+        message, _, self.buffer = self.buffer.partition(b"\0")
+        return json.loads(message)
+
+    def close(self) -> None:
+        os.close(self.commands)  # Chromium exits when its pipe closes
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.replies)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    folder = tmp_path_factory.mktemp("chromium")
+    started = Browser(chromium, folder / "profile", folder / "chromium.log")
+    yield started
+    started.close()
+
+
+class Tab:
+    """A page open in the browser, its console errors, and what it shows."""
+
+    def __init__(self, browser: Browser, page: Path) -> None:
+        self.browser = browser
+        self.target = browser.send("Target.createTarget", url="about:blank")["targetId"]
+        self.session = browser.send("Target.attachToTarget", targetId=self.target, flatten=True)[
+            "sessionId"
+        ]
+        for domain in ("Page", "Runtime", "Log"):
+            self.send(f"{domain}.enable")
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=WIDTH,
+            height=900,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+        self.send("Page.navigate", url=page.resolve().as_uri())
+        browser.wait_for("Page.loadEventFired", self.session)
+
+    def send(self, method: str, **params: object) -> dict:
+        return self.browser.send(method, self.session, **params)
+
+    def console_errors(self) -> list[str]:
+        """Errors the page logged: console calls, uncaught exceptions, failed loads, refusals."""
+        errors = []
+        for event in self.browser.events:
+            if event.get("sessionId") != self.session:
+                continue
+            params = event.get("params", {})
+            if event["method"] == "Runtime.consoleAPICalled" and params["type"] in (
+                "error",
+                "assert",
+            ):
+                errors.append(" ".join(str(arg.get("value", arg)) for arg in params["args"]))
+            elif event["method"] == "Runtime.exceptionThrown":
+                errors.append(params["exceptionDetails"]["text"])
+            elif event["method"] == "Log.entryAdded" and params["entry"]["level"] == "error":
+                errors.append(params["entry"]["text"])
+        return errors
+
+    def evaluate(self, expression: str) -> object:
+        """The JSON value of `expression`, evaluated in the page (the page itself has no script)."""
+        reply = self.send("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"{expression} raised: {reply['exceptionDetails']}")
+        return reply["result"]["value"]
+
+    def screenshots(self, stem: str) -> list[Path]:
+        """The whole page, not only the window, as PNGs of at most `SLICE` pixels' height each,
+        which an image viewer shows without shrinking the text away."""
+        size = self.send("Page.getLayoutMetrics")["cssContentSize"]
+        paths = []
+        for index, top in enumerate(range(0, math.ceil(size["height"]), SLICE), 1):
+            height = min(SLICE, size["height"] - top)
+            clip = {"x": 0, "y": top, "width": size["width"], "height": height, "scale": 1}
+            shot = self.send(
+                "Page.captureScreenshot", format="png", captureBeyondViewport=True, clip=clip
+            )
+            paths.append(ARTIFACTS / f"{stem}-{index}.png")
+            paths[-1].write_bytes(base64.b64decode(shot["data"]))
+        return paths
+
+    def close(self) -> None:
+        self.browser.send("Target.closeTarget", targetId=self.target)
