@@ -622,8 +622,11 @@ def test_batches_cross_a_real_worker_as_handles(tmp_path, monkeypatch, timing_ch
         (KIT_ROOT / "grader" / "sandbox" / "tools" / "gpu_timing.py").read_text() + CPU_TOOL_TAIL
     )
     monkeypatch.setitem(process.TOOLS, "gpu_timing", tool)
-    kernel = (KIT_ROOT / "full_kit" / "torch_baseline.py").read_bytes()
-    kernel += b"\npaged_attention_decode = gather_sdpa_decode\n"
+    # The torch baseline as one self-contained file: its input checks inlined.
+    checks = (KIT_ROOT / "full_kit" / "decode_inputs.py").read_text()
+    baseline = (KIT_ROOT / "full_kit" / "torch_baseline.py").read_text()
+    baseline = baseline.replace("from full_kit.decode_inputs import check_inputs\n", checks)
+    kernel = f"{baseline}\npaged_attention_decode = gather_sdpa_decode\n".encode()
     limits = process.Limits(memory_bytes=4 << 30, call_seconds=600.0, import_seconds=600.0)
     worker = process.Sandbox({"paged_attention.py": kernel}, limits, process.NO_CUDA,
                              time.monotonic() + 1200)  # fmt: skip
