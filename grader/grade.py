@@ -29,7 +29,7 @@ import hypothesis
 import pytest
 import torch
 
-from grader import KIT_ROOT, scan
+from grader import KIT_ROOT, provenance, scan
 from grader.intake import Intake
 from grader.integration import run_integration
 from grader.parts import ENGINE_PARTS, PARTS
@@ -343,6 +343,7 @@ def grade(intake: Intake, options: Options) -> dict:
         "errors": [],
         "environment": environment(options),
         "submission": {"name": intake.name, "path": intake.path, "files": intake.sha256()},
+        "provenance": provenance.of(options.rubric, intake.sha256()),  # sealed when written
     }
     try:
         plugin = run_checks(intake, options)

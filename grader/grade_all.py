@@ -13,6 +13,12 @@ Each report folder also gets `grade.log`, the grader's output. Then `OUT/leaderb
 when the leaderboard was written; 2 when FOLDER holds no submission or an option is wrong (OUT
 may not be FOLDER itself, where report folders would land among the submissions).
 
+A second run on the same folder and OUT resumes the drive: a submission whose report was made by
+the same kit version, profile, seed, rubric and parts, from the same files, is kept, not graded
+again (`resume.py`); Ctrl-C leaves such a drive. `--ray ADDRESS` grades each submission as a task
+on a Ray cluster instead of a process here (`cluster.py`, Ray imported only then), and `--merge
+DIR...` grades nothing: one leaderboard of report folders graded elsewhere (`merge.py`).
+
 A submission's `<name>`, its report folder and its name on the leaderboard, is chosen so that no
 two submissions share a folder and none is one of grade-all's own outputs (a submission named
 `leaderboard.html.zip` must not become `OUT/leaderboard.html/`), comparing names as a case- and
@@ -33,15 +39,17 @@ import sys
 import threading
 import time
 import unicodedata
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from grader import KIT_ROOT
+from grader import KIT_ROOT, resume
 from grader.parts import PARTS
 from grader.report import leaderboard
 from grader.report.compare import ReportError, load
 from grader.report.leaderboard import Outcome
 from grader.sandbox import isolation
+from grader.sandbox.process import die_with_the_grader
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import parse_parts
 from grader.similarity.drive import read_drive, shown, similarity_report
@@ -66,7 +74,7 @@ def parser() -> argparse.ArgumentParser:
         "files), then write OUT/leaderboard.html and OUT/leaderboard.csv. "
         "Any other option (--rubric, --memory-limit-gb, the timeouts) goes to every grading.",
     )
-    cli.add_argument("folder", type=Path, help="the folder holding the submissions")
+    cli.add_argument("folder", type=Path, nargs="?", help="the folder holding the submissions")
     cli.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
     cli.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                      help="gradings at once (default: the number of cores)")  # fmt: skip
@@ -81,6 +89,15 @@ def parser() -> argparse.ArgumentParser:
                           "'not isolated: not for a hiring decision'")  # fmt: skip
     cli.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                      help="seconds one grading may take (default: an hour)")  # fmt: skip
+    cli.add_argument("--rubric", type=Path, help="a TOML file of weights and points, for all")
+    cli.add_argument("--ray", metavar="ADDRESS",
+                     help="grade on the Ray cluster at ADDRESS ('auto': the local one), each "
+                          "submission a task (pip install '.[cluster]')")  # fmt: skip
+    cli.add_argument("--merge", type=Path, nargs="+", metavar="DIR",
+                     help="no grading: one leaderboard of the report folders in each DIR "
+                          "(grade-all outputs, or report folders), graded elsewhere")  # fmt: skip
+    cli.add_argument("--allow-mixed", action="store_true",
+                     help="with --merge: take reports of other settings, marked")  # fmt: skip
     return cli
 
 
@@ -126,6 +143,8 @@ def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str
         line += ["--seed", str(args.seed)]
     if args.parts:
         line += ["--parts", ",".join(args.parts)]
+    if args.rubric is not None:
+        line += ["--rubric", str(args.rubric.resolve())]
     return line + args.grader_options
 
 
@@ -136,6 +155,7 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
         report_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # a name too long for the file system, say
         return Outcome(name, str(entry), None, f"no report folder: {error}", [], 0.0)
+    resume.clear(report_dir)
     started = time.monotonic()
     with LAUNCHING:  # Ctrl-C stops every grading started, and none starts after it
         if STOPPING.is_set():
@@ -148,6 +168,7 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
             text=True,
             errors="replace",
             start_new_session=True,  # a group of its own, to kill whole on a timeout
+            preexec_fn=die_with_the_grader,  # and gone with grade-all (or its Ray worker)
         )
         RUNNING.add(process)
     try:
@@ -205,13 +226,40 @@ def progress(done: int, total: int, outcome: Outcome) -> str:
     else:
         result = f"{outcome.report['score']:g} / {outcome.report['max_score']:g}"
     line = f"[{done}/{total}] {outcome.name}: {result} ({outcome.seconds:.0f} s)"
+    line += "".join(f"; {remark}" for remark in outcome.remarks)
     return clean(line.replace("\n", " "), 500)
+
+
+def grade_locally(
+    entries: dict[str, Path], args: argparse.Namespace, jobs: int, done: Callable[[Outcome], None]
+) -> None:
+    """Grade `entries` on this machine, `jobs` at a time, calling `done` with each outcome as it
+    comes; on Ctrl-C, stop the gradings under way and raise KeyboardInterrupt."""
+    pool = ThreadPoolExecutor(jobs)
+    try:
+        futures = [pool.submit(grade_one, name, entry, args) for name, entry in entries.items()]
+        for future in as_completed(futures):
+            done(future.result())
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        with LAUNCHING:
+            STOPPING.set()
+            started = list(RUNNING)
+        for process in started:
+            stop(process)  # each grading runs in a session of its own: Ctrl-C did not reach it
+        raise
+    finally:
+        pool.shutdown()
 
 
 def main(argv: list[str]) -> int:
     args, grader_options = parser().parse_known_args(argv)
     args.grader_options = grader_options  # forwarded to every grading, which checks them
-    if not args.folder.is_dir():
+    if args.merge:
+        from grader import merge
+
+        return merge.main(args)
+    if args.folder is None or not args.folder.is_dir():
         print(f"grade-all: {args.folder} is not a folder: give the folder that holds the "
               "submissions (folders, .zip, .tar.gz)", file=sys.stderr)  # fmt: skip
         return 2
@@ -238,33 +286,48 @@ def main(argv: list[str]) -> int:
         print(f"grade-all: {args.folder} holds no submission: put each candidate's folder, "
               ".zip or .tar.gz in it", file=sys.stderr)  # fmt: skip
         return 2
-    jobs = min(args.jobs, len(entries))
-    if jobs > 1 and "kernel" in (args.parts or PARTS) and gpu_present():
-        print("A CUDA device is present: grading one submission at a time, so that no two "
-              "kernel timings share the GPU.", file=sys.stderr)  # fmt: skip
-        jobs = 1
-    print(f"Grading {len(entries)} submissions from {args.folder}, {jobs} at a time "
-          f"({args.profile} profile)...", file=sys.stderr)  # fmt: skip
-    outcomes = []
-    pool = ThreadPoolExecutor(jobs)
     try:
-        futures = [pool.submit(grade_one, name, entry, args) for name, entry in entries.items()]
-        for done, future in enumerate(as_completed(futures), 1):
-            outcomes.append(future.result())
-            print(progress(done, len(futures), outcomes[-1]), file=sys.stderr, flush=True)
+        settings = resume.wanted(args)
+    except (ValueError, OSError) as error:
+        print(f"grade-all: {error}", file=sys.stderr)
+        return 2
+    outcomes: list[Outcome] = []
+
+    def done(outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        print(progress(len(outcomes), len(entries), outcome), file=sys.stderr, flush=True)
+
+    todo = {}
+    for name, entry in entries.items():
+        earlier = resume.kept(name, entry, args.out / name, settings)
+        if earlier is None:
+            todo[name] = entry
+        else:
+            done(earlier)
+    try:
+        if todo and args.ray:
+            from grader import cluster  # Ray is imported only here
+
+            cluster.grade(todo, args, done)
+        elif todo:
+            grade_locally(todo, args, local_jobs(args, len(todo)), done)
     except KeyboardInterrupt:
-        pool.shutdown(wait=False, cancel_futures=True)
-        with LAUNCHING:
-            STOPPING.set()
-            started = list(RUNNING)
-        for process in started:
-            stop(process)  # each grading runs in a session of its own: Ctrl-C did not reach it
         print("\ngrade-all: interrupted; the gradings under way were stopped, no leaderboard "
-              "written", file=sys.stderr)  # fmt: skip
+              "written. The same command again grades the rest.", file=sys.stderr)  # fmt: skip
         return 130
-    finally:
-        pool.shutdown()
     similar = similar_pairs(entries, args.out)
     page = leaderboard.write_all(outcomes, args.out, vars(args), similar)
     print(f"\nLeaderboard: {page}  (also leaderboard.csv)")
     return 0
+
+
+def local_jobs(args: argparse.Namespace, count: int) -> int:
+    """Gradings at once on this machine: one where two could time kernels on one GPU."""
+    jobs = min(args.jobs, count)
+    if jobs > 1 and "kernel" in (args.parts or PARTS) and gpu_present():
+        print("A CUDA device is present: grading one submission at a time, so that no two "
+              "kernel timings share the GPU.", file=sys.stderr)  # fmt: skip
+        jobs = 1
+    print(f"Grading {count} submissions, {jobs} at a time ({args.profile} profile)...",
+          file=sys.stderr)  # fmt: skip
+    return jobs

@@ -41,6 +41,7 @@ class Outcome:
     failure: str
     tail: list[str]
     seconds: float
+    remarks: tuple[str, ...] = ()  # what the drive adds: retried, kept from an earlier run, mixed
 
 
 def cleaned(outcome: Outcome) -> Outcome:
@@ -53,6 +54,7 @@ def cleaned(outcome: Outcome) -> Outcome:
         report=None if outcome.report is None else bounded(outcome.report),
         failure=clean(outcome.failure),
         tail=[clean(line) for line in outcome.tail],
+        remarks=tuple(clean(remark) for remark in outcome.remarks),
     )
 
 
@@ -95,8 +97,9 @@ def flags(report: dict) -> list[str]:
 def note(outcome: Outcome) -> str:
     """Why a submission has no score, or the grader's own failure while grading it."""
     if outcome.report is None:
-        return f"not graded ({outcome.failure}): " + " | ".join(outcome.tail)
-    notes = []
+        why = f"not graded ({outcome.failure}): " + " | ".join(outcome.tail)
+        return "; ".join((why, *outcome.remarks))
+    notes = list(outcome.remarks)
     if outcome.report.get("isolation", {}).get("isolated") is False:
         notes.append(UNISOLATED)
     if outcome.report.get("errors"):
@@ -188,7 +191,12 @@ def html_row(rank: int | None, outcome: Outcome, parts: list[str], href: str) ->
     row = {"rank": rank, "name": outcome.name, "href": href, "took": took(outcome.seconds)}
     r = outcome.report
     if r is None:
-        return {**row, "failure": outcome.failure, "tail": "\n".join(outcome.tail)}
+        return {
+            **row,
+            "failure": outcome.failure,
+            "tail": "\n".join(outcome.tail),
+            "remarks": "; ".join(outcome.remarks),
+        }
     return {
         **row,
         "score": points(r["score"]),

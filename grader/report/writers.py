@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
+from grader.provenance import sealed
 from grader.report.formats import part_score, points, tally, total_ungraded, ungraded_notes
 from grader.report.model import bounded
 from grader.report.render import report_html, report_markdown
@@ -21,8 +22,8 @@ from grader.report.render import report_html, report_markdown
 
 def write_all(report: dict, out: Path) -> None:
     """Create `out` and write the five report files into it, `report.json` first, all from
-    the report `bounded`: clean text of a bounded length."""
-    report = bounded(report)
+    the report `bounded`: clean text of a bounded length, and `sealed` (`provenance.py`)."""
+    report = sealed(bounded(report))
     writers: dict[str, Callable[[dict], str]] = {
         "report.json": report_json,
         "report.md": report_markdown,

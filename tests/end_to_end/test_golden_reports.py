@@ -58,6 +58,7 @@ CASES: dict[str, tuple[tuple[Edit, ...], str]] = {
 MACHINE_FACTS = (
     *("python", "torch", "triton", "hypothesis", "pytest", "platform", "cpu_count", "device"),
     *("isolation", "path"),  # how the workers ran, and where the submission lay
+    "provenance",  # the kit's version and the seal change with any edit of the kit
 )
 
 

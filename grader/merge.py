@@ -1,0 +1,93 @@
+"""`grade-all --merge DIR... [--out OUT] [--allow-mixed]`: one leaderboard of reports graded
+elsewhere (a Slurm array, a CI matrix, several machines).
+
+Each DIR is a report folder (it holds report.json) or a folder of them (a grade-all OUT). Every
+report must pass `provenance.problems` (its submission's file hashes match their checksum, and
+nothing was changed after grading): one that does not is refused, always. Reports of different
+`provenance.settings` (kit version, profile, seed, rubric, parts) are refused too, unless
+`--allow-mixed`: then each report whose settings differ from the most common ones is marked on
+its row. The report folders are copied into OUT under unique names, and OUT gets the leaderboard,
+as grade-all writes it (no similar pairs: the submissions are not here). Exit status 0 when the
+leaderboard was written, 2 when something was refused.
+"""
+
+import argparse
+import json
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+from grader import provenance
+from grader.grade_all import OWN_OUTPUTS, report_name, unique_key
+from grader.report import leaderboard
+from grader.report.compare import ReportError, load
+from grader.report.leaderboard import Outcome
+from grader.text import clean
+
+
+def report_folders(dirs: list[Path]) -> list[Path]:
+    """The report folders `dirs` name: each a report folder itself, or the ones it holds."""
+    found = []
+    for folder in dirs:
+        if (folder / "report.json").is_file():
+            found.append(folder)
+        elif folder.is_dir():
+            found += sorted(sub for sub in folder.iterdir() if (sub / "report.json").is_file())
+    return found
+
+
+def differences(settings: dict, usual: dict) -> str:
+    """What `settings` have that `usual` do not, e.g. "seed 8 (the rest: 7)"."""
+    return ", ".join(
+        f"{key} {settings[key]} (the rest: {usual[key]})"
+        for key in provenance.SETTINGS
+        if settings[key] != usual[key]
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    folders = report_folders(args.merge)
+    if not folders:
+        print("grade-all --merge: no report.json in " + ", ".join(map(str, args.merge)),
+              file=sys.stderr)  # fmt: skip
+        return 2
+    raws, refused = {}, []
+    for folder in folders:
+        try:
+            raws[folder] = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+            load(folder)  # the fields a leaderboard reads
+        except (ReportError, OSError, ValueError) as error:
+            refused.append(f"{folder}: {error}")
+            continue
+        refused += [f"{folder}: {why}" for why in provenance.problems(raws[folder])]
+    settings = {folder: provenance.settings(raw) for folder, raw in raws.items()}
+    counts = Counter(json.dumps(value, sort_keys=True) for value in settings.values())
+    usual = json.loads(counts.most_common(1)[0][0]) if counts else {}
+    mixed = {
+        folder: differences(value, usual) for folder, value in settings.items() if value != usual
+    }
+    if mixed and not args.allow_mixed:
+        refused += [f"{folder}: graded with other settings: {why}" for folder, why in mixed.items()]
+        refused.append("(--allow-mixed merges them anyway, each such row marked)")
+    if refused:
+        print("grade-all --merge: refused:\n  " + "\n  ".join(clean(line) for line in refused),
+              file=sys.stderr)  # fmt: skip
+        return 2
+    outcomes, taken = [], {unique_key(own) for own in OWN_OUTPUTS}
+    for folder in folders:
+        name = report_name(folder.name, taken)
+        taken.add(unique_key(name))
+        target = args.out / name
+        if target.resolve() != folder.resolve():
+            shutil.copytree(folder, target, dirs_exist_ok=True)
+        report = load(target).report
+        remarks = (f"mixed: {mixed[folder]}",) if folder in mixed else ()
+        seconds = float(report.get("seconds") or 0.0)
+        outcomes.append(Outcome(name, str(folder), report, "", [], seconds, remarks))
+        print(f"[{len(outcomes)}/{len(folders)}] {clean(name, 200)}: {report['score']:g} / "
+              f"{report['max_score']:g}", file=sys.stderr)  # fmt: skip
+    options = {"folder": ", ".join(map(str, args.merge)), **usual}
+    page = leaderboard.write_all(outcomes, args.out, options)
+    print(f"\nLeaderboard: {page}  (also leaderboard.csv)")
+    return 0

@@ -1,0 +1,59 @@
+"""Resuming a drive: `grade-all` keeps a report it finds already made with the drive's settings.
+
+A submission is graded again unless its report folder holds every file a grading leaves
+(`REPORT_FILES`: the grader writes report.json first and grade-all writes grade.log last, so a
+grading stopped half-way, by Ctrl-C or a dead node, leaves an incomplete folder), its report.json
+passes `provenance.problems`, its `provenance.settings` are the drive's (`wanted`: kit version,
+profile, seed, rubric, parts), and its per-file sha256 are those of the submission as it is now
+(a candidate who sent a new version is graded again). `clear` empties a folder before a grading.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+from grader import provenance
+from grader.intake import SubmissionRefused, read_submission
+from grader.parts import PARTS
+from grader.report.compare import ReportError, load
+from grader.report.leaderboard import Outcome
+from grader.scoring.rubric import load_rubric
+
+REPORT_FILES = ("report.json", "report.md", "report.html", "results.json", "junit.xml", "grade.log")
+KEPT = "kept from an earlier run with the same settings"
+
+
+def wanted(args: argparse.Namespace) -> dict:
+    """The drive's `provenance.settings`; ValueError or OSError for a rubric it cannot read."""
+    return {
+        "kit": provenance.kit_version(),
+        "profile": args.profile,
+        "seed": args.seed,
+        "rubric": provenance.rubric_digest(load_rubric(args.rubric)),
+        "parts": list(args.parts or PARTS),
+    }
+
+
+def kept(name: str, entry: Path, report_dir: Path, settings: dict) -> Outcome | None:
+    """The earlier grading of `entry` in `report_dir` if it stands (see the module), else None."""
+    if not all((report_dir / file).is_file() for file in REPORT_FILES):
+        return None
+    try:
+        raw = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+        report = load(report_dir).report
+        files = read_submission(entry).sha256()
+    except (ReportError, SubmissionRefused, OSError, ValueError):
+        return None
+    if provenance.problems(raw) or provenance.settings(raw) != settings:
+        return None
+    if raw["submission"]["files"] != files:
+        return None
+    seconds = report.get("seconds")
+    seconds = float(seconds) if isinstance(seconds, int | float) else 0.0
+    return Outcome(name, str(entry), report, "", [], seconds, (KEPT,))
+
+
+def clear(report_dir: Path) -> None:
+    """Remove an earlier grading's files from `report_dir`, so that none outlives a new one."""
+    for file in REPORT_FILES:
+        (report_dir / file).unlink(missing_ok=True)

@@ -1,0 +1,147 @@
+"""`grade-all` resumes a drive (a second run keeps every report made with the same settings from
+the same files, Ctrl-C included), and `grade-all --merge` builds one leaderboard from report
+folders graded apart, refusing mixed settings (unless `--allow-mixed`) and edited reports."""
+
+import csv
+import json
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.grading import EXERCISES, KIT_ROOT, build_submission
+
+PARTS = ("--parts", "allocator")
+KEPT = "kept from an earlier run"
+
+
+def grade_all(*args: object) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "grader", "grade-all", *map(str, args)],
+        cwd=KIT_ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+
+
+def rows(board: Path) -> dict[str, dict[str, str]]:
+    return {row["candidate"]: row for row in csv.DictReader((board / "leaderboard.csv").open())}
+
+
+def drive_folder(folder: Path) -> Path:
+    build_submission(folder / "key")
+    shutil.copytree(EXERCISES, folder / "stubs", ignore=shutil.ignore_patterns("*.md"))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> tuple[Path, Path]:
+    """A drive of two (the answer key, the stubs), graded once: its folder and its OUT."""
+    root = tmp_path_factory.mktemp("drive")
+    folder, out = drive_folder(root / "submissions"), root / "out"
+    done = grade_all(folder, "--out", out, *PARTS)
+    assert done.returncode == 0, done.stderr
+    assert KEPT not in done.stderr
+    return folder, out
+
+
+def test_a_second_run_keeps_every_report(graded) -> None:
+    folder, out = graded
+    before = rows(out)
+    done = grade_all(folder, "--out", out, *PARTS)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count(KEPT) == 2, done.stderr
+    after = rows(out)
+    assert {n: r["score"] for n, r in after.items()} == {n: r["score"] for n, r in before.items()}
+    assert KEPT in after["key"]["note"]
+
+
+def test_another_seed_or_a_changed_submission_is_graded_again(graded, tmp_path: Path) -> None:
+    folder, out = graded
+    seeded = tmp_path / "seeded"
+    shutil.copytree(out, seeded)
+    done = grade_all(folder, "--out", seeded, "--seed", "3", *PARTS)
+    assert done.returncode == 0, done.stderr
+    assert KEPT not in done.stderr
+    changed, again = tmp_path / "changed", tmp_path / "again"
+    shutil.copytree(folder, changed)
+    shutil.copytree(out, again)
+    (changed / "key" / "block_allocator.py").write_text(
+        (changed / "key" / "block_allocator.py").read_text() + "\n# resubmitted\n"
+    )
+    done = grade_all(changed, "--out", again, *PARTS)
+    assert done.returncode == 0, done.stderr
+    kept = [line for line in done.stderr.splitlines() if KEPT in line]
+    assert len(kept) == 1, done.stderr
+    assert "stubs" in kept[0], done.stderr
+
+
+def test_a_drive_stopped_by_ctrl_c_resumes(graded, tmp_path: Path) -> None:
+    folder, out = tmp_path / "submissions", tmp_path / "out"
+    shutil.copytree(graded[0], folder)
+    drive = subprocess.Popen(
+        [sys.executable, "-m", "grader", "grade-all", str(folder), "--out", str(out), "--jobs",
+         "1", *PARTS],
+        cwd=KIT_ROOT, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for line in drive.stderr:
+            if line.startswith("[1/2]"):
+                drive.send_signal(signal.SIGINT)
+                break
+        assert drive.wait(timeout=300) == 130
+    finally:
+        drive.kill()
+        drive.wait()
+    assert not (out / "leaderboard.csv").exists()
+    done = grade_all(folder, "--out", out, *PARTS)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count(KEPT) == 1, done.stderr
+    assert set(rows(out)) == {"key", "stubs"}
+
+
+def test_merge_builds_one_leaderboard_and_refuses_mixed_settings(graded, tmp_path: Path) -> None:
+    folder, out = graded
+    seeded = tmp_path / "seeded"
+    assert grade_all(folder, "--out", seeded, "--seed", "3", *PARTS).returncode == 0
+    merged = tmp_path / "merged"
+    done = grade_all("--merge", out / "key", out / "stubs", "--out", merged)
+    assert done.returncode == 0, done.stderr
+    assert {n: r["score"] for n, r in rows(merged).items()} == {"key": "15", "stubs": "0"}
+    assert all((merged / row["report"]).is_file() for row in rows(merged).values())
+    refused = grade_all("--merge", out, seeded, "--out", tmp_path / "refused")
+    assert refused.returncode == 2
+    assert "graded with other settings: seed 3" in refused.stderr
+    assert not (tmp_path / "refused" / "leaderboard.csv").exists()
+    mixed = tmp_path / "mixed"
+    done = grade_all("--merge", out, seeded, "--out", mixed, "--allow-mixed")
+    assert done.returncode == 0, done.stderr
+    board = rows(mixed)
+    assert set(board) == {"key", "stubs", "key-2", "stubs-2"}
+    assert "mixed: seed 3" in board["key-2"]["note"]
+    assert "mixed" not in board["key"]["note"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        ("files", "file hashes do not match their recorded checksum"),
+        ("score", "changed after grading"),
+    ],
+)
+def test_merge_refuses_a_hand_edited_report(graded, tmp_path: Path, edit: str, why: str) -> None:
+    _, out = graded
+    edited = tmp_path / "key"
+    shutil.copytree(out / "key", edited)
+    report = json.loads((edited / "report.json").read_text())
+    if edit == "files":
+        report["submission"]["files"]["block_allocator.py"] = "0" * 64
+    else:
+        report["score"] = report["max_score"] = 99.0
+    (edited / "report.json").write_text(json.dumps(report, indent=2))
+    done = grade_all(
+        "--merge", edited, out / "stubs", "--out", tmp_path / "merged", "--allow-mixed"
+    )
+    assert done.returncode == 2
+    assert why in done.stderr
