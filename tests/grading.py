@@ -178,8 +178,11 @@ def selected_params(request: pytest.FixtureRequest, argname: str) -> list[Any]:
 
 
 def without_times(report: dict[str, Any]) -> dict[str, Any]:
-    """`report` without what a rerun may change: times, and the measured benchmark figures."""
+    """`report` without what a rerun may change: times, the measured benchmark figures, and the
+    seal over them all."""
     kept = {key: value for key, value in report.items() if key not in ("seconds", "started_at")}
+    made = report["provenance"]
+    kept["provenance"] = {key: value for key, value in made.items() if key != "seal"}
     kept["parts"] = {
         part_id: {
             **{key: value for key, value in part.items() if key != "seconds"},
