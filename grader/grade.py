@@ -152,10 +152,10 @@ def run_modules(plugin: GradingPlugin, modules: list[Path], options: Options, *a
 
 
 def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options: Options) -> None:
-    """Where the candidate's allocator fails an allocator check, grade each chosen part of
-    its `regraded` modules a second time with the answer key's `block_allocator.py`
-    in place of the candidate's (bytecode, as for `swapped` files), and keep in `plugin` the grading
-    with more points, noting it; `plugin.rescored` records both. The part's other modules keep
+    """Where the candidate's allocator fails an allocator check, grade the `regraded` modules of
+    each chosen part a second time, with the answer key's `block_allocator.py` in place of the
+    candidate's (bytecode, as for `swapped` files), and keep in `plugin` the grading with more
+    points, noting it; `plugin.rescored` records both. The part's other modules keep
     their first grading. Without the answer key (the candidate bundle) the parts keep the
     candidate's allocator, and their note says so. Same options, so the same examples."""
     parts = [part for part in options.parts if PARTS[part].regraded]
