@@ -19,10 +19,11 @@ from collections import Counter
 from pathlib import Path
 
 from grader import provenance
-from grader.grade_all import OWN_OUTPUTS, report_name, unique_key
+from grader.grade_all import OWN_OUTPUTS, progress, report_name, unique_key
 from grader.report import leaderboard
-from grader.report.compare import ReportError, load
-from grader.report.leaderboard import Outcome
+from grader.report.compare import ReportError, read
+from grader.report.leaderboard import earlier
+from grader.report.model import bounded
 from grader.text import clean
 
 
@@ -55,8 +56,7 @@ def main(args: argparse.Namespace) -> int:
     raws, refused = {}, []
     for folder in folders:
         try:
-            raws[folder] = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-            load(folder)  # the fields a leaderboard reads
+            raws[folder] = read(folder)
         except (ReportError, OSError, ValueError) as error:
             refused.append(f"{folder}: {error}")
             continue
@@ -81,12 +81,10 @@ def main(args: argparse.Namespace) -> int:
         target = args.out / name
         if target.resolve() != folder.resolve():
             shutil.copytree(folder, target, dirs_exist_ok=True)
-        report = load(target).report
         remarks = (f"mixed: {mixed[folder]}",) if folder in mixed else ()
-        seconds = float(report.get("seconds") or 0.0)
-        outcomes.append(Outcome(name, str(folder), report, "", [], seconds, remarks))
-        print(f"[{len(outcomes)}/{len(folders)}] {clean(name, 200)}: {report['score']:g} / "
-              f"{report['max_score']:g}", file=sys.stderr)  # fmt: skip
+        report = bounded(raws[folder])
+        outcomes.append(earlier(name, str(folder), report, remarks))
+        print(progress(len(outcomes), len(folders), outcomes[-1]), file=sys.stderr)
     options = {"folder": ", ".join(map(str, args.merge)), **usual}
     page = leaderboard.write_all(outcomes, args.out, options)
     print(f"\nLeaderboard: {page}  (also leaderboard.csv)")

@@ -9,17 +9,18 @@ profile, seed, rubric, parts), and its per-file sha256 are those of the submissi
 """
 
 import argparse
-import json
 from pathlib import Path
 
 from grader import provenance
 from grader.intake import SubmissionRefused, read_submission
 from grader.parts import PARTS
-from grader.report.compare import ReportError, load
-from grader.report.leaderboard import Outcome
+from grader.report.compare import ReportError, read
+from grader.report.leaderboard import Outcome, earlier
+from grader.report.model import bounded
+from grader.report.writers import WRITERS
 from grader.scoring.rubric import load_rubric
 
-REPORT_FILES = ("report.json", "report.md", "report.html", "results.json", "junit.xml", "grade.log")
+REPORT_FILES = (*WRITERS, "grade.log")  # the grader's files, then grade-all's log
 KEPT = "kept from an earlier run with the same settings"
 
 
@@ -39,8 +40,7 @@ def kept(name: str, entry: Path, report_dir: Path, settings: dict) -> Outcome | 
     if not all((report_dir / file).is_file() for file in REPORT_FILES):
         return None
     try:
-        raw = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
-        report = load(report_dir).report
+        raw = read(report_dir)
         files = read_submission(entry).sha256()
     except (ReportError, SubmissionRefused, OSError, ValueError):
         return None
@@ -48,9 +48,7 @@ def kept(name: str, entry: Path, report_dir: Path, settings: dict) -> Outcome | 
         return None
     if raw["submission"]["files"] != files:
         return None
-    seconds = report.get("seconds")
-    seconds = float(seconds) if isinstance(seconds, int | float) else 0.0
-    return Outcome(name, str(entry), report, "", [], seconds, (KEPT,))
+    return earlier(name, str(entry), bounded(raw), (KEPT,))
 
 
 def clear(report_dir: Path) -> None:

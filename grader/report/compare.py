@@ -47,7 +47,17 @@ class CheckChange:
 def load(path: Path) -> Side:
     """The report at `path` (a report.json, or a folder holding one), checked for its fields,
     its strings cleaned and bounded (`model.bounded`)."""
-    file = path / "report.json" if path.is_dir() else path
+    return Side(report_file(path), bounded(read(path)))
+
+
+def report_file(path: Path) -> Path:
+    return path / "report.json" if path.is_dir() else path
+
+
+def read(path: Path) -> dict:
+    """The report at `path` as it was written, checked for the fields a reader needs; not
+    bounded (what its seal covers). ReportError saying what is wrong."""
+    file = report_file(path)
     try:
         report = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -64,7 +74,7 @@ def load(path: Path) -> Side:
     for key in ("score", "max_score"):
         if not isinstance(report.get(key), int | float):
             raise ReportError(f"{file} is not a grade report: it has no {key}")
-    return Side(file, bounded(report))
+    return report
 
 
 def checks_of(report: dict) -> dict[str, dict]:

@@ -44,6 +44,13 @@ class Outcome:
     remarks: tuple[str, ...] = ()  # what the drive adds: retried, kept from an earlier run, mixed
 
 
+def earlier(name: str, entry: str, report: dict, remarks: tuple[str, ...]) -> Outcome:
+    """A grading done before this drive (kept, or merged from elsewhere), from its `report`."""
+    seconds = report.get("seconds")
+    seconds = float(seconds) if isinstance(seconds, int | float) else 0.0
+    return Outcome(name, entry, report, "", [], seconds, remarks)
+
+
 def cleaned(outcome: Outcome) -> Outcome:
     """`outcome` with its strings cleaned and bounded: the name, the failure and the log's tail
     (`text.clean`), the report (`model.bounded`)."""

@@ -24,15 +24,8 @@ def write_all(report: dict, out: Path) -> None:
     """Create `out` and write the five report files into it, `report.json` first, all from
     the report `bounded`: clean text of a bounded length, and `sealed` (`provenance.py`)."""
     report = sealed(bounded(report))
-    writers: dict[str, Callable[[dict], str]] = {
-        "report.json": report_json,
-        "report.md": report_markdown,
-        "report.html": report_html,
-        "results.json": gradescope_json,
-        "junit.xml": junit_xml,
-    }
     out.mkdir(parents=True, exist_ok=True)
-    for name, render in writers.items():
+    for name, render in WRITERS.items():
         (out / name).write_text(render(report), encoding="utf-8", errors="replace")
 
 
@@ -139,3 +132,13 @@ def junit_case(part_id: str, check: dict) -> ET.Element:
 
 def xml_text(text: str) -> str:
     return NOT_XML.sub("\N{REPLACEMENT CHARACTER}", text)
+
+
+# Each file of a grade, in the order `write_all` writes them.
+WRITERS: dict[str, Callable[[dict], str]] = {
+    "report.json": report_json,
+    "report.md": report_markdown,
+    "report.html": report_html,
+    "results.json": gradescope_json,
+    "junit.xml": junit_xml,
+}
