@@ -1,7 +1,9 @@
 """`python -m grader SUBMISSION`: grade a submission and write its report.
 
 Exit status 0 whenever the grade ran and its report was written, whatever the score; 2 when the
-grader could not run (a bad argument, a submission it refuses to read).
+grader could not run (a bad argument, a submission it refuses to read, a report folder holding
+anything but an earlier report of the same input); 130 when Ctrl-C stopped it (`interrupt.py`),
+with nothing written.
 
 Three commands share the entry point: `python -m grader grade-all FOLDER` (`grade_all.py`),
 `python -m grader compare A B` (`report/compare.py`) and `python -m grader similarity FOLDER`
@@ -14,13 +16,17 @@ import importlib
 import sys
 from pathlib import Path
 
+from grader import interrupt
 from grader.intake import SubmissionRefused, read_submission
 from grader.parts import PARTS
-from grader.report.i18n import tr
+from grader.report.compare import ReportError, read
+from grader.report.i18n import profile_name, tr
+from grader.report.messages import translated_message
 from grader.sandbox import isolation
 from grader.sandbox.process import Limits
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import load_rubric, parse_parts
+from grader.text import clean
 
 COMMANDS = {
     "grade-all": "grader.grade_all",
@@ -38,11 +44,15 @@ def parser() -> argparse.ArgumentParser:
         "similarity FOLDER (submissions that share code); --help on each.",
     )
     cli.add_argument("submission", type=Path, help="folder, .zip or .tar.gz")
-    cli.add_argument("--out", type=Path, help="report folder (default reports/<submission name>)")
+    cli.add_argument("--out", type=Path,
+                     help="report folder (default reports/<submission name>); one that holds "
+                          "another input's report, or other files, is refused")  # fmt: skip
     cli.add_argument("--parts", type=parse_parts, default=tuple(PARTS),
                      help=f"comma-separated part ids (default all: {','.join(PARTS)})")  # fmt: skip
     cli.add_argument("--profile", choices=sorted(PROFILES), default="quick",
-                     help="quick for the candidate loop, full for a hiring decision")  # fmt: skip
+                     help="quick for the candidate loop (about 30 s on 2 cores), full for a "
+                          "hiring decision (about 1.5 min; a slow submission takes "
+                          "longer)")  # fmt: skip
     cli.add_argument("--seed", type=int, help="a private seed: a fresh set of hidden examples")
     cli.add_argument("--lang", choices=("en", "zh"), default="en",
                      help="language of the candidate-facing text (summary and report)")  # fmt: skip
@@ -69,7 +79,19 @@ def main(argv: list[str]) -> int:
         return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
     args = parser().parse_args(argv)
     try:
+        return grade_submission(args)
+    except KeyboardInterrupt:  # Ctrl-C before the report was written (it is written `held`)
+        print(f"\n{tr(args.lang, 'interrupted')}", file=sys.stderr)
+        return interrupt.EXIT_STATUS
+
+
+def grade_submission(args: argparse.Namespace) -> int:
+    """Grade the submission `args` name, write its report and print its summary: 0; or 2, with
+    a message, where the grader refuses to start."""
+    try:
         intake = read_submission(args.submission)
+        out = args.out or Path("reports") / intake.name
+        check_report_folder(out, Path(intake.path))
         rubric = load_rubric(args.rubric)
         isolated = isolation.probe(args.isolation)
     except (SubmissionRefused, ValueError, OSError, RuntimeError) as error:
@@ -78,7 +100,6 @@ def main(argv: list[str]) -> int:
     from grader.grade import Options, grade  # torch and pytest: grading only
     from grader.report.summary import print_summary
 
-    out = args.out or Path("reports") / intake.name
     limits = Limits(
         memory_bytes=int(args.memory_limit_gb * (1 << 30)),
         call_seconds=args.call_timeout,
@@ -96,13 +117,42 @@ def main(argv: list[str]) -> int:
         lang=args.lang,
         live=sys.stderr.isatty(),
     )
-    print(tr(args.lang, "grading", submission=args.submission, profile=args.profile),
+    print(tr(args.lang, "grading", submission=args.submission,
+             profile=profile_name(args.lang, args.profile)),
           file=sys.stderr)  # fmt: skip
+    if intake.folder:
+        print(tr(args.lang, "grading_folder", folder=intake.folder), file=sys.stderr)
     if not isolated.isolated:
-        print(f"WARNING: {isolated.describe()}", file=sys.stderr)
+        warning = translated_message(args.lang, isolated.describe())
+        print(tr(args.lang, "warning", message=warning), file=sys.stderr)
     report = grade(intake, options)
-    print_summary(report, out)
+    with interrupt.held():  # the report is written: the line on Ctrl-C would say otherwise
+        print_summary(report, out)
     return 0
+
+
+def check_report_folder(out: Path, submission: Path) -> None:
+    """Refuse (ValueError) to write the report of `submission` into `out` where that would
+    overwrite anything but an earlier report of the same input: `out` may be absent, empty, or
+    hold a report whose `submission.path` resolves to `submission`'s."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ValueError(f"{out} is a file, not a report folder: pass --out with a folder")
+    if next(out.iterdir(), None) is None:
+        return
+    try:
+        earlier = read(out)["submission"]["path"]
+    except (ReportError, KeyError, TypeError):
+        raise ValueError(
+            f"{out} holds files that are not a grade report: pass --out with a new or empty "
+            "folder, or remove what is in it"
+        ) from None
+    if Path(str(earlier)).resolve() != submission.resolve():
+        raise ValueError(
+            f"{out} holds the report of another input, {clean(str(earlier), 300)}, not of "
+            f"{submission}: pass --out with another folder, or remove {out} to replace it"
+        )
 
 
 if __name__ == "__main__":

@@ -98,12 +98,24 @@ def resources(args: argparse.Namespace) -> dict:
     return {"num_cpus": 1, "num_gpus": 1 if timed else 0}
 
 
+def at_once(asks: dict) -> int:
+    """How many tasks asking for `asks` the cluster runs at once, by its CPUs and GPUs (one at
+    least: a cluster may grow)."""
+    have = ray.cluster_resources()
+    kinds = {"CPU": asks["num_cpus"], "GPU": asks["num_gpus"]}
+    return max(int(min(have.get(kind, 0) // ask for kind, ask in kinds.items() if ask)), 1)
+
+
 def grade(
-    entries: dict[str, Path], args: argparse.Namespace, done: Callable[[Outcome], None]
+    entries: dict[str, Path],
+    args: argparse.Namespace,
+    done: Callable[[Outcome], None],
+    begin: Callable[[int], None],
 ) -> None:
-    """Grade `entries` on the cluster at `args.ray`, writing each report folder under `args.out`
-    and calling `done` with each outcome as it comes; on Ctrl-C, cancel the tasks (their workers
-    killed, the gradings with them) and raise KeyboardInterrupt."""
+    """Grade `entries` on the cluster at `args.ray`, writing each report folder under `args.out`,
+    calling `begin` with how many tasks run at once when they are submitted, and `done` with
+    each outcome as it comes; on Ctrl-C, cancel the tasks (their workers killed, the gradings
+    with them) and raise KeyboardInterrupt."""
     ray.init(address=args.ray, runtime_env=runtime_env(args), log_to_driver=False)
     try:
         asks = resources(args)
@@ -119,6 +131,7 @@ def grade(
             )
             for name, entry in entries.items()
         }
+        begin(at_once(asks))
         try:
             while pending:
                 (ready,), _ = ray.wait(list(pending), num_returns=1)

@@ -29,15 +29,15 @@ import hypothesis
 import pytest
 import torch
 
-from grader import KIT_ROOT, provenance, scan
+from grader import KIT_ROOT, interrupt, provenance, scan
 from grader.intake import Intake
 from grader.integration import run_integration
 from grader.parts import ENGINE_PARTS, PARTS
 from grader.report import writers as reports
 from grader.report.batching import static_batching
-from grader.report.i18n import ungraded_reason
+from grader.report.i18n import tr, ungraded_reason
 from grader.sandbox.isolation import Isolation
-from grader.sandbox.process import NO_CUDA, Limits
+from grader.sandbox.process import NO_CUDA, ImportFailed, Limits
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
 from grader.scoring.rubric import Rubric
@@ -122,6 +122,7 @@ def new_plugin(intake: Intake, options: Options, **fields: Any) -> GradingPlugin
         isolation=options.isolation,
         point_overrides=options.rubric.points,
         live=options.live,
+        lang=options.lang,
         **fields,
     )
 
@@ -147,6 +148,8 @@ def run_modules(plugin: GradingPlugin, modules: list[Path], options: Options, *a
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
         status = pytest.main(list(args), plugins=[plugin])
+    if status == pytest.ExitCode.INTERRUPTED:  # Ctrl-C, caught by pytest once the workers closed
+        raise KeyboardInterrupt
     if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(f"pytest could not run the checks ({status!r}):\n{log.getvalue()}")
 
@@ -166,8 +169,8 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     if plugin.reference_files is None:
         plugin.part_notes.update(dict.fromkeys(parts, OWN_ALLOCATOR_NOTE))
         return
-    print(f"  {', '.join(parts)} again, with the kit's {KIT_ALLOCATOR}: yours fails "
-          "allocator checks", file=sys.stderr, flush=True)  # fmt: skip
+    again_line = tr(options.lang, "progress_again", parts=", ".join(parts), file=KIT_ALLOCATOR)
+    print(f"  {again_line}", file=sys.stderr, flush=True)
     again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,))
     modules = [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].regraded]
     run_modules(again, modules, options)
@@ -226,8 +229,9 @@ def score_parts(
     skipped ones included: the same in every kit and on every machine. A check skipped here (in
     the candidate kit, without CUDA) keeps its `max_points` but is left out of the part's
     `max_score`; its points go to `ungraded_points`, and by reason to `ungraded` (a list of
-    `{"reason", "points"}`), and the part is marked `provisional`. The answer key scores
-    `score == max_score` wherever it runs.
+    `{"reason", "points"}`), and the part is marked `provisional`, with why ("checks skipped
+    (needs a CUDA device)"; the reports put their own "provisional" before it). The answer key
+    scores `score == max_score` wherever it runs.
     """
     parts, notes = {}, notes or {}
     for part in options.parts:
@@ -258,7 +262,7 @@ def score_parts(
                 parts[part]["note"] = notes[part]
             if skipped:
                 why = "; ".join(sorted({check.message for check in skipped}))
-                parts[part]["provisional"] = f"provisional: checks skipped ({why})"
+                parts[part]["provisional"] = f"checks skipped ({why})"
     return parts
 
 
@@ -297,7 +301,15 @@ def simulation() -> dict:
     }
 
 
+def kit() -> str:
+    """Which kit grades: "full", with the answer key, or "candidate", the bundle without it
+    (`answer_key_files` is None), whose report leaves the timings to the full kit."""
+    return "full" if ANSWER_KEY.is_dir() else "candidate"
+
+
 def environment(options: Options) -> dict:
+    """What graded: the kit, the device, the versions, the options; `report.json`'s
+    `environment`."""
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     try:
         import triton
@@ -306,6 +318,7 @@ def environment(options: Options) -> dict:
     except ImportError:
         triton_version = None
     return {
+        "kit": kit(),
         "device": device,
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -318,6 +331,35 @@ def environment(options: Options) -> dict:
         "seed": options.seed,
         "parts": list(options.parts),
     }
+
+
+def with_failures(errors: list[dict], report: dict) -> list[dict]:
+    """The files that do not compile (`scan.syntax_errors`), each with the ids of the checks that
+    failed on its import (`checks`) and whether the engine check did (`engine_check`): the
+    reports show the error once, as the reason those failed."""
+    files = [error["file"] for error in errors]
+    checks = [check for part in report["parts"].values() for check in part["checks"]]
+    blamed = {check["id"]: failed_on(check, files) for check in checks}
+    engine = failed_on(report.get("integration") or {}, files)
+    return [
+        error
+        | {
+            "checks": [check_id for check_id, file in blamed.items() if file == error["file"]],
+            "engine_check": engine == error["file"],
+        }
+        for error in errors
+    ]
+
+
+def failed_on(outcome: dict, files: list[str]) -> str | None:
+    """Which of `files` (files that do not compile) a check or the engine check failed on: its
+    `outcome` failed, its message saying that an import failed, and naming the file
+    (`ImportFailed`: "import failed: kv_cache_manager.py could not be imported: SyntaxError: ...
+    (block_allocator.py, line 3)"; the first of `files` named). None if it did not."""
+    message = outcome.get("message", "")
+    if outcome.get("status") != "failed" or not message.startswith(f"{ImportFailed.label}:"):
+        return None
+    return next((file for file in files if file in message), None)
 
 
 def isolation_flags(isolation: Isolation) -> list[dict]:
@@ -338,11 +380,17 @@ def grade(intake: Intake, options: Options) -> dict:
         "benchmarks": [],
         "isolation": options.isolation.as_report(),
         "integrity": isolation_flags(options.isolation) + scan.scan_files(intake.files),
+        "syntax_errors": scan.syntax_errors(intake.files),  # with their failures (`with_failures`)
         "rescored": {},  # parts graded again with the kit's allocator (`run_checks`)
         "ignored_files": intake.ignored,
         "errors": [],
         "environment": environment(options),
-        "submission": {"name": intake.name, "path": intake.path, "files": intake.sha256()},
+        "submission": {
+            "name": intake.name,
+            "path": intake.path,
+            "folder": intake.folder,  # inside it, that held the files; "" for its top
+            "files": intake.sha256(),
+        },
         "provenance": provenance.of(options.rubric, intake.sha256()),  # sealed when written
     }
     try:
@@ -375,17 +423,18 @@ def grade(intake: Intake, options: Options) -> dict:
         except Exception:
             report["errors"].append(f"the simulation failed: {traceback.format_exc()}")
     if set(options.parts) >= ENGINE_PARTS:
-        print("  engine check (a tiny transformer served by your parts, not scored)...",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(f"  {tr(options.lang, 'progress_engine')}", file=sys.stderr, flush=True)
         try:
             report["integration"] = run_integration(
                 intake.files, options.limits, device_environment(), options.isolation
             )
         except Exception:
             report["errors"].append(f"the engine check failed: {traceback.format_exc()}")
+    report["syntax_errors"] = with_failures(report["syntax_errors"], report)
     report["score"] = round(sum(part["score"] for part in report["parts"].values()), 2)
     report["max_score"] = round(sum(part["max_score"] for part in report["parts"].values()), 2)
     report["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started))
     report["seconds"] = round(time.time() - started, 1)
-    reports.write_all(report, options.out)
+    with interrupt.held():  # whole or not at all: Ctrl-C stops no grading now
+        reports.write_all(report, options.out)
     return report

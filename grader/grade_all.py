@@ -8,10 +8,26 @@ kernel part is graded, they run one at a time: the kernel's timing is a ratio me
 GPU, and two gradings timing kernels at once would each measure the other's load. (The CPU
 timings are ratios to the reference measured in the same rounds, so they bear a shared machine.)
 
+Every option is checked once, before anything is graded or written (`option_problems`: the
+folders, --jobs, --timeout, the rubric, the options passed on to each grading, which the
+grader's own parser reads); a wrong one ends the drive with exit status 2 and its message. While
+the gradings run, stderr shows a line per finished grading and a running count with an estimate
+of the time left (`drive_progress.py`).
+
 Each report folder also gets `grade.log`, the grader's output. Then `OUT/leaderboard.csv` and
-`OUT/leaderboard.html` (`leaderboard.py`), grade-all's own outputs (`OWN_OUTPUTS`). Exit status 0
-when the leaderboard was written; 2 when FOLDER holds no submission or an option is wrong (OUT
-may not be FOLDER itself, where report folders would land among the submissions).
+`OUT/leaderboard.html` (`leaderboard.py`), grade-all's own outputs (`OWN_OUTPUTS`), each replaced
+whole, never half-written. A failed drive never replaces a leaderboard:
+
+- every submission graded: the leaderboard is written; exit status 0.
+- some not graded (the grader refused or failed on them, or timed out): the leaderboard is
+  written, each of them a row saying why, since the others' scores stand; exit status 1, with a
+  closing line naming them and where their logs are, for the script or CI job that ran the drive.
+- none graded (every row would say "not graded": a machine or set-up problem more often than
+  the submissions'): no leaderboard is written, an earlier one stays as it was; exit status 1.
+- Ctrl-C: the gradings under way are stopped within a second or two, no leaderboard is written;
+  exit status 130.
+- a wrong option, or FOLDER holding no submission (OUT may not be FOLDER itself, where report
+  folders would land among the submissions): nothing is graded or written; exit status 2.
 
 A second run on the same folder and OUT resumes the drive: a submission whose report was made by
 the same kit version, profile, seed, rubric and parts, from the same files, is kept, not graded
@@ -31,7 +47,10 @@ whole name (`a.zip`), which says which entry it was; its whole name and `-2`, `-
 
 import argparse
 import contextlib
+import importlib.util
+import io
 import itertools
+import math
 import os
 import signal
 import subprocess
@@ -44,14 +63,17 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from grader import KIT_ROOT, resume
+from grader import __main__ as grader_cli
+from grader.drive_progress import DriveProgress, grading_line
 from grader.parts import PARTS
 from grader.report import leaderboard
 from grader.report.compare import ReportError, load
+from grader.report.i18n import tr
 from grader.report.leaderboard import Outcome
 from grader.sandbox import isolation
 from grader.sandbox.process import die_with_the_grader
 from grader.scoring.profiles import PROFILES
-from grader.scoring.rubric import parse_parts
+from grader.scoring.rubric import load_rubric, parse_parts
 from grader.similarity.drive import read_drive, shown, similarity_report
 from grader.text import clean
 
@@ -61,6 +83,9 @@ OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html", "similarity")
 DEFAULT_OUT = Path("reports") / "leaderboard"
 DEFAULT_TIMEOUT = 3600.0  # seconds for one grading: the grader's own part limits come far sooner
 LOG_LINES = 4  # of a failed grading's output, shown in its row
+NOT_GRADED = 1  # exit status: some submission could not be graded
+USAGE = 2  # exit status: a wrong option or folder, nothing graded
+INTERRUPTED = 130  # exit status: Ctrl-C
 RUNNING: set[subprocess.Popen] = set()  # the gradings under way, stopped on Ctrl-C
 LAUNCHING = threading.Lock()  # held while a grading starts, and while Ctrl-C stops them all
 STOPPING = threading.Event()  # set on Ctrl-C: no grading starts after it
@@ -204,30 +229,17 @@ def gpu_present() -> bool:
     return torch.cuda.is_available()
 
 
-def similar_pairs(entries: dict[str, Path], out: Path) -> list[dict]:
+def similar_pairs(entries: dict[str, Path], out: Path, lang: str = "en") -> list[dict]:
     """The leaderboard's rows of similar pairs (`grader.similarity`), their pages written under
-    `out/similarity/`; none, with a warning, where the comparison fails: it never changes a score,
-    so it never costs the leaderboard either."""
+    `out/similarity/` in `lang`; none, with a warning, where the comparison fails: it never
+    changes a score, so it never costs the leaderboard either."""
     print("Comparing the submissions' code (similar pairs, for the reviewer)...", file=sys.stderr)
     try:
-        return [shown(row) for row in similarity_report(read_drive(entries), out)]
+        return [shown(row) for row in similarity_report(read_drive(entries), out, lang=lang)]
     except Exception as error:
         print(f"grade-all: the code comparison failed, the leaderboard has no similar pairs: "
               f"{type(error).__name__}: {clean(str(error), 300)}", file=sys.stderr)  # fmt: skip
         return []
-
-
-def progress(done: int, total: int, outcome: Outcome) -> str:
-    """One line per finished grading: its score, or why it has none (cleaned: a submission's
-    name and the grader's last words may carry its text)."""
-    if outcome.report is None:
-        why = outcome.tail[-1] if outcome.tail else "no output"
-        result = f"NOT GRADED ({outcome.failure}): {why}"
-    else:
-        result = f"{outcome.report['score']:g} / {outcome.report['max_score']:g}"
-    line = f"[{done}/{total}] {outcome.name}: {result} ({outcome.seconds:.0f} s)"
-    line += "".join(f"; {remark}" for remark in outcome.remarks)
-    return clean(line.replace("\n", " "), 500)
 
 
 def grade_locally(
@@ -254,70 +266,138 @@ def grade_locally(
 
 def main(argv: list[str]) -> int:
     args, grader_options = parser().parse_known_args(argv)
-    args.grader_options = grader_options  # forwarded to every grading, which checks them
+    args.grader_options = grader_options  # forwarded to every grading
     if args.merge:
         from grader import merge
 
         return merge.main(args)
-    if args.folder is None or not args.folder.is_dir():
-        print(f"grade-all: {args.folder} is not a folder: give the folder that holds the "
-              "submissions (folders, .zip, .tar.gz)", file=sys.stderr)  # fmt: skip
-        return 2
-    if args.jobs < 1:
-        print(f"grade-all: --jobs {args.jobs}: give 1 or more", file=sys.stderr)
-        return 2
-    if args.out.resolve() == args.folder.resolve():
-        print(f"grade-all: --out {args.out} is the submissions' folder: give another, where the "
-              "reports cannot mix with the submissions", file=sys.stderr)  # fmt: skip
-        return 2
+    try:
+        return drive(args)
+    except KeyboardInterrupt:
+        print("\n" + tr(args.lang, "drive_interrupted"), file=sys.stderr)
+        return INTERRUPTED
+
+
+def drive(args: argparse.Namespace) -> int:
+    """Check the options, grade each submission not kept from an earlier run, write the
+    leaderboard (`finish`); the exit status (see the module)."""
+    problems = option_problems(args)
+    for problem in problems:
+        print(f"grade-all: {problem}", file=sys.stderr)
+    if problems:
+        return USAGE
     try:
         found = isolation.probe(args.isolation)
     except RuntimeError as error:
         print(f"grade-all: {error}", file=sys.stderr)
-        return 2
+        return USAGE
     if not found.isolated and not args.allow_unisolated:
         print(f"grade-all: {found.describe()}. A drive ranks people: install bubblewrap "
               "(Debian/Ubuntu: apt-get install bubblewrap), or pass --allow-unisolated to grade "
               "anyway, every row marked.", file=sys.stderr)  # fmt: skip
-        return 2
+        return USAGE
     args.isolation = "bwrap" if found.isolated else "none"  # every grading, the same way
     entries = submissions(args.folder, args.out)
     if not entries:
         print(f"grade-all: {args.folder} holds no submission: put each candidate's folder, "
               ".zip or .tar.gz in it", file=sys.stderr)  # fmt: skip
-        return 2
+        return USAGE
     try:
         settings = resume.wanted(args)
     except (ValueError, OSError) as error:
         print(f"grade-all: {error}", file=sys.stderr)
-        return 2
-    outcomes: list[Outcome] = []
+        return USAGE
+    with DriveProgress(len(entries), args.lang) as progress:
+        todo = {}
+        for name, entry in entries.items():
+            earlier = resume.kept(name, entry, args.out / name, settings)
+            if earlier is None:
+                todo[name] = entry
+            else:
+                progress.kept(earlier)
+        if todo:
+            grade(todo, args, progress)
+    return finish(progress.outcomes, entries, args)
 
-    def done(outcome: Outcome) -> None:
-        outcomes.append(outcome)
-        print(progress(len(outcomes), len(entries), outcome), file=sys.stderr, flush=True)
 
-    todo = {}
-    for name, entry in entries.items():
-        earlier = resume.kept(name, entry, args.out / name, settings)
-        if earlier is None:
-            todo[name] = entry
-        else:
-            done(earlier)
+def option_problems(args: argparse.Namespace) -> list[str]:
+    """What is wrong with grade-all's options, each with what to do; none when a drive may start.
+    Nothing is graded or written to find out."""
+    problems = []
+    if args.folder is None or not args.folder.is_dir():
+        problems.append(f"{args.folder} is not a folder: give the folder that holds the "
+                        "submissions (folders, .zip, .tar.gz)")  # fmt: skip
+    elif args.out.resolve() == args.folder.resolve():
+        problems.append(f"--out {args.out} is the submissions' folder: give another, where the "
+                        "reports cannot mix with the submissions")  # fmt: skip
+    if args.out.exists() and not args.out.is_dir():
+        problems.append(f"--out {args.out} is a file: give a folder for the reports")
+    if args.jobs < 1:
+        problems.append(f"--jobs {args.jobs}: give 1 or more")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        problems.append(f"--timeout {args.timeout:g}: give the seconds one grading may take, "
+                        "a number above 0")  # fmt: skip
+    if args.ray and importlib.util.find_spec("ray") is None:
+        problems.append("--ray: Ray is not installed here: pip install '.[cluster]'")
+    return problems + rubric_problems(args.rubric) + forwarded_problems(args.grader_options)
+
+
+def rubric_problems(path: Path | None) -> list[str]:
+    """Why the rubric at `path` cannot be read (`load_rubric`), if it cannot."""
     try:
-        if todo and args.ray:
-            from grader import cluster  # Ray is imported only here
+        load_rubric(path)
+    except (ValueError, OSError) as error:
+        return [f"--rubric: {error}: give a TOML file with the [weights] of every part (and "
+                "[points], if any), as grader/scoring/rubric.py shows"]  # fmt: skip
+    return []
 
-            cluster.grade(todo, args, done)
-        elif todo:
-            grade_locally(todo, args, local_jobs(args, len(todo)), done)
-    except KeyboardInterrupt:
-        print("\ngrade-all: interrupted; the gradings under way were stopped, no leaderboard "
-              "written. The same command again grades the rest.", file=sys.stderr)  # fmt: skip
-        return 130
-    similar = similar_pairs(entries, args.out)
+
+def forwarded_problems(options: list[str]) -> list[str]:
+    """Why the options grade-all passes on to each grading would fail it, if they would: the
+    grader's own parser reads them, after a stand-in submission (nothing is graded), and each
+    of its numbers (the limits) must be above 0."""
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            parsed = grader_cli.parser().parse_args(["SUBMISSION", *options])
+    except SystemExit:  # the parser's error, which it printed
+        why = said.getvalue().strip().rpartition("error: ")[2]
+        return [f"{why}: grade-all passes this on to each grading; python -m grader --help lists "
+                "the options it takes"]  # fmt: skip
+    return [
+        f"--{key.replace('_', '-')} {value:g}: give a number above 0"
+        for key, value in vars(parsed).items()
+        if isinstance(value, float) and not (math.isfinite(value) and value > 0)
+    ]
+
+
+def grade(todo: dict[str, Path], args: argparse.Namespace, progress: DriveProgress) -> None:
+    """Grade `todo` on this machine, or on the Ray cluster with --ray, each outcome to
+    `progress` as it comes; KeyboardInterrupt on Ctrl-C, once the gradings are stopped."""
+    if args.ray:
+        from grader import cluster  # Ray is imported only here
+
+        cluster.grade(todo, args, progress.done, lambda at_once: progress.begin(len(todo), at_once))
+    else:
+        jobs = local_jobs(args, len(todo))
+        progress.begin(len(todo), jobs)
+        grade_locally(todo, args, jobs, progress.done)
+
+
+def finish(outcomes: list[Outcome], entries: dict[str, Path], args: argparse.Namespace) -> int:
+    """The leaderboard, unless no submission could be graded, and the closing lines; the exit
+    status: 0 when every submission was graded, else `NOT_GRADED`."""
+    failed = sorted(outcome.name for outcome in outcomes if outcome.report is None)
+    said = {"total": len(outcomes), "names": clean(", ".join(failed), 1000), "out": args.out}
+    if len(failed) == len(outcomes):
+        print(tr(args.lang, "drive_none_graded", **said), file=sys.stderr)
+        return NOT_GRADED
+    similar = similar_pairs(entries, args.out, args.lang)
     page = leaderboard.write_all(outcomes, args.out, vars(args), similar)
-    print(f"\nLeaderboard: {page}  (also leaderboard.csv)")
+    print("\n" + tr(args.lang, "drive_leaderboard", page=page))
+    if failed:
+        print(tr(args.lang, "drive_some_failed", failed=len(failed), **said), file=sys.stderr)
+        return NOT_GRADED
     return 0
 
 
@@ -328,6 +408,5 @@ def local_jobs(args: argparse.Namespace, count: int) -> int:
         print("A CUDA device is present: grading one submission at a time, so that no two "
               "kernel timings share the GPU.", file=sys.stderr)  # fmt: skip
         jobs = 1
-    print(f"Grading {count} submissions, {jobs} at a time ({args.profile} profile)...",
-          file=sys.stderr)  # fmt: skip
+    print(grading_line(args.lang, count, jobs, args.profile), file=sys.stderr)
     return jobs

@@ -1,7 +1,12 @@
 """Reading a submission: a folder, a `.zip` or a `.tar.gz`, into memory, safely.
 
-Only the four submission files are taken, as bytes; everything else is listed as ignored. Nothing
-is extracted to disk and nothing is followed: archives with absolute paths, `..`, links or
+The four submission files are taken, as bytes, from one folder (`submission_folder`): the top
+(or the one folder an archive wraps everything in) where it holds any of them, else the one
+folder below it that does. A submission that holds them in several folders below the top, one
+that holds none, and the kit's own folder (its stubs, graded by mistake) are refused, saying which
+folder to grade. Everything else is listed as ignored, but clutter and `__init__.py`.
+
+Nothing is extracted to disk and nothing is followed: archives with absolute paths, `..`, links or
 special files are refused, as are symlinks in a folder, a submission file over `MAX_FILE_BYTES`,
 submissions that unpack to more than `MAX_TOTAL_BYTES` and submissions of more than
 `MAX_ENTRIES` files and folders. Each worker later writes the bytes into a temp folder of its
@@ -34,7 +39,11 @@ MAX_ENTRIES = 4096  # files and folders; an archive's clutter counts too (each c
 ZIP_ENTRY_BYTES = 1024  # a .zip's central directory may take this much per entry on average
 TAR_ENTRY_BYTES = 4096  # unpacked tar beyond the files' bytes: headers, padding, pax records
 MAX_IGNORED_LISTED = 200  # ignored paths named in the report, then "... and N more"
+MAX_FOLDERS_NAMED = 5  # folders named in a refusal, then how many more
 CLUTTER = ("__pycache__", ".DS_Store", ".git", ".venv", ".ipynb_checkpoints")
+PACKAGE_MARKER = "__init__.py"  # expected beside the submission files: never listed as ignored
+KIT_MARKERS = ("exercises", "grader")  # folders that, side by side, make the kit's own folder
+TOP = PurePosixPath()
 
 
 class SubmissionRefused(ValueError):
@@ -43,12 +52,14 @@ class SubmissionRefused(ValueError):
 
 @dataclass
 class Intake:
-    """A submission as read: its name, the submission files' bytes and the other paths it held."""
+    """A submission as read: its name, its path (resolved), the submission files' bytes, the
+    folder inside it they were taken from ("" for its top) and the other paths it held."""
 
     name: str
     path: str
     files: dict[str, bytes]
     ignored: list[str] = field(default_factory=list)
+    folder: str = ""
 
     def sha256(self) -> dict[str, str]:
         return {name: hashlib.sha256(data).hexdigest() for name, data in sorted(self.files.items())}
@@ -59,6 +70,8 @@ def read_submission(path: Path) -> Intake:
     if path.is_symlink():
         raise SubmissionRefused(f"{path} is a symbolic link: pass the folder or archive itself")
     if path.is_dir():
+        if is_the_kit(path):  # before reading it: the kit may hold more than MAX_ENTRIES files
+            raise kit_refused(path, TOP, archive=False)
         entries = folder_entries(path)
         name = path.resolve().name
     elif path.is_file() and path.name.endswith(".zip"):
@@ -71,28 +84,104 @@ def read_submission(path: Path) -> Intake:
         raise SubmissionRefused(f"{path} does not exist: give a folder, a .zip or a .tar.gz")
     else:
         raise SubmissionRefused(f"{path} is not a folder, a .zip or a .tar.gz")
-    return select_files(name, str(path), entries)
+    return select_files(name, path, entries)
 
 
-def select_files(name: str, path: str, entries: dict[str, bytes | None]) -> Intake:
-    """Keep the submission files from the top folder (or the one folder an archive wraps them
-    in)."""
+def select_files(name: str, path: Path, entries: dict[str, bytes | None]) -> Intake:
+    """Keep the submission files of `submission_folder`; list the other entries as ignored."""
     paths = [PurePosixPath(entry) for entry in entries]
-    top = PurePosixPath()
-    tops = {entry.parts[0] for entry in paths if len(entry.parts) > 1}
-    if not any(len(entry.parts) == 1 for entry in paths) and len(tops) == 1:
-        top = PurePosixPath(tops.pop())  # an archive of one folder: look inside it
+    folder = submission_folder(path, paths)
     files, ignored = {}, []
     for entry in sorted(paths):
         data = entries[str(entry)]
-        if entry.parent == top and entry.name in SUBMISSION_FILES and data is not None:
+        if entry.parent == folder and entry.name in SUBMISSION_FILES and data is not None:
             files[entry.name] = data
-        elif not any(part in CLUTTER for part in entry.parts):
+        elif not is_clutter(entry) and entry.name != PACKAGE_MARKER:
             ignored.append(str(entry))
     if len(ignored) > MAX_IGNORED_LISTED:
         more = len(ignored) - MAX_IGNORED_LISTED
         ignored = [*ignored[:MAX_IGNORED_LISTED], f"... and {more:,} more"]
-    return Intake(name=name, path=path, files=files, ignored=ignored)
+    shown = "" if folder == TOP else folder.as_posix()
+    return Intake(name=name, path=str(path.resolve()), files=files, ignored=ignored, folder=shown)
+
+
+def submission_folder(path: Path, paths: list[PurePosixPath]) -> PurePosixPath:
+    """The folder of `paths` (the entries of the submission at `path`) to take the submission
+    files from: the top, or the one folder everything lies in, where it holds any of them; else
+    the one folder below it that does. `SubmissionRefused` where none or several do, or where
+    that would grade the kit's own folder (its stubs)."""
+    top = wrapping_folder(paths)
+    holders = sorted({entry.parent for entry in paths if holds_a_submission_file(entry)})
+    if top in holders:
+        return top
+    archive, kits = not path.is_dir(), kit_folders(paths)
+    if top in kits:
+        raise kit_refused(path, top, archive)
+    if not holders:
+        raise SubmissionRefused(
+            f"no {', '.join(SUBMISSION_FILES)} anywhere in {path}: give the folder "
+            "(or a .zip / .tar.gz of it) that holds your files"
+        )
+    if len(holders) > 1:
+        what = "pack only the folder to grade" if archive else f"grade one, as {path / holders[0]}"
+        raise SubmissionRefused(
+            f"found submission files in {len(holders)} folders of {path} ({named(holders)}): {what}"
+        )
+    (holder,) = holders
+    if holder.name == KIT_MARKERS[0] and holder.parent in kits:
+        raise kit_refused(path, holder.parent, archive)
+    return holder
+
+
+def wrapping_folder(paths: list[PurePosixPath]) -> PurePosixPath:
+    """The one folder every entry lies in, where there is nothing else at the top (an archive
+    of a folder); else the top."""
+    tops = {entry.parts[0] for entry in paths if len(entry.parts) > 1}
+    if len(tops) == 1 and all(len(entry.parts) > 1 for entry in paths):
+        return PurePosixPath(tops.pop())
+    return TOP
+
+
+def holds_a_submission_file(entry: PurePosixPath) -> bool:
+    return entry.name in SUBMISSION_FILES and not is_clutter(entry)
+
+
+def is_clutter(entry: PurePosixPath) -> bool:
+    return any(part in CLUTTER for part in entry.parts)
+
+
+def kit_folders(paths: list[PurePosixPath]) -> set[PurePosixPath]:
+    """The folders among `paths` that hold the kit's `exercises/` beside its `grader/`."""
+    folders = {folder for entry in paths for folder in entry.parents}
+    return {
+        folder.parent
+        for folder in folders
+        if folder.name == KIT_MARKERS[0] and folder.parent / KIT_MARKERS[1] in folders
+    }
+
+
+def is_the_kit(folder: Path) -> bool:
+    """Whether `folder` holds the kit's `exercises/` beside its `grader/`."""
+    return all((folder / marker).is_dir() for marker in KIT_MARKERS)
+
+
+def kit_refused(path: Path, kit: PurePosixPath, archive: bool) -> SubmissionRefused:
+    """The refusal of the kit's own folder (`kit` in `path`), whose stubs it would grade."""
+    if archive:
+        where = f"{path} holds the kit's own folder{'' if kit == TOP else f' {kit}/'}"
+        return SubmissionRefused(f"{where}: unpack it and grade its exercises/ folder")
+    folder = path / kit
+    return SubmissionRefused(
+        f"{folder} is the kit's own folder: grade {folder / 'exercises'} (make grade does)"
+    )
+
+
+def named(folders: list[PurePosixPath]) -> str:
+    """The first `MAX_FOLDERS_NAMED` of `folders`, then how many more."""
+    shown = [f"{folder}/" for folder in folders[:MAX_FOLDERS_NAMED]]
+    if len(folders) > MAX_FOLDERS_NAMED:
+        shown.append(f"and {len(folders) - MAX_FOLDERS_NAMED} more")
+    return ", ".join(shown)
 
 
 def checked_path(name: str) -> str:

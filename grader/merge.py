@@ -19,9 +19,11 @@ from collections import Counter
 from pathlib import Path
 
 from grader import provenance
-from grader.grade_all import OWN_OUTPUTS, progress, report_name, unique_key
+from grader.drive_progress import finished_line
+from grader.grade_all import OWN_OUTPUTS, report_name, unique_key
 from grader.report import leaderboard
 from grader.report.compare import ReportError, read
+from grader.report.i18n import tr
 from grader.report.leaderboard import earlier
 from grader.report.model import bounded
 from grader.text import clean
@@ -84,8 +86,8 @@ def main(args: argparse.Namespace) -> int:
         remarks = (f"mixed: {mixed[folder]}",) if folder in mixed else ()
         report = bounded(raws[folder])
         outcomes.append(earlier(name, str(folder), report, remarks))
-        print(progress(len(outcomes), len(folders), outcomes[-1]), file=sys.stderr)
-    options = {"folder": ", ".join(map(str, args.merge)), **usual}
+        print(finished_line(args.lang, len(outcomes), len(folders), outcomes[-1]), file=sys.stderr)
+    options = {"folder": ", ".join(map(str, args.merge)), **usual, "lang": args.lang}
     page = leaderboard.write_all(outcomes, args.out, options)
-    print(f"\nLeaderboard: {page}  (also leaderboard.csv)")
+    print("\n" + tr(args.lang, "drive_leaderboard", page=page))
     return 0

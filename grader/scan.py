@@ -10,6 +10,9 @@ that patch the libraries the grader checks with. A worker is isolated by the ope
 scan only points a reviewer at code that tries to leave it or to read the grader. Flags are leads,
 not a verdict: they never change the score, and a file without flags is not thereby trusted.
 
+A file Python cannot compile is not a flag but the candidate's failure: it never runs, and every
+check that imports it fails on it. `syntax_errors` says where, once per file, for the report.
+
 `paged_attention.py` is also read by `scan_kernel`: torch computing attention outside any
 `@triton.jit` function (the worker's dispatch mode fails such a call at run time), and the ways
 around that dispatch mode it cannot see: torch's dispatch internals, patches of Triton's launch
@@ -19,6 +22,7 @@ interpreter), and numpy.
 
 import ast
 import contextlib
+import warnings
 from fnmatch import fnmatchcase
 
 # Modules flagged when imported (with any submodule), and why.
@@ -100,16 +104,68 @@ def scan_files(files: dict[str, bytes]) -> list[dict]:
 
 
 def scan_file(name: str, source: bytes) -> list[dict]:
+    """The flags of one file; none for a file that does not parse (`syntax_errors` has it)."""
     scanner = Scanner(name)
     try:
         scanner.visit(ast.parse(source, filename=name))
-    except SyntaxError as error:
-        return [make_flag(name, error.lineno or 1, f"does not parse: {error.msg}")]
-    except ValueError as error:  # null bytes, before Python 3.12
-        return [make_flag(name, 1, f"does not parse: {error}")]
+    except (SyntaxError, ValueError):  # ValueError: null bytes, in some Python versions
+        return []
     except (RecursionError, MemoryError):  # MemoryError: the parser's own nesting limit
         return [*scanner.flags, make_flag(name, 1, "too deeply nested to scan (read it by hand)")]
     return scanner.flags
+
+
+CODE_CHARS = 300  # of the offending line a syntax error shows
+
+
+def syntax_errors(files: dict[str, bytes]) -> list[dict]:
+    """Each file Python cannot compile, by file name: `{"file", "line", "column", "message",
+    "code"}`, `code` the offending line as written and `column` (1-based) where in it Python
+    stopped, or None. Compiled, never run; a file too deeply nested for this process to compile
+    is left to `scan_file`, which flags it."""
+    errors = [syntax_error(name, source) for name, source in sorted(files.items())]
+    return [error for error in errors if error is not None]
+
+
+def syntax_error(name: str, source: bytes) -> dict | None:
+    """Why and where `source` does not compile; None if it compiles."""
+    try:
+        with warnings.catch_warnings():  # a SyntaxWarning is the candidate's, not the grader's
+            warnings.simplefilter("ignore")
+            compile(source, name, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:  # ValueError: null bytes, in some Python versions
+        line, column = error_position(source, error)
+        code = source_line(source, line)
+        return {
+            "file": name,
+            "line": line,
+            "column": column if column and column <= len(code) + 1 else None,
+            "message": getattr(error, "msg", None) or str(error),
+            "code": code,
+        }
+    except (RecursionError, MemoryError):
+        return None
+    return None
+
+
+def error_position(source: bytes, error: SyntaxError | ValueError) -> tuple[int, int | None]:
+    """The 1-based line and column of `error` in `source`; a null byte's own, which Python does
+    not give."""
+    line = getattr(error, "lineno", None)
+    if line:
+        return line, getattr(error, "offset", None)
+    null = source.find(b"\0")
+    if null < 0:
+        return 1, None
+    before = source[:null]
+    return before.count(b"\n") + 1, null - before.rfind(b"\n")
+
+
+def source_line(source: bytes, line: int) -> str:
+    """Line `line` (1-based) of `source`, decoded, without its end, cut to `CODE_CHARS`."""
+    lines = source.splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else b""
+    return text.decode("utf-8", "replace").rstrip()[:CODE_CHARS]
 
 
 def make_flag(file: str, line: int, message: str) -> dict:
@@ -278,7 +334,7 @@ SEES = "the grader's dispatch mode does not see it"
 def scan_kernel(name: str, source: bytes) -> list[dict]:
     """`paged_attention.py`'s kernel flags: attention computed by torch outside any `@triton.jit`
     function, and ways around the worker's dispatch mode (`KernelScanner`). A file that does not
-    parse gives none here (`scan_file` says so)."""
+    parse gives none (`syntax_errors` has it)."""
     try:
         tree = ast.parse(source, filename=name)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -3,7 +3,9 @@ a page open in it with its console errors, what it shows and its screenshots.
 
 Chromium is Debian's `chromium` package: the session fixture installs it with apt-get when it is
 missing and this process runs as root (about 16 s here); elsewhere the tests skip and say why,
-except under CI, where they fail rather than pass unseen. The tests drive it over the DevTools
+except under CI, where they fail rather than pass unseen. The `cjk_font` fixture installs a font
+with Chinese glyphs the same way, for the `--lang zh` pages, and `Tab.fonts` says which fonts
+drew an element's text. The tests drive it over the DevTools
 protocol on a pipe (`--remote-debugging-pipe`: JSON messages ending in a NUL byte, commands on
 file descriptor 3 and replies on 4), so they need no Python package and no network. Screenshots
 land in `tests/artifacts/` (git-ignored). Registered for every test by `tests/conftest.py`.
@@ -55,18 +57,19 @@ def say(config: pytest.Config, line: str) -> None:
 
 
 APT_SECONDS = 300  # an apt-get step that takes longer has no network to reach
+CJK_FONT = "fonts-wqy-microhei"  # Debian's smallest font with Chinese glyphs (about 1.6 MB)
 
 
-def install_chromium(config: pytest.Config) -> str | None:
-    """Install Debian's chromium with apt-get (an `apt-get update` first if that fails);
-    the reason when it cannot be, None when it is installed."""
+def apt_install(config: pytest.Config, package: str, why: str) -> str | None:
+    """Install Debian's `package` with apt-get (an `apt-get update` first if that fails), saying
+    `why` on the terminal; the reason when it cannot be, None when it is installed."""
     if shutil.which("apt-get") is None:
-        return "Chromium is missing and this is not a Debian-like system (no apt-get)"
+        return f"{package} is missing and this is not a Debian-like system (no apt-get)"
     if os.geteuid() != 0:
-        return "Chromium is missing: install it with `sudo apt-get install chromium`"
+        return f"{package} is missing: install it with `sudo apt-get install {package}`"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
-    say(config, "\nInstalling Debian's chromium for the report page's tests (first run only)...")
+    install = ["apt-get", "install", "-y", "--no-install-recommends", package]
+    say(config, f"\nInstalling Debian's {package} {why} (first run only)...")
     for before in ([], [["apt-get", "update"]]):
         for command in [*before, install]:
             try:
@@ -81,16 +84,38 @@ def install_chromium(config: pytest.Config) -> str | None:
     return f"`{' '.join(command)}` failed ({done.returncode}):\n{done.stdout}{done.stderr}"
 
 
+def required(reason: str | None, what: str) -> None:
+    """Skip the test for `reason` (fail it under CI, where a page must not pass unseen)."""
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"{what} must be tested in CI: {reason}")
+        pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def chromium(pytestconfig: pytest.Config) -> str:
     """The path of Debian's Chromium, installed first if need be."""
     if not Path(CHROMIUM).exists():
-        reason = install_chromium(pytestconfig)
-        if reason:
-            if os.environ.get("CI"):
-                pytest.fail(f"the report page must be tested in CI: {reason}")
-            pytest.skip(reason)
+        reason = apt_install(pytestconfig, "chromium", "for the report page's tests")
+        required(reason, "the report page")
     return CHROMIUM
+
+
+def chinese_fonts() -> list[str]:
+    """The font files fontconfig knows that cover Chinese (`fc-list :lang=zh`)."""
+    if shutil.which("fc-list") is None:
+        return []
+    listed = subprocess.run(["fc-list", ":lang=zh", "file"], capture_output=True, text=True)
+    return listed.stdout.split()
+
+
+@pytest.fixture(scope="session")
+def cjk_font(pytestconfig: pytest.Config) -> None:
+    """A font with Chinese glyphs, so that a `--lang zh` page shows characters, not boxes:
+    Debian's `CJK_FONT`, installed first if no such font is there."""
+    if not chinese_fonts():
+        reason = apt_install(pytestconfig, CJK_FONT, "for the Chinese pages' screenshots")
+        required(reason, "the Chinese report page")
 
 
 class Browser:
@@ -168,7 +193,11 @@ class Browser:
 
 
 @pytest.fixture(scope="session")
-def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+def browser(
+    chromium: str, cjk_font: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Browser]:
+    """One Chromium for the session, started once a Chinese font is there (it reads the system's
+    fonts when it starts)."""
     folder = tmp_path_factory.mktemp("chromium")
     started = Browser(chromium, folder / "profile", folder / "chromium.log")
     yield started
@@ -223,6 +252,17 @@ class Tab:
         if "exceptionDetails" in reply:
             raise RuntimeError(f"{expression} raised: {reply['exceptionDetails']}")
         return reply["result"]["value"]
+
+    def fonts(self, selector: str) -> dict[str, int]:
+        """The fonts the browser drew the text of the first element matching `selector` with:
+        `{family: glyphs}` (DevTools' `CSS.getPlatformFontsForNode`)."""
+        self.send("DOM.enable")
+        self.send("CSS.enable")
+        root = self.send("DOM.getDocument")["root"]["nodeId"]
+        node = self.send("DOM.querySelector", nodeId=root, selector=selector)["nodeId"]
+        assert node, f"the page has no {selector}"
+        fonts = self.send("CSS.getPlatformFontsForNode", nodeId=node)["fonts"]
+        return {font["familyName"]: font["glyphCount"] for font in fonts}
 
     def screenshots(self, stem: str) -> list[Path]:
         """The whole page, not only the window, as PNGs of at most `SLICE` pixels' height each,

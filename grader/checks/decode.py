@@ -21,7 +21,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.support.expect import raises
+from grader.checks.support.expect import expect, raises, same
 from grader.checks.support.manager_model import (
     REQUESTS,
     ManagerMachine,
@@ -38,32 +38,63 @@ pytestmark = pytest.mark.part("decode")
 def check_new_manager_and_request(submission):
     """A new manager: every block free, its sizes kept, a float32 pool of zeros; bad sizes and a
     negative prompt_len raise ValueError."""
+    transcript = submission.transcript
     for sizes in [(0, 1, 1), (5, 4, 8), (3, 1, 2)]:
         manager = new_manager(submission, *sizes)
-        assert num_free(manager) == sizes[0], (
-            f"a new KVCacheManager{sizes} must have len(free_blocks) == num_blocks == {sizes[0]}"
+        same(
+            transcript,
+            num_free(manager),
+            sizes[0],
+            f"a new KVCacheManager{sizes} must have len(free_blocks) == num_blocks == {sizes[0]}",
         )
         got = (manager.num_blocks, manager.block_size, manager.head_dim)
-        assert got == sizes, (
+        name = transcript.code(manager)
+        same(
+            transcript,
+            got,
+            sizes,
             f"KVCacheManager{sizes} must keep (num_blocks, block_size, head_dim) == {sizes}, "
-            f"got {got}"
+            f"got {got}",
+            got=f"({name}.num_blocks, {name}.block_size, {name}.head_dim)",
         )
         pool = manager.physical_kv_cache
-        assert isinstance(pool, torch.Tensor), f"physical_kv_cache must be a tensor, got {pool!r}"
-        assert (pool.dtype, tuple(pool.shape)) == (torch.float32, sizes), (
-            f"physical_kv_cache must be float32 [num_blocks, block_size, head_dim] = "
-            f"{list(sizes)}, got {pool.dtype} {list(pool.shape)}"
+        expect(
+            transcript,
+            isinstance(pool, torch.Tensor),
+            f"physical_kv_cache must be a tensor, got {pool!r}",
+            got=f"type({name}.physical_kv_cache).__name__",
+            expected="'Tensor'",
         )
-        assert not pool.any(), "a new physical_kv_cache must be all zeros"
+        same(
+            transcript,
+            (pool.dtype, tuple(pool.shape)),
+            (torch.float32, sizes),
+            f"physical_kv_cache must be float32 [num_blocks, block_size, head_dim] = "
+            f"{list(sizes)}, got {pool.dtype} {list(pool.shape)}",
+            got=f"({name}.physical_kv_cache.dtype, tuple({name}.physical_kv_cache.shape))",
+            expected=f"(torch.float32, {sizes})",
+        )
+        same(
+            transcript,
+            bool(pool.any()),
+            False,
+            "a new physical_kv_cache must be all zeros",
+            got=f"bool({name}.physical_kv_cache.any())",
+        )
     for sizes, what in [((4, 0, 8), "block_size 0"), ((4, 4, 0), "head_dim 0")]:
-        with raises(ValueError, f"KVCacheManager{sizes}, with {what},"):
+        with raises(transcript, ValueError, f"KVCacheManager{sizes}, with {what},"):
             new_manager(submission, *sizes)
-    with raises(ValueError, "Request(0, -1), with a negative prompt_len,"):
+    with raises(transcript, ValueError, "Request(0, -1), with a negative prompt_len,"):
         new_request(submission, 0, -1)
     req = new_request(submission, 7, 5)
     got = (req.request_id, req.seq_len, req.block_table)
-    assert got == (7, 5, []), (
-        f"Request(7, 5) must have request_id 7, seq_len 5 and block_table [], got {got}"
+    name = transcript.code(req)
+    same(
+        transcript,
+        got,
+        (7, 5, []),
+        f"Request(7, 5) must have request_id 7, seq_len 5 and block_table [], got {got}",
+        got=f"({name}.request_id, {name}.seq_len, {name}.block_table)",
     )
 
 

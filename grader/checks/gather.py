@@ -28,7 +28,7 @@ from hypothesis.stateful import (
 )
 
 from grader.checks.support.manager_model import assert_rows, assert_slots, new_manager, new_request
-from grader.sandbox.proxy import Remote, Submission
+from grader.sandbox.proxy import Remote, Shown, Submission
 from kernels.reference import cdiv
 
 pytestmark = pytest.mark.part("gather")
@@ -55,11 +55,17 @@ class PlainPool:
     def __init__(
         self, submission: Submission, num_blocks: int, block_size: int, head_dim: int
     ) -> None:
-        self.submission = submission
+        self.submission, self.transcript = submission, submission.transcript
         self.block_size, self.head_dim = block_size, head_dim
         self.manager = new_manager(submission, num_blocks, block_size, head_dim)
         self.remote_pool = self.manager.ref("physical_kv_cache")
         self.pool = torch.zeros(num_blocks, block_size, head_dim)
+        # The counterexample's own copy of the pool, written beside the candidate's.
+        self.pool_name = self.transcript.fresh("pool")
+        self.transcript.needs("import torch")
+        self.transcript.define(
+            f"{self.pool_name} = torch.zeros({num_blocks}, {block_size}, {head_dim})"
+        )
         self.requests_made = 0
 
     def request(self, table: list[int], seq_len: int) -> Plain:
@@ -80,7 +86,9 @@ class PlainPool:
     def write(self, block: int, rows: torch.Tensor) -> None:
         """Block `block`'s rows, here and in the candidate's `physical_kv_cache`."""
         self.pool[block] = rows
-        self.remote_pool[block] = rows
+        copy = f"{self.pool_name}[{block}]"
+        self.transcript.define(f"{copy} = {self.transcript.code(rows)}")
+        self.remote_pool[block] = Shown(rows, copy)
 
     def fill_random(self, blocks: range | list[int], seed: int) -> None:
         """Random rows in each of `blocks`, from a generator seeded with `seed`."""
@@ -94,13 +102,19 @@ class PlainPool:
         expected = self.pool[blocks].view(-1, self.head_dim)[: plain.seq_len]
         got = self.manager.get_physical_cache(plain.req)
         what = f"manager.get_physical_cache({plain.name})"
-        assert_rows(got, expected, what, plain.table, self.block_size)
+        code = (
+            self.transcript.source(got, "rows"),
+            f"{self.pool_name}[{plain.table}].reshape(-1, {self.head_dim})[: {plain.seq_len}]",
+        )
+        assert_rows(self.transcript, got, expected, what, plain.table, self.block_size, code)
 
     def assert_slot_mapping(self, plain: Plain) -> torch.Tensor:
         """slot_mapping(req) follows its block table; returns it."""
         got = self.manager.slot_mapping(plain.req)
         what = f"manager.slot_mapping({plain.name})"
-        assert_slots(got, plain.table, plain.seq_len, self.block_size, what)
+        table = (plain.table, repr(plain.table))
+        code = self.transcript.source(got, "slots")
+        assert_slots(self.transcript, got, table, plain.seq_len, self.block_size, what, code)
         return got
 
 
@@ -181,7 +195,13 @@ def check_slot_mapping_follows_the_block_table(submission, case):
         f"manager.get_physical_cache({plain.name}) against "
         f"physical_kv_cache.view(-1, head_dim)[manager.slot_mapping({plain.name})]"
     )
-    assert_rows(gathered, rows[slots], what, plain.table, pool.block_size)
+    transcript = submission.transcript
+    manager, slots_code = transcript.code(pool.manager), transcript.source(slots, "slots")
+    code = (
+        transcript.source(gathered, "rows"),
+        f"{manager}.physical_kv_cache.view(-1, {pool.head_dim})[{slots_code}]",
+    )
+    assert_rows(transcript, gathered, rows[slots], what, plain.table, pool.block_size, code)
 
 
 PLAIN_REQUESTS: Bundle[Plain] = Bundle("plain_requests")

@@ -23,6 +23,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grader.checks.support.expect import expect, same
+from grader.sandbox.proxy import Transcript
 from kernels.cases import TOLERANCE, Case, make_case, relative_error
 from kernels.reference import paged_attention_decode_reference
 
@@ -57,17 +59,58 @@ LARGE_CASES = (
 )  # fmt: skip
 
 
+# What a counterexample runs first where the check counted the kernel's Triton launches or the
+# torch ops its wrapper ran outside them (the worker's `count_kernel_launches` and
+# `torch_ops_outside_kernels`, in short): `out = watched(lambda: paged_attention_decode(...))`.
+WATCH = (
+    "from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes",
+    "from triton.runtime.interpreter import InterpretedFunction",
+    "from triton.runtime.jit import JITFunction",
+    "launches, torch_ops = [], []",
+    "def counted(run):",
+    "    def launch(self, *args, **kwargs):",
+    '        if not kwargs.get("warmup"):',
+    "            launches.append(self)",
+    "        with _disable_current_modes():",
+    "            return run(self, *args, **kwargs)",
+    "    return launch",
+    "",
+    "JITFunction.run = counted(JITFunction.run)",
+    "InterpretedFunction.run = counted(InterpretedFunction.run)",
+    "class TorchOps(TorchDispatchMode):",
+    "    def __torch_dispatch__(self, op, types, args=(), kwargs=None):",
+    '        torch_ops.append(f"{op.namespace}.{op.overloadpacket.__name__}")',
+    "        return op(*args, **(kwargs or {}))",
+    "",
+    "def watched(call):",
+    "    with TorchOps():",
+    "        return call()",
+    "",
+)
+
+
+def watch(transcript: Transcript, out: object) -> None:
+    """The counterexample's kernel call, which gave `out`, made under `WATCH`."""
+    line = transcript.producer(out)
+    if line is not None:
+        transcript.insert_before(line, WATCH)
+        line.code = f"out = watched(lambda: {line.expression})"
+
+
 def kernel_examples() -> settings:
     """A quarter of the profile's examples: each costs a kernel launch (interpreted on CPU)."""
     return settings(settings.default, max_examples=max(5, settings.default.max_examples // 4))
 
 
-def run_kernel(submission, case: Case, description: str, scale: float | None = None):
-    """The candidate's output for `case`, checked against the oracle; fails with `description`."""
-    transcript = submission.transcript
+def run_kernel(
+    submission, case: Case, description: str, scale: float | None = None, shown: bool = True
+):
+    """The candidate's output for `case`, checked against the oracle; fails with `description`.
+    The call and the assert that fails are the check's counterexample, where `shown`."""
+    transcript = submission.transcript if shown else Transcript("")  # a copy nobody shows
     transcript.define("from kernels.cases import make_case")
     transcript.define(
-        f"q, k_cache, v_cache, block_tables, seq_lens = make_case({description})",
+        f"q, k_cache, v_cache, block_tables, seq_lens = make_case({description}).inputs",
         q=case.q, k_cache=case.k_cache, v_cache=case.v_cache,
         block_tables=case.block_tables, seq_lens=case.seq_lens,
     )  # fmt: skip
@@ -76,36 +119,98 @@ def run_kernel(submission, case: Case, description: str, scale: float | None = N
     launches, torch_ops, out = module.call_counting_launches(
         "paged_attention_decode", *case.inputs, **kwargs
     )
-    assert launches > 0, (
+    if not launches or torch_ops:
+        watch(transcript, out)
+    expect(
+        transcript,
+        launches > 0,
         "paged_attention_decode launched no @triton.jit kernel: the work must be done by a "
         "Triton kernel (a pure-torch answer scores nothing in this part)"
-        + (f"; it ran {', '.join(torch_ops)} in torch" if torch_ops else "")
+        + (f"; it ran {', '.join(torch_ops)} in torch" if torch_ops else ""),
+        got="len(launches) > 0",
+        expected="True",
     )
-    assert not torch_ops, (
+    expect(
+        transcript,
+        not torch_ops,
         f"paged_attention_decode computed attention with torch ({', '.join(torch_ops)}) outside "
         "any Triton kernel: the attention must be computed by a @triton.jit kernel, so this part "
         "scores 0 (outside its kernels a wrapper may only allocate, view, copy, fill and convert "
-        "tensors, and do integer bookkeeping on seq_lens and block_tables)"
+        "tensors, and do integer bookkeeping on seq_lens and block_tables)",
+        got=f"sorted(set(torch_ops) & set({sorted(torch_ops)!r}))",
+        expected="[]",
     )
-    assert isinstance(out, torch.Tensor), f"paged_attention_decode returned {type(out).__name__}"
-    assert out.shape == case.q.shape, f"the output's shape is {list(out.shape)}, not q's"
-    assert out.dtype == case.q.dtype, f"the output is {out.dtype}, not q's dtype {case.q.dtype}"
-    out = out.to(case.q.device)
+    judge_output(transcript, case, out, scale)
+
+
+def judge_output(transcript: Transcript, case: Case, out: object, scale: float | None) -> None:
+    """`out`, the kernel's output for `case`, against the contract and the oracle."""
+
+    def name() -> str:  # only on failure: naming changes the line that gave `out`
+        return transcript.source(out, "out")
+
+    expect(
+        transcript,
+        isinstance(out, torch.Tensor),
+        f"paged_attention_decode returned {type(out).__name__}",
+        got=lambda: f"type({name()}).__name__",
+        expected="'Tensor'",
+    )
+    same(
+        transcript,
+        list(out.shape),
+        list(case.q.shape),
+        f"the output's shape is {list(out.shape)}, not q's",
+        got=lambda: f"list({name()}.shape)",
+        expected="list(q.shape)",
+    )
+    same(
+        transcript,
+        out.dtype,
+        case.q.dtype,
+        f"the output is {out.dtype}, not q's dtype {case.q.dtype}",
+        got=lambda: f"{name()}.dtype",
+        expected="q.dtype",
+    )
+    moved = out.to(case.q.device)
     empty = case.seq_lens == 0
-    assert torch.equal(out[empty], torch.zeros_like(out[empty])), (
-        "a sequence of length 0 must give zeros"
+    expect(
+        transcript,
+        torch.equal(moved[empty], torch.zeros_like(moved[empty])),
+        "a sequence of length 0 must give zeros",
+        got=lambda: f"{name()}[seq_lens == 0]",
+        expected="torch.zeros_like(got)",
+        op="equal",
     )
-    assert torch.isfinite(out).all(), (
+    expect(
+        transcript,
+        bool(torch.isfinite(moved).all()),
         "the output holds NaN or Inf: the kernel read a slot it must not (a tail slot, a block "
-        "a padding entry names) or overflowed"
+        "a padding entry names) or overflowed",
+        got=lambda: f"bool(torch.isfinite({name()}).all())",
+        expected="True",
     )
     if not empty.all():
         reference = paged_attention_decode_reference(*case.inputs, scale=scale)
-        error = relative_error(out[~empty], reference[~empty])
+        error = relative_error(moved[~empty], reference[~empty])
         tolerance = TOLERANCE[case.q.dtype]
-        assert error <= tolerance, (
+        if not error <= tolerance:
+            transcript.needs("from kernels.cases import relative_error")
+            transcript.needs("from kernels.reference import paged_attention_decode_reference")
+        inputs = "q, k_cache, v_cache, block_tables, seq_lens" + (
+            "" if scale is None else f", scale={scale!r}"
+        )
+        expect(
+            transcript,
+            error <= tolerance,
             f"relative error {error:.3g} against the float64 reference (tolerance {tolerance:g} "
-            f"for {str(case.q.dtype).removeprefix('torch.')})"
+            f"for {str(case.q.dtype).removeprefix('torch.')})",
+            got=lambda: (
+                f"relative_error({name()}[seq_lens != 0], "
+                f"paged_attention_decode_reference({inputs})[seq_lens != 0])"
+            ),
+            expected=f"{tolerance!r}",
+            op="<=",
         )
 
 
@@ -115,7 +220,8 @@ def described(**params) -> str:
 
 def build(params: dict) -> tuple[Case, str]:
     """The case `params` describe, on this machine's device, and the call that makes it."""
-    return make_case(**params, device=DEVICE), described(**params)
+    device = {"device": DEVICE} if DEVICE != "cpu" else {}
+    return make_case(**params, device=DEVICE), described(**params, **device)
 
 
 @st.composite

@@ -25,13 +25,14 @@ from itertools import zip_longest
 import pytest
 from hypothesis import given
 
-from grader.checks.support.expect import raises
+from grader.checks.support.expect import expect, raises, same
 from grader.checks.support.manager_model import succeeds
 from grader.checks.support.scheduler_trace import (
     LONG_TAILED,
     Run,
     SchedulerTrace,
     run_steps,
+    run_to_the_end,
     run_trace,
     traces,
 )
@@ -53,6 +54,7 @@ def check_add_request_refuses_what_can_never_run(submission):
     """add_request raises ValueError, and queues nothing, for prompt_len < 1, max_new_tokens < 1,
     an id already known (waiting, running or finished) and a request that could never fit; a
     request that exactly fills the pool is accepted."""
+    transcript = submission.transcript
     scheduler = new_scheduler(submission, 4, 4, 2)
     for prompt_len, max_new_tokens, what in [
         (0, 1, "prompt_len 0"),
@@ -61,33 +63,43 @@ def check_add_request_refuses_what_can_never_run(submission):
         (1, -1, "a negative max_new_tokens"),
         (13, 4, "17 tokens, more than 4 blocks of 4 can ever hold"),
     ]:
-        with raises(ValueError, f"add_request(0, {prompt_len}, {max_new_tokens}), with {what},"):
+        call = f"add_request(0, {prompt_len}, {max_new_tokens}), with {what},"
+        with raises(transcript, ValueError, call):
             scheduler.add_request(0, prompt_len, max_new_tokens)
-    assert scheduler.has_unfinished() is False, (
+    same(
+        transcript,
+        scheduler.has_unfinished(),
+        False,
         "has_unfinished() must be False after add_request refused every request: a refused "
-        "request is not queued"
+        "request is not queued",
+        got=f"{transcript.code(scheduler)}.has_unfinished()",
     )
     with succeeds("add_request(0, 12, 4)", "its 16 tokens fill the 4 blocks of 4 exactly"):
         scheduler.add_request(0, 12, 4)
     scheduler.add_request(1, 1, 1)
-    with raises(ValueError, "add_request(1, 2, 2), with id 1 waiting,"):
+    with raises(transcript, ValueError, "add_request(1, 2, 2), with id 1 waiting,"):
         scheduler.add_request(1, 2, 2)
     scheduler.step()  # 0 runs; 1 waits (0's 13 tokens take every block)
-    with raises(ValueError, "add_request(0, 1, 1), with id 0 running,"):
+    with raises(transcript, ValueError, "add_request(0, 1, 1), with id 0 running,"):
         scheduler.add_request(0, 1, 1)
-    finished = [request_id for _ in range(8) for request_id in scheduler.step().finished]
-    assert sorted(finished) == [0, 1], (
+    outs = [scheduler.step() for _ in range(8)]
+    finished = [request_id for out in outs for request_id in out.finished]
+    expect(
+        transcript,
+        sorted(finished) == [0, 1],
         f"requests 0 and 1 must each finish once within 8 more steps (the duplicates were "
-        f"refused, so nothing else was queued); they finished {finished}"
+        f"refused, so nothing else was queued); they finished {finished}",
+        got=lambda: f"sorted([{', '.join(f'*{transcript.code(out)}.finished' for out in outs)}])",
+        expected="[0, 1]",
     )
-    with raises(ValueError, "add_request(0, 1, 1), with id 0 finished,"):
+    with raises(transcript, ValueError, "add_request(0, 1, 1), with id 0 finished,"):
         scheduler.add_request(0, 1, 1)
     for num_blocks, block_size in [(2, 1), (3, 1), (2, 5), (5, 16)]:
         submission.transcript.reset()
         scheduler = new_scheduler(submission, num_blocks, block_size, 1)
         tokens = num_blocks * block_size
         what = f"{tokens + 1} tokens, more than {num_blocks} blocks of {block_size} can ever hold"
-        with raises(ValueError, f"add_request(0, {tokens}, 1), with {what},"):
+        with raises(transcript, ValueError, f"add_request(0, {tokens}, 1), with {what},"):
             scheduler.add_request(0, tokens, 1)
         exactly = f"its {tokens} tokens fill the {num_blocks} blocks of {block_size} exactly"
         with succeeds(f"add_request(0, {tokens - 1}, 1)", exactly):
@@ -157,52 +169,81 @@ def check_trace_matches_the_reference(submission, reference):
 
 
 def every_request_gets_exactly_its_tokens(submission, trace: SchedulerTrace) -> None:
-    run = Run(trace)
+    run, transcript = Run(trace), submission.transcript
     tokens: dict[int, list[int]] = {request_id: [] for request_id in range(len(trace.arrivals))}
     for number, step in enumerate(run_steps(submission, run)):
         for request_id in step.scheduled:
-            assert 0 <= request_id < run.arrived_by(number), (
-                f"step {number} scheduled request {request_id}, which was never added"
+            arrived = run.arrived_by(number)
+            expect(
+                transcript,
+                0 <= request_id < arrived,
+                f"step {number} scheduled request {request_id}, which was never added",
+                got=f"[r for r in steps[{number}].scheduled if not 0 <= r < {arrived}]",
+                expected="[]",
             )
-            assert step.scheduled.count(request_id) == 1, (
+            same(
+                transcript,
+                step.scheduled.count(request_id),
+                1,
                 f"step {number} scheduled request {request_id} twice ({step}): a request gets "
-                "at most one token per step"
+                "at most one token per step",
+                got=f"steps[{number}].scheduled.count({request_id})",
             )
             tokens[request_id].append(number)
             arrival = trace.arrivals[request_id]
-            assert len(tokens[request_id]) <= arrival.max_new_tokens, (
+            expect(
+                transcript,
+                len(tokens[request_id]) <= arrival.max_new_tokens,
                 f"step {number} gave request {request_id} (prompt_len {arrival.prompt_len}, "
                 f"max_new_tokens {arrival.max_new_tokens}) token {len(tokens[request_id])}: "
                 "more than it asked for (a preempted request keeps the tokens it generated, "
-                "counted into its prompt, and is done once it holds them all)"
+                "counted into its prompt, and is done once it holds them all)",
+                got=run.tokens_code(request_id),
+                expected=str(arrival.max_new_tokens),
+                op="<=",
             )
     stopped = "" if run.drained else f" (the trace stopped after {len(run.steps)} steps)"
     for request_id, arrival in enumerate(trace.arrivals):
         got, wanted = len(tokens[request_id]), arrival.max_new_tokens
-        assert got == wanted, (
+        expect(
+            transcript,
+            got == wanted,
             f"request {request_id} (prompt_len {arrival.prompt_len}) got {got} of its "
-            f"max_new_tokens = {wanted} tokens{stopped}"
+            f"max_new_tokens = {wanted} tokens{stopped}",
+            got=run.tokens_code(request_id),
+            expected=str(wanted),
+            before=run_to_the_end(trace),
         )
         finishes = [n for n, step in enumerate(run.steps) if request_id in step.finished]
         last = tokens[request_id][-1]
-        assert finishes == [last], (
+        expect(
+            transcript,
+            finishes == [last],
             f"request {request_id} got its last token in step {last}, so it must be reported "
-            f"finished in that step and no other, but was in steps {finishes}"
+            f"finished in that step and no other, but was in steps {finishes}",
+            got=f"[n for n, step in enumerate(steps) if {request_id} in step.finished]",
+            expected=f"[n for n, step in enumerate(steps) if {request_id} in step.scheduled][-1:]",
+            before=run_to_the_end(trace),
         )
 
 
 def at_most_max_num_seqs_per_step(submission, trace: SchedulerTrace) -> None:
     run = Run(trace)
     for number, step in enumerate(run_steps(submission, run)):
-        assert len(step.scheduled) <= trace.max_num_seqs, (
+        expect(
+            submission.transcript,
+            len(step.scheduled) <= trace.max_num_seqs,
             f"step {number} scheduled {len(step.scheduled)} requests ({step}), more than "
-            f"max_num_seqs = {trace.max_num_seqs}"
+            f"max_num_seqs = {trace.max_num_seqs}",
+            got=f"len(steps[{number}].scheduled)",
+            expected=str(trace.max_num_seqs),
+            op="<=",
         )
-    run.assert_ran()
+    run.assert_ran(submission.transcript)
 
 
 def no_deadlock(submission, trace: SchedulerTrace) -> None:
-    run = Run(trace)
+    run, transcript = Run(trace), submission.transcript
     tokens = [0] * len(trace.arrivals)
     finished: set[int] = set()
     for number, step in enumerate(run_steps(submission, run)):
@@ -212,30 +253,48 @@ def no_deadlock(submission, trace: SchedulerTrace) -> None:
             if request_id not in finished
             and tokens[request_id] < trace.arrivals[request_id].max_new_tokens
         ]
-        assert step.scheduled or not unfinished, (
+        expect(
+            transcript,
+            bool(step.scheduled or not unfinished),
             f"step {number} gave no request a token while requests {unfinished} were "
             "unfinished: a step with work to do always makes progress (the oldest running "
             "request fits alone, so preempting newer ones always makes room for it; with none "
-            "running, the whole pool is free and the head of the queue fits)"
+            "running, the whole pool is free and the head of the queue fits)",
+            got=f"bool(steps[{number}].scheduled)",
+            expected=f"bool({unfinished_code(run, number)})",
         )
         for request_id in step.scheduled:
             if 0 <= request_id < len(tokens):
                 tokens[request_id] += 1
         finished |= set(step.finished)
     for number, answer in run.unfinished_after_adds:
-        assert answer is True, (
+        expect(
+            transcript,
+            answer is True,
             f"has_unfinished() returned {answer!r} right after the requests of step {number} "
-            "were added: it must be True while any request waits or runs"
+            "were added: it must be True while any request waits or runs",
+            got=lambda number=number: transcript.name(run.asked[number], "unfinished"),
+            expected="True",
         )
-    assert run.drained, (
+    everyone = f"set(range({len(trace.arrivals)}))"
+    expect(
+        transcript,
+        run.drained,
         f"requests {run.not_finished} were never reported finished in {len(run.steps)} steps "
         f"(has_unfinished() then said {run.unfinished_at_end!r}); a scheduler that follows the "
         f"contract finishes this trace within {trace.max_steps} steps: one idle step per step "
-        "before the last arrival, then at least one token per step"
+        "before the last arrival, then at least one token per step",
+        got=f"sorted({everyone} - {{r for step in steps for r in step.finished}})",
+        expected="[]",
+        before=run_to_the_end(trace),
     )
-    assert run.unfinished_at_end is False, (
+    same(
+        transcript,
+        run.unfinished_at_end,
+        False,
         f"has_unfinished() returned {run.unfinished_at_end!r} after every request was reported "
-        "finished: it must be False once nothing waits or runs"
+        "finished: it must be False once nothing waits or runs",
+        got="scheduler.has_unfinished()",
     )
 
 
@@ -245,33 +304,63 @@ def admission_in_arrival_order(submission, trace: SchedulerTrace) -> None:
     for number, step in enumerate(run_steps(submission, run)):
         for request_id in step.scheduled:
             earlier = [r for r in range(request_id) if r not in admitted]
-            assert request_id in admitted or not earlier, (
+            first_runs = f"steps[:{number + 1}] for r in step.scheduled"
+            expect(
+                submission.transcript,
+                request_id in admitted or not earlier,
                 f"step {number} admitted request {request_id} while requests {earlier}, which "
                 "arrived before it, had never run: waiting requests are admitted first come, "
-                "first served, and admission stops at the first one that does not fit"
+                "first served, and admission stops at the first one that does not fit",
+                got=f"list(dict.fromkeys(r for step in {first_runs}))",
+                expected="list(range(len(got)))",
             )
             admitted.add(request_id)
-    run.assert_ran()
+    run.assert_ran(submission.transcript)
 
 
 def no_blocks_leaked(submission, trace: SchedulerTrace) -> None:
     run = run_trace(submission, trace)
-    run.assert_ran()
+    run.assert_ran(submission.transcript)
     if run.drained or run.unfinished_at_end is False:
-        assert run.free_at_end == trace.num_blocks, (
+        expect(
+            submission.transcript,
+            run.free_at_end == trace.num_blocks,
             f"after every request finished, len(manager.free_blocks) is {run.free_at_end}, not "
             f"num_blocks = {trace.num_blocks}: a finished or preempted request's blocks must "
-            "all go back to the pool (manager.free)"
+            "all go back to the pool (manager.free)",
+            got="len(manager.free_blocks)",
+            expected=str(trace.num_blocks),
+            before=run_to_the_end(trace),
         )
 
 
 def trace_matches_the_reference(submission, reference, trace: SchedulerTrace) -> None:
     steps = zip_longest(run_steps(reference, Run(trace)), run_steps(submission, Run(trace)))
     for number, (want, have) in enumerate(steps):
-        assert want == have, (
+        fields = "scheduled", "preempted", "finished"
+        expect(
+            submission.transcript,
+            want == have,
             f"step {number} differs from the reference scheduler's:\n"
-            f"  expected: {want or OVER}\n  got:      {have or OVER}"
+            f"  expected: {want or OVER}\n  got:      {have or OVER}",
+            got=f"({', '.join(f'steps[{number}].{field}' for field in fields)})",
+            expected=repr(
+                tuple(getattr(want, field) for field in fields) if want else ([], [], [])
+            ),
+            # where the candidate's run ended first, the script makes the step it did not
+            before=() if have else ("steps.append(scheduler.step())",),
         )
+
+
+def unfinished_code(run: Run, number: int) -> str:
+    """The requests that have work left just before step `number`, as the counterexample
+    computes them from its steps (added by then, never reported finished, short of their
+    tokens)."""
+    wanted = [arrival.max_new_tokens for arrival in run.trace.arrivals]
+    return (
+        f"[r for r in range({run.arrived_by(number)}) if not any(r in step.finished for step in "
+        f"steps[:{number}]) and {run.tokens_code('r', number)} < {wanted}[r]]"
+    )
 
 
 def record_scheduling(submission, record_section) -> None:

@@ -24,8 +24,8 @@ from hypothesis.stateful import (
 )
 
 from grader.checks.allocator import new_allocator
-from grader.checks.support.expect import int_list, plain_int, raises
-from grader.sandbox.proxy import Submission
+from grader.checks.support.expect import Held, expect, int_list, plain_int, raises
+from grader.sandbox.proxy import Shown, Submission
 
 pytestmark = pytest.mark.part("sharing")
 
@@ -36,22 +36,31 @@ class Counts:
 
     def __init__(self, submission: Submission, num_blocks: int) -> None:
         self.submission, self.num_blocks = submission, num_blocks
+        self.transcript = submission.transcript
         self.allocator = new_allocator(submission, num_blocks)
+        self.name = self.transcript.code(self.allocator)
+        self.ids = Held(self.transcript, num_blocks)  # the blocks held, by where they came from
         self.counts, self.num_free = self.read()
         fresh = {block: count for block, count in self.counts.items() if count}
-        assert not fresh, (
-            f"after BlockAllocator({num_blocks}), ref_count must be 0 for every block, got {fresh}"
+        expect(
+            self.transcript,
+            not fresh,
+            f"after BlockAllocator({num_blocks}), ref_count must be 0 for every block, got {fresh}",
+            got=f"[{self.name}.ref_count(block) for block in range({num_blocks})]",
+            expected=f"[0] * {num_blocks}",
         )
 
     def read(self) -> tuple[dict[int, int], int]:
         """Every block's ref_count, and num_free (kept out of the counterexample: the failed
         assertion's message gives them)."""
-        with self.submission.transcript.quiet():
+        with self.transcript.quiet():
             counts = {
-                block: plain_int(self.allocator.ref_count(block), f"ref_count({block})")
+                block: plain_int(
+                    self.transcript, self.allocator.ref_count(block), f"ref_count({block})"
+                )
                 for block in range(self.num_blocks)
             }
-            return counts, plain_int(self.allocator.num_free, "num_free")
+            return counts, plain_int(self.transcript, self.allocator.num_free, "num_free")
 
     def held(self) -> dict[int, int]:
         return {block: count for block, count in self.counts.items() if count}
@@ -63,18 +72,31 @@ class Counts:
         expected = {**self.counts, **counts}
         wrong = {block: got[block] for block in got if got[block] != expected[block]}
         should = {block: expected[block] for block in wrong}
-        assert not wrong, f"after {after}, ref_count must be {should}, got {wrong}"
+        reads = ", ".join(f"{self.name}.ref_count({self.ids.code(block)})" for block in wrong)
+        expect(
+            self.transcript,
+            not wrong,
+            f"after {after}, ref_count must be {should}, got {wrong}",
+            got=f"[{reads}]",
+            expected=repr(list(should.values())),
+        )
         if freed is not None:
-            assert free == self.num_free + freed, (
+            expect(
+                self.transcript,
+                free == self.num_free + freed,
                 f"after {after}, num_free must be {self.num_free + freed}, got {free} (it was "
-                f"{self.num_free}; a block is free again exactly when its ref_count reaches 0)"
+                f"{self.num_free}; a block is free again exactly when its ref_count reaches 0)",
+                got=f"{self.name}.num_free",
+                expected=str(self.num_free + freed),
             )
         self.counts, self.num_free = got, free
+        self.ids.drop([block for block, count in got.items() if not count])
 
     def allocate(self, n: int) -> list[int]:
         """`allocate(n)`: the ids it gives hold one reference each (which ids, and the free count
         it leaves, are part 1's to judge)."""
-        ids = int_list(self.allocator.allocate(n), f"allocate({n})")
+        ids = int_list(self.transcript, self.allocator.allocate(n), f"allocate({n})")
+        self.ids.add(ids)
         self.expect(f"allocate({n})", dict.fromkeys(ids, 1), None)
         return ids
 
@@ -82,19 +104,20 @@ class Counts:
         """`incref(block)`: one more reference to an allocated block; ValueError, and no count
         changed, for a free one."""
         count, call = self.counts[block], f"incref({block})"
+        shown = Shown(block, self.ids.code(block))
         if count:
-            self.allocator.incref(block)
+            self.allocator.incref(shown)
             self.expect(call, {block: count + 1}, 0)
             return
-        with raises(ValueError, f"{call} of a free block"):
-            self.allocator.incref(block)
+        with raises(self.transcript, ValueError, f"{call} of a free block"):
+            self.allocator.incref(shown)
         self.expect(f"{call} (which raised)", {}, 0)
 
     def free(self, blocks: list[int]) -> None:
         """`free(blocks)`, blocks listed no more often than they are referenced: one reference
         fewer per listing, and free again at 0."""
         drops = Counter(blocks)
-        self.allocator.free(blocks)
+        self.allocator.free(self.ids.shown(blocks))
         counts = {block: self.counts[block] - count for block, count in drops.items()}
         self.expect(f"free({blocks})", counts, sum(1 for count in counts.values() if not count))
 
@@ -124,8 +147,9 @@ def check_bad_reference_calls_are_refused(submission):
     counts.incref(block)
     (block,) = counts.allocate(1)
     counts.incref(block)
-    with raises(ValueError, f"free([{block}, {block}, {block}]) of a block with 2 references"):
-        counts.allocator.free([block] * 3)
+    call = f"free([{block}, {block}, {block}]) of a block with 2 references"
+    with raises(counts.transcript, ValueError, call):
+        counts.allocator.free(counts.ids.shown([block] * 3))
 
 
 class ReferenceMachine(RuleBasedStateMachine):

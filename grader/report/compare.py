@@ -2,10 +2,13 @@
 
 For a hiring team asking why a score changed: the same submission graded twice (another seed,
 profile or machine) or two candidates. A and B are `report.json` files, or folders holding one.
-The terminal gets the provenance of each (submission and file hashes, profile, seed, the kit's
-environment), the total and each part's score with the change, every check whose status or
-points differ with both messages shortened, then the timings' ratios. `--html` writes the same
+The terminal gets the provenance of each (submission and file hashes, profile, seed, which kit
+made it, the kit's environment), a warning when the two were made by different kits, the total and
+each part's score with the change, every check whose status or points differ with both messages
+shortened, then the timings' ratios, A's and B's. `--html` writes the same
 as one self-contained page. Exit status 2, with a message, when a report is missing or invalid.
+Both are in `--lang`, by default report A's language: the kit's words through `i18n.tr`, the
+checks' messages and the timings' names through the catalog of `messages.py`.
 A report's strings may carry a candidate's text: `load` cleans and bounds them (`model.bounded`)
 and the paths given are cleaned where shown, so no terminal escape or lone surrogate gets out.
 """
@@ -13,16 +16,20 @@ and the paths given are cleaned where shown, so no terminal escape or lone surro
 import argparse
 import json
 import sys
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.report.formats import points
+from grader.report.formats import kit_label, points
+from grader.report.i18n import LANGUAGES, STRINGS, language, profile_name, tr
+from grader.report.messages import translated_message
 from grader.report.model import bounded
 from grader.report.render import render
 from grader.text import clean
 
 MESSAGE_CHARS = 160  # of a check's message, on one line
 ENVIRONMENT_KEYS = ("device", "python", "platform", "torch", "triton", "hypothesis", "pytest")
+STATUSES = ("passed", "failed", "error", "skipped")  # a check's, each a word of `i18n`
 
 
 class ReportError(ValueError):
@@ -101,21 +108,21 @@ def outcome(check: dict) -> tuple:
     return check.get("status"), check.get("points"), check.get("max_points")
 
 
-def part_rows(a: dict, b: dict) -> list[tuple[str, str, str, str]]:
+def part_rows(a: dict, b: dict, lang: str = "en") -> list[tuple[str, str, str, str]]:
     """(part, A's score, B's score, B minus A) for each part of either report, then the total."""
     rows = []
     for part_id in [*a["parts"], *(p for p in b["parts"] if p not in a["parts"])]:
         one, two = a["parts"].get(part_id), b["parts"].get(part_id)
-        rows.append((part_id, score_of(one), score_of(two), delta(one, two)))
-    rows.append(("total", score_of(a), score_of(b), delta(a, b)))
+        rows.append((part_id, score_of(one, lang), score_of(two, lang), delta(one, two)))
+    rows.append((tr(lang, "compare_total"), score_of(a, lang), score_of(b, lang), delta(a, b)))
     return rows
 
 
-def score_of(scored: dict | None) -> str:
+def score_of(scored: dict | None, lang: str = "en") -> str:
     if scored is None:
-        return "absent"
+        return tr(lang, "compare_absent")
     if "checks" in scored and not scored["checks"]:
-        return "not graded"
+        return tr(lang, "not_graded")
     return f"{points(scored['score'])} / {points(scored['max_score'])}"
 
 
@@ -131,57 +138,97 @@ def shortened(text: str) -> str:
     return flat if len(flat) <= MESSAGE_CHARS else flat[: MESSAGE_CHARS - 1] + "…"
 
 
-def check_line(check: dict | None) -> str:
-    """A check's status, points and message, on one line."""
+def check_line(check: dict | None, lang: str = "en") -> str:
+    """A check's status, points and message, on one line, in `lang`."""
     if check is None:
-        return "absent"
-    line = f"{check.get('status')}, {points(check.get('points', 0))} / "
-    line += f"{points(check.get('max_points', 0))}"
-    message = shortened(check.get("message", ""))
-    return f"{line}: {message}" if message else line
+        return tr(lang, "compare_absent")
+    status = check.get("status")
+    line = tr(
+        lang,
+        "compare_check_line",
+        status=tr(lang, status) if status in STATUSES else status,
+        points=points(check.get("points", 0)),
+        max_points=points(check.get("max_points", 0)),
+    )
+    message = shortened(translated_message(lang, check.get("message") or ""))
+    return tr(lang, "compare_check_message", line=line, message=message) if message else line
 
 
-def provenance(side: Side) -> str:
-    """Which submission, when, how: name, profile, seed, device."""
+def provenance(side: Side, lang: str = "en") -> str:
+    """Which submission, when, how: name, profile, seed, device, and which kit made the report."""
     report, env = side.report, side.report.get("environment", {})
     seed = env.get("seed")
-    return (
-        f"{report.get('submission', {}).get('name', '?')}, graded {report.get('started_at', '?')}"
-        f", {env.get('profile', '?')} profile, "
-        + (f"seed {seed}" if seed is not None else "default examples")
-        + f", on {env.get('device', '?')}"
+    return tr(
+        lang,
+        "compare_provenance",
+        name=report.get("submission", {}).get("name", "?"),
+        started_at=report.get("started_at", "?"),
+        profile=profile_name(lang, env.get("profile", "?")),
+        seed=tr(lang, "compare_no_seed") if seed is None else tr(lang, "compare_seed", seed=seed),
+        device=env.get("device", "?"),
+        kit=kit_label(report, lang),
     )
 
 
-def file_differences(a: dict, b: dict) -> str:
+def kit_warning(a: dict, b: dict, lang: str = "en") -> str | None:
+    """Why the two scores are not alike when A and B were made by different kits, as a
+    sentence; None when by the same one."""
+    if kit_label(a) == kit_label(b):
+        return None
+    return tr(lang, "compare_kit_warning", a=kit_label(a, lang), b=kit_label(b, lang))
+
+
+def file_differences(a: dict, b: dict, lang: str = "en") -> str:
     """Whether the submissions' files are the same, by sha256; which differ if not."""
     files_a = a.get("submission", {}).get("files", {})
     files_b = b.get("submission", {}).get("files", {})
     if files_a == files_b:
-        return "the same files (sha256)"
-    changes = []
-    for name in sorted(set(files_a) | set(files_b)):
-        one, two = files_a.get(name), files_b.get(name)
-        if one != two:
-            changes.append(f"{name} ({(one or 'absent')[:12]} vs {(two or 'absent')[:12]})")
-    return "files differ: " + ", ".join(changes)
+        return tr(lang, "compare_same_files")
+    absent = tr(lang, "compare_absent")
+    changes = [
+        tr(lang, "compare_file_differs", name=name, a=(one or absent)[:12], b=(two or absent)[:12])
+        for name in sorted(set(files_a) | set(files_b))
+        if (one := files_a.get(name)) != (two := files_b.get(name))
+    ]
+    return tr(lang, "compare_files_differ", files=tr(lang, "compare_file_separator").join(changes))
 
 
-def environment_differences(a: dict, b: dict) -> list[str]:
+def environment_differences(a: dict, b: dict, lang: str = "en") -> list[str]:
+    """Each value of the kit's environment that differs, A's and B's, named in `lang`."""
     env_a, env_b = a.get("environment", {}), b.get("environment", {})
+    differing = [key for key in ENVIRONMENT_KEYS if env_a.get(key) != env_b.get(key)]
     return [
-        f"{key}: {env_a.get(key)} vs {env_b.get(key)}"
-        for key in ENVIRONMENT_KEYS
-        if env_a.get(key) != env_b.get(key)
+        tr(
+            lang,
+            "compare_env_differs",
+            name=environment_name(key, lang),
+            a=env_a.get(key),
+            b=env_b.get(key),
+        )
+        for key in differing
     ]
 
 
-def benchmark_rows(a: dict, b: dict) -> list[tuple[str, str, str]]:
-    """(benchmark, A's ratio, B's ratio) for each timing of either report."""
+def listed(items: list[str], lang: str) -> str:
+    """`items` on one line, between them `i18n`'s list separator in `lang` ("; " in English)."""
+    return tr(lang, "list_separator").join(items)
+
+
+def environment_name(key: str, lang: str) -> str:
+    """An environment value's name in `lang` ("device"); a package's (torch) as it is."""
+    name = f"compare_env_{key}"
+    return tr(lang, name) if name in STRINGS[lang] else key
+
+
+def benchmark_rows(a: dict, b: dict, lang: str = "en") -> list[tuple[str, str, str]]:
+    """(benchmark, A's ratio, B's ratio) for each timing of either report, its name in `lang`."""
     ratios_a = {row["name"]: row["ratio"] for row in a.get("benchmarks", [])}
     ratios_b = {row["name"]: row["ratio"] for row in b.get("benchmarks", [])}
     names = [*ratios_a, *(name for name in ratios_b if name not in ratios_a)]
-    return [(name, ratio(ratios_a.get(name)), ratio(ratios_b.get(name))) for name in names]
+    return [
+        (translated_message(lang, name), ratio(ratios_a.get(name)), ratio(ratios_b.get(name)))
+        for name in names
+    ]
 
 
 def ratio(value: float | None) -> str:
@@ -191,51 +238,71 @@ def ratio(value: float | None) -> str:
 # -- the terminal -------------------------------------------------------------------------------
 
 
-def render_text(a: Side, b: Side) -> str:
-    env = environment_differences(a.report, b.report)
+def render_text(a: Side, b: Side, lang: str = "en") -> str:
+    env = environment_differences(a.report, b.report, lang)
+    warning = kit_warning(a.report, b.report, lang)
+    same = tr(lang, "compare_same")
     lines = [
-        "Comparing two grade reports",
-        f"  A  {a.path}: {provenance(a)}",
-        f"  B  {b.path}: {provenance(b)}",
-        f"  submission: {file_differences(a.report, b.report)}",
-        "  environment: " + ("; ".join(env) if env else "the same"),
+        tr(lang, "compare_heading_text"),
+        f"  A  {a.path}: {provenance(a, lang)}",
+        f"  B  {b.path}: {provenance(b, lang)}",
+        *([f"  {tr(lang, 'warning', message=warning)}"] if warning else []),
+        f"  {tr(lang, 'compare_submission', files=file_differences(a.report, b.report, lang))}",
+        f"  {tr(lang, 'compare_environment', differences=listed(env, lang) or same)}",
         "",
-        f"  {'part':<12} {'A':>15} {'B':>15} {'change':>8}",
+        f"  {padded(tr(lang, 'compare_part'), -12)} {padded('A', 15)} {padded('B', 15)} "
+        f"{padded(tr(lang, 'compare_change'), 8)}",
     ]
     lines += [
-        f"  {p:<12} {one:>15} {two:>15} {d:>8}" for p, one, two, d in part_rows(a.report, b.report)
+        f"  {padded(p, -12)} {padded(one, 15)} {padded(two, 15)} {padded(d, 8)}"
+        for p, one, two, d in part_rows(a.report, b.report, lang)
     ]
     changes = changed_checks(a.report, b.report)
     total = len(checks_of(a.report) | checks_of(b.report))
-    lines += ["", f"Checks that changed: {len(changes)} of {total}"]
+    lines += ["", tr(lang, "compare_checks_changed", count=len(changes), total=total)]
     for change in changes:
         lines += [
             f"  {change.id}",
-            f"    A  {check_line(change.a)}",
-            f"    B  {check_line(change.b)}",
+            f"    A  {check_line(change.a, lang)}",
+            f"    B  {check_line(change.b, lang)}",
         ]
-    rows = benchmark_rows(a.report, b.report)
+    rows = benchmark_rows(a.report, b.report, lang)
     if rows:
-        lines += ["", "Timings (candidate time / reference time; lower is faster)"]
+        lines += ["", tr(lang, "compare_timings")]
+        lines += [f"  {'A':>8} {'B':>8}  {tr(lang, 'compare_benchmark')}"]
         lines += [f"  {one:>8} {two:>8}  {name}" for name, one, two in rows]
     return "\n".join(lines) + "\n"
+
+
+def padded(text: str, width: int) -> str:
+    """`text` right-aligned in `width` terminal columns, left-aligned for a negative width; a
+    wide (Chinese) character takes two."""
+    room = " " * max(abs(width) - columns(text), 0)
+    return text + room if width < 0 else room + text
+
+
+def columns(text: str) -> int:
+    """How many terminal columns `text` takes: two for each wide character."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
 # -- the page -----------------------------------------------------------------------------------
 
 
-def render_html(a: Side, b: Side) -> str:
+def render_html(a: Side, b: Side, lang: str = "en") -> str:
     """The comparison as one page (`templates/compare.html`): the same as the terminal's."""
-    env = environment_differences(a.report, b.report)
+    env = environment_differences(a.report, b.report, lang)
     changes = changed_checks(a.report, b.report)
     return render(
         "compare.html",
-        sides=[("A", a.path, provenance(a)), ("B", b.path, provenance(b))],
-        files=file_differences(a.report, b.report),
-        environment="; ".join(env) if env else "the same",
-        parts=part_rows(a.report, b.report),
-        changes=[(c.id, check_line(c.a), check_line(c.b)) for c in changes],
-        timings=benchmark_rows(a.report, b.report),
+        lang=lang,
+        sides=[("A", a.path, provenance(a, lang)), ("B", b.path, provenance(b, lang))],
+        warning=kit_warning(a.report, b.report, lang),
+        files=file_differences(a.report, b.report, lang),
+        environment=listed(env, lang) or tr(lang, "compare_same"),
+        parts=part_rows(a.report, b.report, lang),
+        changes=[(c.id, check_line(c.a, lang), check_line(c.b, lang)) for c in changes],
+        timings=benchmark_rows(a.report, b.report, lang),
     )
 
 
@@ -247,15 +314,21 @@ def main(argv: list[str]) -> int:
     cli.add_argument("a", type=Path, help="a report.json, or a report folder holding one")
     cli.add_argument("b", type=Path, help="the other report")
     cli.add_argument("--html", type=Path, help="also write the comparison as a page here")
+    cli.add_argument(
+        "--lang", choices=LANGUAGES, help="the comparison's language (default: report A's)"
+    )
     args = cli.parse_args(argv)
     try:
         a, b = load(args.a), load(args.b)
     except ReportError as error:
-        print(clean(f"compare: {error}", None), file=sys.stderr)
+        why = translated_message(args.lang or "en", str(error))
+        print(clean(f"compare: {why}", None), file=sys.stderr)
         return 2
-    sys.stdout.write(clean(render_text(a, b), None))  # the paths as given: the reports are clean
+    lang = args.lang or language(a.report)
+    text = render_text(a, b, lang)
+    sys.stdout.write(clean(text, None))  # the paths as given: the reports are clean
     if args.html:
         args.html.parent.mkdir(parents=True, exist_ok=True)
-        args.html.write_text(clean(render_html(a, b), None), encoding="utf-8")
-        print(clean(f"\nPage: {args.html}", None))
+        args.html.write_text(clean(render_html(a, b, lang), None), encoding="utf-8")
+        print(clean("\n" + tr(lang, "compare_page", path=args.html), None))
     return 0

@@ -6,8 +6,16 @@ it, the terminal cleans it). The kit's own words come from `i18n.py`, in `lang`.
 """
 
 import math
+from collections import Counter
+from collections.abc import Callable
 
-from grader.report.i18n import more_points, tr, ungraded_reason
+from grader.report.i18n import STRINGS, more_points, profile_name, tr, ungraded_reason
+from grader.report.messages import translated_message
+
+KITS = ("full", "candidate")  # `environment.kit`: which kit made the report
+# The engine check's figures report.md lists under its one line, where the check has them: those
+# its message does not already give (requests, tokens, steps). The page has them all.
+ENGINE_FIGURES = ("tokens_per_step", "mismatches", "peak_kv_bytes", "contiguous_kv_bytes", "device")
 
 
 def points(value: float) -> str:
@@ -65,23 +73,48 @@ def total_ungraded(report: dict) -> dict:
     return {"ungraded": [{"reason": r, "points": round(p, 2)} for r, p in by_reason.items()]}
 
 
+def counted(lang: str, key: str, number: float, **values: object) -> str:
+    """The string `key` said of `number` things, with `values` filled in: its `<key>_one` form
+    when `number` is 1 and the table has one (English agrees in number, Chinese does not)."""
+    one = f"{key}_one"
+    return tr(lang, one if number == 1 and one in STRINGS[lang] else key, **values)
+
+
 def skipped_label(check: dict, lang: str = "en") -> str:
     """What a skipped check's line says after its name: its points, why they are not graded here,
     and its message where that says more: "(2.05 points, graded by the hiring team's kit): runs
     only in the full kit: ...", "(9 points, needs a CUDA device)"."""
-    message = check["message"]
+    message, worth = check["message"], check["max_points"]
     reason = ungraded_reason(lang, message)
-    label = f"({tr(lang, 'skipped_check', points=points(check['max_points']), reason=reason)})"
-    return label if message in (reason, ungraded_reason("en", message)) else f"{label}: {message}"
+    label = f"({counted(lang, 'skipped_check', worth, points=points(worth), reason=reason)})"
+    if message in (reason, ungraded_reason("en", message)):
+        return label
+    return f"{label}: {translated_message(lang, message)}"
 
 
 def tally(part: dict, lang: str = "en") -> str:
-    """How many of a part's checks passed; the note (or "not graded") for an ungraded part."""
+    """How many of the checks that ran passed, then how many were skipped: "6 of 6 checks
+    passed, 2 skipped" (why they were, and their points, is `ungraded_notes`'); the note (or
+    "not graded") for an ungraded part."""
     checks = part["checks"]
     if not checks:
-        return part.get("note") or tr(lang, "not_graded")
-    count = sum(check["status"] == "passed" for check in checks)
-    return tr(lang, "tally", passed=count, total=len(checks))
+        return translated_message(lang, part.get("note") or "") or tr(lang, "not_graded")
+    ran = [check for check in checks if check["status"] != "skipped"]
+    passed = sum(check["status"] == "passed" for check in ran)
+    text = counted(lang, "tally", len(ran), passed=passed, total=len(ran))
+    skipped = len(checks) - len(ran)
+    return tr(lang, "tally_skipped", tally=text, count=skipped) if skipped else text
+
+
+def provisional_note(part: dict, lang: str = "en") -> str:
+    """Why a part's score is provisional, after the word itself: "provisional: checks skipped
+    (needs a CUDA device)"."""
+    return tr(lang, "provisional_reason", reason=provisional_reason(part, lang))
+
+
+def provisional_reason(part: dict, lang: str = "en") -> str:
+    """Why a part's score is provisional, in `lang`: "checks skipped (needs a CUDA device)"."""
+    return translated_message(lang, part["provisional"])
 
 
 def verdict(benchmark: dict, lang: str = "en") -> str:
@@ -112,6 +145,26 @@ def shown(value: object) -> str:
     return "none" if value is None else str(value)
 
 
+def environment_value(key: str, value: object, lang: str) -> str:
+    """A value of the report's `environment` as text in `lang`: which kit, the profile's name and
+    a missing value (no seed) translated; the rest as `shown`."""
+    if key == "kit" and value in KITS:
+        return tr(lang, f"compare_kit_{value}")
+    if key == "profile" and isinstance(value, str):
+        return profile_name(lang, value)
+    return tr(lang, "no_seed") if value is None else shown(value)
+
+
+def graded_from(report: dict, lang: str, shown: Callable[[str], str] = str) -> str:
+    """Which input the report came from: its path, and the folder inside it that held the
+    submission files where that was not its top; each as `shown` (in Markdown: as code)."""
+    submission = report["submission"]
+    path, folder = shown(submission["path"]), submission.get("folder")
+    if folder:
+        return tr(lang, "graded_from_folder", path=path, folder=shown(f"{folder}/"))
+    return tr(lang, "graded_from", path=path)
+
+
 def how_it_ran(report: dict, lang: str) -> str:
     """When the grade ran, for how long, with which profile and seed, on which device."""
     env = report["environment"]
@@ -120,12 +173,103 @@ def how_it_ran(report: dict, lang: str) -> str:
         "graded",
         started_at=report["started_at"],
         seconds=f"{report['seconds']:g}",
-        profile=env["profile"],
-        seed=shown(env["seed"]),
+        profile=profile_name(lang, env["profile"]),
+        seed=tr(lang, "no_seed") if env["seed"] is None else env["seed"],
         device=env["device"],
     )
+    kit = env.get("kit")
+    ran += f" {tr(lang, f'kit_{kit}')}" if kit in KITS else ""  # older reports do not say
     isolation = report.get("isolation")
-    return f"{ran} {isolation['description']}." if isolation else ran
+    if not isolation:
+        return ran
+    description = translated_message(lang, isolation["description"])
+    return f"{ran} {tr(lang, 'isolation_note', description=description)}"
+
+
+def kit_label(report: dict, lang: str = "en") -> str:
+    """Which kit made a report, for `compare`, in `lang`: "the full kit", "the candidate kit", or
+    that the report does not say (one from before the field)."""
+    kit = report.get("environment", {}).get("kit")
+    return tr(lang, f"compare_kit_{kit}" if kit in KITS else "compare_kit_unrecorded")
+
+
+def syntax_failures(report: dict) -> dict[str, dict]:
+    """Each check that failed because a file does not compile, by id, and that file's syntax
+    error (an item of `report["syntax_errors"]`)."""
+    return {
+        check_id: error
+        for error in report.get("syntax_errors", [])
+        for check_id in error.get("checks", [])
+    }
+
+
+def syntax_line(error: dict, lang: str) -> str:
+    """A syntax error in one line: "kv_cache_manager.py does not compile, line 63: expected ':'"."""
+    return tr(
+        lang, "syntax_error", file=error["file"], line=error["line"], message=error["message"]
+    )
+
+
+def code_excerpt(error: dict) -> str:
+    """The line a syntax error is on, numbered, with a caret under where Python stopped:
+
+    63 |     def allocate(self) -> None
+       |                               ^
+    """
+    number = str(error["line"])
+    lines = [f"{number} | {error['code']}"]
+    if error.get("column"):
+        lead = "".join(
+            char if char == "\t" else " " for char in error["code"][: error["column"] - 1]
+        )
+        lines.append(f"{' ' * len(number)} | {lead}^")
+    return "\n".join(lines)
+
+
+def syntax_blame(error: dict, lang: str) -> str:
+    """What failed on a syntax error: how many checks, by part, and the engine check: "22 checks
+    failed on it: decode (8), gather (8), sharing (6).". Empty when nothing did."""
+    checks = error.get("checks", [])
+    by_part = Counter(check_id.partition("/")[0] for check_id in checks)
+    parts = ", ".join(f"{part} ({count})" for part, count in by_part.items())
+    said = []
+    if checks:
+        said.append(counted(lang, "syntax_blamed", len(checks), count=len(checks), parts=parts))
+    if error.get("engine_check"):
+        said.append(tr(lang, "syntax_engine"))
+    return " ".join(said)
+
+
+def syntax_in_part(part: dict, report: dict) -> list[tuple[dict, list[str]]]:
+    """The syntax errors a part's checks failed on, each with the names of those checks."""
+    blamed = syntax_failures(report)
+    by_file: dict[str, tuple[dict, list[str]]] = {}
+    for check in part["checks"]:
+        error = blamed.get(check["id"])
+        if error is not None:
+            by_file.setdefault(error["file"], (error, []))[1].append(check["name"])
+    return list(by_file.values())
+
+
+def syntax_part_line(error: dict, count: int, lang: str) -> str:
+    """A part's line for its `count` checks that failed on `error`: "8 checks failed because
+    kv_cache_manager.py does not compile (line 63; shown at the top):"."""
+    return counted(lang, "syntax_part", count, count=count, file=error["file"], line=error["line"])
+
+
+def engine_message(report: dict, lang: str) -> str:
+    """What the engine check says: its message, or, when it failed because a file does not
+    compile, that file and line (the report shows the error once, at the top)."""
+    error = next((e for e in report.get("syntax_errors", []) if e.get("engine_check")), None)
+    if error is not None:
+        return tr(lang, "syntax_see", file=error["file"], line=error["line"])
+    return translated_message(lang, report["integration"].get("message", ""))
+
+
+def engine_figures(integration: dict) -> dict:
+    """The engine check's figures a short list shows (`ENGINE_FIGURES`), where it has them."""
+    figures = integration.get("figures") or {}
+    return {key: figures[key] for key in ENGINE_FIGURES if key in figures}
 
 
 def scheduling_intro(section: dict, lang: str) -> str:

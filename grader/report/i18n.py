@@ -1,10 +1,11 @@
 # ruff: noqa: RUF001 -- Chinese text takes full-width punctuation, not ASCII's.
 """The candidate-facing text of the reports and of the summary, in English and in Chinese.
 
-`tr(lang, key, **values)` gives one string, formatted with `values`. Only the kit's own words
-are here: headings, statuses, the summary's sentences. What a check
-says (its message, its counterexample) and the grader's notes stay as the grader wrote them, in
-English. Both tables have the same keys and the same placeholders (the kit's tests check it).
+`tr(lang, key, **values)` gives one string, formatted with `values`: the words of the pages and
+of the summary (headings, statuses, the summary's sentences). What a check says (its message, its
+counterexample's comments) and the grader's notes are written in English, into `report.json`, and
+shown in Chinese through the catalog of `messages.py`. Both tables have the same keys and the same
+placeholders (the kit's tests check it).
 """
 
 from grader.parts import PARTS
@@ -25,6 +26,18 @@ STRINGS = {
         "graded": (
             "Graded {started_at} in {seconds} s, profile {profile}, seed {seed}, on {device}."
         ),
+        # the profiles' names (`--profile`), a grading without `--seed`, how the workers ran
+        "profile_quick": "quick",
+        "profile_full": "full",
+        "no_seed": "none",
+        "isolation_note": "{description}.",
+        "graded_from": "Graded from {path}",
+        "graded_from_folder": "Graded from {path}, the files in its folder {folder}",
+        "kit_full": "Made by the hiring team's full kit.",
+        "kit_candidate": (
+            "Made by the candidate kit, which has no answer key: the checks that need one are "
+            "left to the hiring team's kit."
+        ),
         "intro": (
             "Each part of the exercise is worth a fixed number of points, shared among its checks "
             "in proportion to their weights, the same in every kit and on every machine. A check "
@@ -36,6 +49,22 @@ STRINGS = {
         "errors_intro": (
             "The score may be missing points for reasons that are not the submission's fault."
         ),
+        "syntax_heading": "Syntax errors",
+        "syntax_intro": (
+            "Python cannot compile these files, so they never ran: each check that imports one "
+            "failed on it, and its part says so without repeating the error."
+        ),
+        "syntax_error": "{file} does not compile, line {line}: {message}",
+        "syntax_blamed": "{count} checks failed on it: {parts}.",
+        "syntax_blamed_one": "{count} check failed on it: {parts}.",
+        "syntax_engine": "The end-to-end engine check failed on it too.",
+        "syntax_part": (
+            "{count} checks failed because {file} does not compile (line {line}; shown at the top):"
+        ),
+        "syntax_part_one": (
+            "{count} check failed because {file} does not compile (line {line}; shown at the top):"
+        ),
+        "syntax_see": "{file} does not compile (line {line}; shown at the top).",
         "total": "Total",
         "parts_heading": "Parts",
         "part": "Part",
@@ -43,8 +72,11 @@ STRINGS = {
         "score": "Score",
         "checks": "Checks",
         "tally": "{passed} of {total} checks passed",
+        "tally_one": "{passed} of {total} check passed",
+        "tally_skipped": "{tally}, {count} skipped",
         "not_graded": "not graded",
         "provisional": "provisional",
+        "provisional_reason": "provisional: {reason}",
         "counterexample": "Counterexample, as Python that replays the failure against your files:",
         "hypothesis": "Hypothesis notes",
         "traceback": "Traceback",
@@ -58,6 +90,7 @@ STRINGS = {
         "more_full_kit": "{points} more graded by the hiring team's kit",
         "more_elsewhere": "{points} more not graded here: {reason}",
         "skipped_check": "{points} points, {reason}",
+        "skipped_check_one": "{points} point, {reason}",
         "timings_heading": "Timings",
         "timings_intro": (
             "Each timing runs the submission and the kit's reference solution on the same input, "
@@ -86,6 +119,7 @@ STRINGS = {
             "A tiny transformer served through the submission's parts, from prompt to the last "
             "token. It earns no points: it shows whether the parts work together."
         ),
+        "integration_details": "What it ran, in figures",
         "scheduling_heading": "Scheduling: tokens per step",
         "scheduling_intro": (
             "The submission's scheduler and static batching serve the same trace of {requests} "
@@ -102,6 +136,10 @@ STRINGS = {
             "batching over contiguous reservations (as in the vLLM paper's baselines) and over "
             "paged blocks of several sizes."
         ),
+        "simulation_link": (
+            "The kit's own simulation, the same for every report, has a page of its own:"
+        ),
+        "back_to_report": "Back to the report",
         "step": "decode step",
         "tokens_per_step": "tokens per step",
         "your_scheduler": "this scheduler",
@@ -121,38 +159,213 @@ STRINGS = {
         "first_look": "What to look at first:",
         "first_failure": "{title}: the check {name} {status}:",
         "more_failures": "({count} more checks did not pass in this part; all are in the report.)",
+        "more_failures_one": "({count} more check did not pass in this part; it is in the report.)",
         "see_counterexample": "Its counterexample, as Python that replays the failure:",
         "more_lines": "... {count} more lines in the report",
+        "more_lines_one": "... {count} more line in the report",
         "where": "In the report: {path}#{anchor} (also report.md, under {title}).",
         "not_started": "Not implemented yet (a stub or a missing file): {parts}.",
         "all_passed": "Every graded check passed.",
         "grading": "Grading {submission} ({profile} profile)...",
+        "grading_folder": "Taking the submission files from {folder}/ in it.",
+        "interrupted": "Interrupted: the grading stopped; no report was written (an earlier one "
+        "is left as it was).",
+        # the progress lines while the checks run (grader/scoring/progress.py)
+        "progress_running": "{done}/{total} checks: {tally}",
+        "progress_done": "{total} checks: {tally}",
+        "progress_done_one": "{total} check: {tally}",
+        "progress_tally": "{passed} passed, {failed} failed",
+        "progress_skipped": ", {count} skipped",
+        "progress_errors": ", {count} grader errors",
+        "progress_seconds": "{seconds} s",
+        "progress_now": "running {name} ({seconds} s)",
+        "progress_again": "{parts} again, with the kit's {file}: yours fails allocator checks",
+        "progress_engine": "engine check (a tiny transformer served by your parts, not scored)...",
         "provisional_note": "{part}: {note}",
-        "integrity_count": "{count} integrity flag(s) for a reviewer: see the report.",
+        "integrity_count": "{count} integrity flags for a reviewer: see the report.",
+        "integrity_count_one": "{count} integrity flag for a reviewer: see the report.",
         "integration_line": "End-to-end engine check (not scored): {status}. {message}",
         "grader_failed": "The grader itself failed; the score may be incomplete:",
         "report_at": "Report: {path}  (also report.md, report.json)",
+        "warning": "WARNING: {message}",
+        # grade-all's lines (grader/grade_all.py, grader/drive_progress.py)
+        "drive_grading": "Grading {count} submissions, {jobs} at a time ({profile} profile)...",
+        "drive_finished": "[{done}/{total}] {name}: {result} ({seconds} s)",
+        "drive_not_graded": "NOT GRADED ({failure}): {why}",
+        "drive_status": (
+            "{done} of {total} done, {running} under way, {elapsed} elapsed, {estimate}"
+        ),
+        "drive_estimating": "estimating the time left...",
+        "drive_left": "about {time} left",
+        "drive_overdue": "taking longer than estimated",
+        "drive_leaderboard": "Leaderboard: {page}  (also leaderboard.csv)",
+        "drive_some_failed": (
+            "grade-all: {failed} of {total} submissions could not be graded ({names}): their rows "
+            "say why; each one's log is {out}/<name>/grade.log."
+        ),
+        "drive_none_graded": (
+            "grade-all: none of the {total} submissions could be graded ({names}), so no "
+            "leaderboard was written (an earlier one stays as it was); each one's log is "
+            "{out}/<name>/grade.log."
+        ),
+        "drive_interrupted": (
+            "grade-all: interrupted; the gradings under way were stopped, no leaderboard written. "
+            "The same command again grades the rest."
+        ),
+        # the leaderboard's page (grader/report/leaderboard.py; its CSV stays in English: data)
+        "board_title": "Leaderboard: {folder}",
+        "board_intro": (
+            "{graded} of {total} submissions graded, {settings}, {when}. Integrity flags are for "
+            "the reviewer and never change the score. The kernel ratio is the geometric mean of "
+            "the kernel's time over the reference's (lower is faster). Each name links to its "
+            "report; hover it for the entry it was graded from."
+        ),
+        "board_settings_seed": "{profile} profile, seed {seed}",
+        "board_settings_default": "{profile} profile, the default examples",
+        "board_shared": "Every graded submission:",
+        "board_shared_notes": "{notes}.",
+        "list_separator": "; ",
+        "board_candidate": "candidate",
+        "board_score": "score",
+        "board_integrity": "integrity",
+        "board_kernel_ratio": "kernel ratio",
+        "board_time": "time",
+        "board_note": "note",
+        "board_not_graded": "Not graded ({failure})",
+        "board_took": "{seconds} s",
+        "board_took_minutes": "{minutes} min {seconds} s",
+        "board_ratio_not_graded": "n/a: not graded",
+        "board_ratio_no_gpu": "n/a: no GPU",
+        "board_ratio_not_timed": "n/a: not timed",
+        "board_grader_failed": "the grader failed on part of it: {error}",
+        "board_provisional": "provisional ({parts}): checks skipped, see the report",
+        "board_similar_heading": "Similar pairs",
+        "board_similar_intro": (
+            "Submissions whose code matches each other's, or a known implementation's (the "
+            "answer key, nano-vllm, vLLM), after identifiers, literals and comments are set "
+            "aside. Shown for a reviewer to judge; never part of a score. Each pair links to its "
+            "side-by-side page."
+        ),
+        "board_submission": "submission",
+        "board_matches": "matches",
+        "board_file": "file",
+        "board_shares": "share of each",
+        "board_fingerprints": "fingerprints",
+        "board_no_similar": (
+            "No pair of submissions, and no submission and known implementation, share code "
+            "above the threshold."
+        ),
+        # a similar pair's page (grader/similarity/page.py)
+        "pair_title": "Similar code: {left} / {right}",
+        "pair_heading": "Similar code",
+        "pair_intro": (
+            "Shown for a reviewer to judge; it changes no score. Shares: the part of each side's "
+            "own code (the stubs left out) found in the other side."
+        ),
+        "pair_left": "Left:",
+        "pair_right": "Right:",
+        "pair_file": (
+            "{file}: {left}% of the left, {right}% of the right ({matched} shared fingerprints)"
+        ),
+        "pair_reference": (
+            "{name}: {url}, {path} at commit {commit} (sha256 {sha256}). Its code is not shipped "
+            "with the kit; matched lines:"
+        ),
+        "pair_reference_no_commit": (
+            "{name}: {url}, {path} (sha256 {sha256}). Its code is not shipped with the kit; "
+            "matched lines:"
+        ),
+        "pair_lines": "left {left_first}-{left_last}: reference {right_first}-{right_last}",
+        # `python -m grader compare A B` (grader/report/compare.py), its terminal and its page
+        "compare_heading_text": "Comparing two grade reports",
+        "compare_title": "Grade reports compared",
+        "compare_heading": "Two grade reports compared",
+        "compare_provenance": (
+            "{name}, graded {started_at}, {profile} profile, {seed}, on {device}, by {kit}"
+        ),
+        "compare_seed": "seed {seed}",
+        "compare_no_seed": "default examples",
+        "compare_kit_full": "the full kit",
+        "compare_kit_candidate": "the candidate kit",
+        "compare_kit_unrecorded": "an unrecorded kit",
+        "compare_kit_warning": (
+            "A was made by {a} and B by {b}: the candidate kit skips the checks that need the "
+            "answer key (the timings against it, the scheduler's trace), so the scores differ by "
+            "those checks as well as by the code."
+        ),
+        "compare_warning_label": "Warning:",
+        "compare_same_files": "the same files (sha256)",
+        "compare_files_differ": "files differ: {files}",
+        "compare_file_differs": "{name} ({a} vs {b})",
+        "compare_file_separator": ", ",
+        "compare_absent": "absent",
+        "compare_env_differs": "{name}: {a} vs {b}",
+        "compare_env_device": "device",
+        "compare_env_platform": "platform",
+        "compare_same": "the same",
+        "compare_submission": "submission: {files}",
+        "compare_environment": "environment: {differences}",
+        "compare_page_submission": "Submission: {files}.",
+        "compare_page_environment": "Environment: {differences}.",
+        "compare_part": "part",
+        "compare_total": "total",
+        "compare_change": "change",
+        "compare_check": "check",
+        "compare_report": "report",
+        "compare_graded": "graded",
+        "compare_benchmark": "benchmark",
+        "compare_checks_changed": "Checks that changed: {count} of {total}",
+        "compare_changed_heading": "Checks that changed ({count})",
+        "compare_none_changed": "None: every check has the same status and points.",
+        "compare_timings": "Timings (candidate time / reference time; lower is faster)",
+        "compare_check_line": "{status}, {points} / {max_points}",
+        "compare_check_message": "{line}: {message}",
+        "compare_page": "Page: {path}",
     },
     "zh": {
         "passed": "通过",
         "failed": "未通过",
         "error": "出错",
         "skipped": "跳过",
-        "kicker": "PagedAttention 面试题包：评分报告",
+        "kicker": "PagedAttention 面试套件：评分报告",
         "title": "评分报告",
         "points": "分",
         "graded": (
-            "评分于 {started_at}，用时 {seconds} 秒，"
-            "profile {profile}，seed {seed}，设备 {device}。"
+            "评分于 {started_at}，用时 {seconds} 秒，{profile}模式，"
+            "随机种子：{seed}，设备：{device}。"
+        ),
+        "profile_quick": "快速",
+        "profile_full": "完整",
+        "no_seed": "未指定",
+        "isolation_note": "{description}。",
+        "graded_from": "评分对象：{path}",
+        "graded_from_folder": "评分对象：{path}，取其中 {folder} 文件夹里的文件",
+        "kit_full": "由招聘团队的完整套件生成。",
+        "kit_candidate": (
+            "由候选人套件生成，其中没有参考答案：需要参考答案的检查由招聘团队的完整套件来评。"
         ),
         "intro": (
-            "每个部分有固定的分值，按各项检查的权重分配给它们，在每个题包、每台机器上都相同。"
-            "无法在此运行的检查（需要招聘团队的完整题包或 CUDA 设备）保留自己的分值："
-            "这些分数显示在该部分得分旁边，不计入它的满分。"
-            "未通过的检查会给出让提交出错的调用序列，写成可以重放的 Python 代码。"
+            "每个部分的分值固定，按权重分给其中的各项检查，在任何套件、任何机器上都一样。"
+            "无法在这里运行的检查（需要招聘团队的完整套件或 CUDA 设备）保留各自的分值："
+            "这些分数标在该部分得分旁边，不计入它的满分。"
+            "每项未通过的检查都附有让提交出错的调用序列，写成可以直接运行、重现失败的 Python 代码。"
         ),
         "errors_heading": "评分器自身出错",
         "errors_intro": "得分可能因此少算了分数，原因不在提交本身。",
+        "syntax_heading": "语法错误",
+        "syntax_intro": (
+            "Python 无法编译这些文件，因此它们从未运行：导入它们的每项检查都因此未通过，"
+            "各部分只注明这一点，不再重复错误。"
+        ),
+        "syntax_error": "{file} 无法编译，第 {line} 行：{message}",
+        "syntax_blamed": "有 {count} 项检查因此未通过：{parts}。",
+        "syntax_blamed_one": "有 {count} 项检查因此未通过：{parts}。",
+        "syntax_engine": "端到端引擎检查也因此未通过。",
+        "syntax_part": "有 {count} 项检查因为 {file} 无法编译（第 {line} 行，见开头）而未通过：",
+        "syntax_part_one": (
+            "有 {count} 项检查因为 {file} 无法编译（第 {line} 行，见开头）而未通过："
+        ),
+        "syntax_see": "{file} 无法编译（第 {line} 行，见开头）。",
         "total": "总分",
         "parts_heading": "各部分",
         "part": "部分",
@@ -160,8 +373,11 @@ STRINGS = {
         "score": "得分",
         "checks": "检查",
         "tally": "{total} 项检查通过了 {passed} 项",
+        "tally_one": "{total} 项检查通过了 {passed} 项",
+        "tally_skipped": "{tally}，{count} 项跳过",
         "not_graded": "未评分",
         "provisional": "暂定分数",
+        "provisional_reason": "暂定分数：{reason}",
         "counterexample": "反例：针对你的文件重放这次失败的 Python 代码：",
         "hypothesis": "Hypothesis 说明",
         "traceback": "调用栈（traceback）",
@@ -169,15 +385,16 @@ STRINGS = {
         "skipped_list": (
             "在此跳过，不计入该部分的满分（它们的分值保持不变，不分摊给已运行的检查）："
         ),
-        "ungraded_full_kit": "由招聘团队的完整题包评分",
+        "ungraded_full_kit": "由招聘团队的完整套件评分",
         "ungraded_cuda": "需要 CUDA 设备",
-        "more_full_kit": "另有 {points} 分由招聘团队的完整题包评分",
+        "more_full_kit": "另有 {points} 分由招聘团队的完整套件评分",
         "more_elsewhere": "另有 {points} 分未在此评分：{reason}",
         "skipped_check": "{points} 分，{reason}",
+        "skipped_check_one": "{points} 分，{reason}",
         "timings_heading": "计时",
         "timings_intro": (
-            "每项计时都在同一输入、同一轮次中分别运行提交和题包的参考实现；比值是你的耗时除以参考"
-            "实现的耗时，1 表示与参考实现一样快，越小越快。每项计时对这个比值都有一个上限。"
+            "每项计时都在同一输入、同一轮次中分别运行提交和套件的参考实现；比值是提交的耗时除以"
+            "参考实现的耗时，1 表示与参考实现一样快，越小越快。每项计时对这个比值都设有上限。"
         ),
         "no_timings": "本次运行没有计时。",
         "benchmark": "计时项",
@@ -200,26 +417,29 @@ STRINGS = {
             "用提交的各个部分驱动一个很小的 transformer，从 prompt 一直生成到最后一个 token。"
             "这项检查不计分：它显示各部分能否协同工作。"
         ),
+        "integration_details": "运行情况与数据",
         "scheduling_heading": "调度：每步生成的 token 数",
         "scheduling_intro": (
-            "提交的调度器和静态批处理处理同一条包含 {requests} 个请求的轨迹（{num_blocks} 个块，"
-            "每块 {block_size} 个 token，同时最多 {max_num_seqs} 个序列）。静态批处理要等整批结束"
-            "才准入下一批；连续批处理在请求结束时立即补上空位。仅供参考，不计分。"
+            "提交的调度器和静态批处理处理同一组 {requests} 个请求（{num_blocks} 个块，每块 "
+            "{block_size} 个 token，最多同时运行 {max_num_seqs} 个序列）。静态批处理要等整批请求"
+            "都结束才开始下一批；连续批处理在请求结束时，立即让等待的请求补上空出的批次槽位。"
+            "仅供参考，不计分。"
         ),
         "scheduling_chart": "每个 decode 步生成的 token 数",
         "simulation_heading": "为什么分页和连续批处理更好",
         "simulation_intro": (
-            "评分套件自己的模拟（make simulate），对每份提交都相同："
-            "同一条长尾请求轨迹、同一个缓存池，分别用静态批处理、"
-            "基于连续预留的连续批处理（vLLM 论文中的基线）"
-            "和基于不同块大小分页的连续批处理来服务。"
+            "套件自带的模拟（make simulate），对每份提交都一样：同一组长尾分布的请求共用一个 "
+            "KV cache 池，分别用静态批处理、基于连续预留的连续批处理（即 vLLM 论文中的基线）"
+            "以及基于不同块大小分页的连续批处理来处理。"
         ),
+        "simulation_link": "套件自带的模拟对每份报告都一样，单独成页：",
+        "back_to_report": "返回报告",
         "step": "decode 步",
         "tokens_per_step": "每步 token 数",
         "your_scheduler": "本调度器",
         "static_batching": "静态批处理",
         "steps_taken": "{name}：{steps} 步，{tokens} 个 token，平均每步 {mean} 个 token",
-        "not_drained": "本调度器没有完成轨迹中的所有请求。",
+        "not_drained": "本调度器没有处理完这组请求。",
         "ignored_heading": "被忽略的文件",
         "ignored_intro": "提交中不属于题目要求的文件；评分器没有读取它们。",
         "environment_heading": "运行环境",
@@ -229,17 +449,151 @@ STRINGS = {
         "first_look": "先看这里：",
         "first_failure": "{title}：检查 {name} {status}：",
         "more_failures": "（这一部分还有 {count} 项检查没有通过，都在报告里。）",
+        "more_failures_one": "（这一部分还有 {count} 项检查没有通过，在报告里。）",
         "see_counterexample": "它的反例（重放这次失败的 Python 代码）：",
         "more_lines": "……报告中还有 {count} 行",
+        "more_lines_one": "……报告中还有 {count} 行",
         "where": "报告中的位置：{path}#{anchor}（report.md 中在“{title}”下）。",
         "not_started": "尚未实现（仍是桩代码或缺少文件）：{parts}。",
         "all_passed": "所有评分的检查都通过了。",
-        "grading": "正在评分 {submission}（{profile} 配置）……",
+        "grading": "正在评分 {submission}（{profile}模式）……",
+        "grading_folder": "从其中的 {folder}/ 读取提交文件。",
+        "interrupted": "已中断：评分已停止，没有写入报告（之前的报告保持原样）。",
+        "progress_running": "{done}/{total} 项检查：{tally}",
+        "progress_done": "{total} 项检查：{tally}",
+        "progress_done_one": "{total} 项检查：{tally}",
+        "progress_tally": "{passed} 项通过，{failed} 项未通过",
+        "progress_skipped": "，{count} 项跳过",
+        "progress_errors": "，{count} 项评分器出错",
+        "progress_seconds": "{seconds} 秒",
+        "progress_now": "正在运行 {name}（{seconds} 秒）",
+        "progress_again": "用套件的 {file} 重新评分 {parts}：你的分配器没有通过 allocator 的检查",
+        "progress_engine": "引擎检查（用你的各部分驱动一个很小的 transformer，不计分）……",
         "provisional_note": "{part}：{note}",
         "integrity_count": "有 {count} 个完整性标记需要人工查看：见报告。",
+        "integrity_count_one": "有 {count} 个完整性标记需要人工查看：见报告。",
         "integration_line": "端到端引擎检查（不计分）：{status}。{message}",
         "grader_failed": "评分器自身出错，得分可能不完整：",
         "report_at": "报告：{path}（另有 report.md、report.json）",
+        "warning": "警告：{message}",
+        "drive_grading": "正在评分 {count} 份提交，每次 {jobs} 份（{profile}模式）……",
+        "drive_finished": "[{done}/{total}] {name}：{result}（{seconds} 秒）",
+        "drive_not_graded": "未评分（{failure}）：{why}",
+        "drive_status": "已完成 {done}/{total}，进行中 {running}，已用 {elapsed}，{estimate}",
+        "drive_estimating": "正在估算剩余时间……",
+        "drive_left": "约剩 {time}",
+        "drive_overdue": "比预计的久",
+        "drive_leaderboard": "排行榜：{page}（另有 leaderboard.csv）",
+        "drive_some_failed": (
+            "grade-all：{total} 份提交中有 {failed} 份未能评分（{names}）：各自的行写明了原因；"
+            "日志在 {out}/<name>/grade.log。"
+        ),
+        "drive_none_graded": (
+            "grade-all：{total} 份提交都未能评分（{names}），因此没有写出排行榜"
+            "（之前的排行榜保持不变）；日志在 {out}/<name>/grade.log。"
+        ),
+        "drive_interrupted": (
+            "grade-all：已中断；进行中的评分已停止，没有写出排行榜。"
+            "再次运行同一命令会评完其余的提交。"
+        ),
+        "board_title": "排行榜：{folder}",
+        "board_intro": (
+            "{total} 份提交中已评分 {graded} 份，{settings}，{when}。完整性标记供评审人员查看，"
+            "从不影响得分。kernel 比值是 kernel 耗时与参考实现耗时之比的几何平均（越小越快）。"
+            "每个名字都链接到它的报告；鼠标悬停在名字上，可以看到评分所用的原始条目。"
+        ),
+        "board_settings_seed": "{profile}模式，随机种子 {seed}",
+        "board_settings_default": "{profile}模式，使用默认样例",
+        "board_shared": "所有已评分的提交：",
+        "board_shared_notes": "{notes}。",
+        "list_separator": "；",
+        "board_candidate": "候选人",
+        "board_score": "得分",
+        "board_integrity": "完整性标记",
+        "board_kernel_ratio": "kernel 比值",
+        "board_time": "用时",
+        "board_note": "备注",
+        "board_not_graded": "未评分（{failure}）",
+        "board_took": "{seconds} 秒",
+        "board_took_minutes": "{minutes} 分 {seconds} 秒",
+        "board_ratio_not_graded": "无：未评分",
+        "board_ratio_no_gpu": "无：没有 GPU",
+        "board_ratio_not_timed": "无：未计时",
+        "board_grader_failed": "评分器在其中一部分出错：{error}",
+        "board_provisional": "暂定分数（{parts}）：有检查被跳过，详见报告",
+        "board_similar_heading": "相似的提交",
+        "board_similar_intro": (
+            "代码彼此相同、或与已知实现（参考答案、nano-vllm、vLLM）相同的提交，比较时不计标识符、"
+            "字面量和注释。仅供评审人员判断，从不计入得分。每一对都链接到各自的并排对照页面。"
+        ),
+        "board_submission": "提交",
+        "board_matches": "相似对象",
+        "board_file": "文件",
+        "board_shares": "各自的占比",
+        "board_fingerprints": "共同指纹",
+        "board_no_similar": "没有哪两份提交、也没有哪份提交与已知实现共有超过阈值的代码。",
+        "pair_title": "相似代码：{left} / {right}",
+        "pair_heading": "相似代码",
+        "pair_intro": (
+            "仅供评审人员判断，不影响任何得分。占比：每一方自己的代码（不含发给候选人的桩代码）"
+            "在另一方中出现的比例。"
+        ),
+        "pair_left": "左侧：",
+        "pair_right": "右侧：",
+        "pair_file": "{file}：占左侧的 {left}%，占右侧的 {right}%（{matched} 个共同指纹）",
+        "pair_reference": (
+            "{name}：{url}，{path}，提交 {commit}（sha256 {sha256}）。它的代码不随套件分发；"
+            "匹配的行："
+        ),
+        "pair_reference_no_commit": (
+            "{name}：{url}，{path}（sha256 {sha256}）。它的代码不随套件分发；匹配的行："
+        ),
+        "pair_lines": (
+            "左侧第 {left_first}-{left_last} 行：参考实现第 {right_first}-{right_last} 行"
+        ),
+        "compare_heading_text": "对比两份评分报告",
+        "compare_title": "评分报告对比",
+        "compare_heading": "两份评分报告的对比",
+        "compare_provenance": (
+            "{name}，评分于 {started_at}，{profile}模式，{seed}，设备：{device}，由{kit}生成"
+        ),
+        "compare_seed": "随机种子 {seed}",
+        "compare_no_seed": "默认样例",
+        "compare_kit_full": "完整套件",
+        "compare_kit_candidate": "候选人套件",
+        "compare_kit_unrecorded": "未记录的套件",
+        "compare_kit_warning": (
+            "A 由{a}生成，B 由{b}生成：候选人套件会跳过需要参考答案的检查（与参考答案对比的计时、"
+            "调度器的请求序列），所以两者得分的差异既来自代码，也来自这些检查。"
+        ),
+        "compare_warning_label": "警告：",
+        "compare_same_files": "文件相同（按 sha256 比较）",
+        "compare_files_differ": "文件不同，{files}",
+        "compare_file_differs": "{name}（A 为 {a}，B 为 {b}）",
+        "compare_file_separator": "；",
+        "compare_absent": "缺失",
+        "compare_env_differs": "{name} A 为 {a}，B 为 {b}",
+        "compare_env_device": "设备",
+        "compare_env_platform": "平台",
+        "compare_same": "相同",
+        "compare_submission": "提交：{files}",
+        "compare_environment": "运行环境：{differences}",
+        "compare_page_submission": "提交：{files}。",
+        "compare_page_environment": "运行环境：{differences}。",
+        "compare_part": "部分",
+        "compare_total": "总分",
+        "compare_change": "变化",
+        "compare_check": "检查",
+        "compare_report": "报告",
+        "compare_graded": "评分情况",
+        "compare_benchmark": "计时项",
+        "compare_checks_changed": "有变化的检查：{total} 项中有 {count} 项",
+        "compare_changed_heading": "有变化的检查（{count} 项）",
+        "compare_none_changed": "无：每项检查的状态和分数都相同。",
+        "compare_timings": "计时（提交耗时 / 参考实现耗时，越小越快）",
+        "compare_check_line": "{status}，{points} / {max_points}",
+        "compare_check_message": "{line}：{message}",
+        "compare_page": "页面：{path}",
     },
 }
 
@@ -281,6 +635,12 @@ def language(report: dict) -> str:
 def tr(lang: str, key: str, **values: object) -> str:
     """The string `key` in `lang`, with `values` filled in."""
     return STRINGS[lang][key].format(**values)
+
+
+def profile_name(lang: str, profile: str) -> str:
+    """A grading profile's name (`--profile`) in `lang`; one the kit does not know, as it is."""
+    key = f"profile_{profile}"
+    return tr(lang, key) if key in STRINGS[lang] else profile
 
 
 def part_title(lang: str, part_id: str, part: dict) -> str:

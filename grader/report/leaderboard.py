@@ -2,8 +2,20 @@
 
 A row holds the candidate, the total and each part's score, the integrity flags (never part of
 the score), the kernel's timing ratio (the geometric mean of the kernel part's benchmark ratios),
-the time the grading took and a relative link to the report; a submission the grader could not
-grade gets a row saying why. Rows are sorted by score, best first; ungraded ones come last.
+the time the grading took, a relative link to the report and the entry it was graded from (its
+path, as grade-all was given it: the CSV's `entry` column, the page's tooltip on the name); a
+submission the grader could not grade gets a row saying why. Rows are sorted by score, best
+first; ungraded ones come last.
+
+A row's notes (`notes`: the drive's remarks, "not isolated", the grader's own failure,
+"provisional") are the CSV's `note`, each row whole. The page states once, above the table, the
+notes every graded row shares (`shared_notes`: "provisional (kernel)" on a machine without a
+GPU, "kept from an earlier run" on a resumed drive), and keeps on each row only the others.
+
+The CSV is data: its columns and cells are in English whatever the drive's language. The page is
+in the drive's language (`options["lang"]`): its own words through `i18n.tr`, the grader's and the
+drive's (an integrity flag, why a submission has no report, a remark) through the catalog of
+`messages.py`.
 
 The page (`templates/leaderboard.html`) is self-contained, like every page (`render.py`). Names,
 reports and log tails may carry a candidate's text: both files show each outcome `cleaned`
@@ -17,11 +29,13 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 from urllib.parse import quote
 
 from grader.parts import PARTS
 from grader.report.formats import origin, points
+from grader.report.i18n import LANGUAGES, profile_name, tr
+from grader.report.messages import translated_message
 from grader.report.model import bounded
 from grader.report.render import render
 from grader.sandbox.isolation import UNISOLATED
@@ -84,39 +98,63 @@ def parts_of(outcomes: list[Outcome]) -> list[str]:
     return [part for part in PARTS if part in seen]
 
 
-def kernel_ratio(report: dict) -> str:
-    """The geometric mean of the kernel's timing ratios, or why there is none."""
+def kernel_ratio(report: dict, lang: str = "en") -> str:
+    """The geometric mean of the kernel's timing ratios, or why there is none (in `lang`)."""
     ratios = [b["ratio"] for b in report["benchmarks"] if b["part"] == "kernel" and b["ratio"] > 0]
     if ratios:
         return f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}"
     kernel = report["parts"].get("kernel")
     if not kernel or not kernel["checks"]:
-        return "n/a: not graded"
+        return tr(lang, "board_ratio_not_graded")
     if report["environment"].get("device") == "cpu":
-        return "n/a: no GPU"
-    return "n/a: not timed"
+        return tr(lang, "board_ratio_no_gpu")
+    return tr(lang, "board_ratio_not_timed")
 
 
 def flags(report: dict) -> list[str]:
     return [f"{origin(flag)}: {flag['message']}" for flag in report["integrity"]]
 
 
-def note(outcome: Outcome) -> str:
-    """Why a submission has no score, or the grader's own failure while grading it."""
+def shown_flags(report: dict, lang: str) -> list[dict]:
+    """The integrity flags as the page shows them: where each comes from, and its message in
+    `lang`."""
+    return [
+        {"origin": origin(flag), "message": translated_message(lang, flag["message"])}
+        for flag in report["integrity"]
+    ]
+
+
+def notes(outcome: Outcome) -> list[str]:
+    """What a row of the CSV says beside the scores, in English: why a submission has no score,
+    or its `report_notes`."""
     if outcome.report is None:
-        why = f"not graded ({outcome.failure}): " + " | ".join(outcome.tail)
-        return "; ".join((why, *outcome.remarks))
-    notes = list(outcome.remarks)
+        return [f"not graded ({outcome.failure}): " + " | ".join(outcome.tail), *outcome.remarks]
+    return report_notes(outcome, "en")
+
+
+def report_notes(outcome: Outcome, lang: str) -> list[str]:
+    """What a graded row says beside the scores, in `lang`: the drive's remarks, and what to
+    know of its grading (not isolated, the grader's own failure, provisional)."""
+    notes = [translated_message(lang, remark) for remark in outcome.remarks]
     if outcome.report.get("isolation", {}).get("isolated") is False:
-        notes.append(UNISOLATED)
+        notes.append(translated_message(lang, UNISOLATED))
     if outcome.report.get("errors"):
         last = outcome.report["errors"][-1].strip().rpartition("\n")[2]
-        notes.append(f"the grader failed on part of it: {last}")
+        notes.append(tr(lang, "board_grader_failed", error=last))
     parts = outcome.report["parts"]
     provisional = [part_id for part_id, part in parts.items() if "provisional" in part]
     if provisional:
-        notes.append(f"provisional ({', '.join(provisional)}): checks skipped, see the report")
-    return "; ".join(notes)
+        notes.append(tr(lang, "board_provisional", parts=", ".join(provisional)))
+    return notes
+
+
+def shared_notes(outcomes: list[Outcome], lang: str = "en") -> list[str]:
+    """The notes every graded row has (`report_notes`, in `lang`), when two or more are graded:
+    said once, above the page's table (in the order of the first row's notes)."""
+    graded = [report_notes(o, lang) for o in outcomes if o.report is not None]
+    if len(graded) < 2:
+        return []
+    return [note for note in graded[0] if all(note in others for others in graded[1:])]
 
 
 def report_path(outcome: Outcome) -> str:
@@ -130,9 +168,12 @@ def link(outcome: Outcome) -> str:
     return quote(report_path(outcome), errors="surrogateescape")
 
 
-def took(seconds: float) -> str:
+def took(seconds: float, lang: str = "en") -> str:
+    """How long a grading took, in `lang`: "2 min 05 s", "42 s"."""
     minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
+    if minutes:
+        return tr(lang, "board_took_minutes", minutes=minutes, seconds=f"{rest:02d}")
+    return tr(lang, "board_took", seconds=rest)
 
 
 # -- leaderboard.csv ----------------------------------------------------------------------------
@@ -147,7 +188,7 @@ def cell(value: object) -> str:
 
 def render_csv(outcomes: list[Outcome]) -> str:
     parts = parts_of(outcomes)
-    header = ["rank", "candidate", "status", "score", "max_score", *parts,
+    header = ["rank", "candidate", "entry", "status", "score", "max_score", *parts,
               "integrity_flags", "flags", "kernel_ratio", "seconds", "report", "note"]  # fmt: skip
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -163,7 +204,8 @@ def render_csv(outcomes: list[Outcome]) -> str:
             scores = [r["score"], r["max_score"], *part_scores, len(r["integrity"]),
                       "; ".join(flags(r)), kernel_ratio(r)]  # fmt: skip
         status = "graded" if r else "not graded"
-        row = [rank or "", o.name, status, *scores, round(o.seconds, 1), report_path(o), note(o)]
+        row = [rank or "", o.name, o.entry, status, *scores, round(o.seconds, 1), report_path(o),
+               "; ".join(notes(o))]  # fmt: skip
         writer.writerow([cell(value) for value in row])
     return out.getvalue()
 
@@ -172,47 +214,91 @@ def render_csv(outcomes: list[Outcome]) -> str:
 
 
 def render_html(outcomes: list[Outcome], options: dict, similar: Sequence[dict] = ()) -> str:
-    """The page (`templates/leaderboard.html`): a row per submission, as `html_row` gives it,
-    then the similar pairs (`grader.similarity.drive.shown` rows), which never change a score."""
-    seed = options.get("seed")
-    settings = f"{options.get('profile', 'quick')} profile, " + (
-        f"seed {seed}" if seed is not None else "the default examples"
-    )
+    """The page (`templates/leaderboard.html`) in the drive's language (`drive_language`): a row
+    per submission, as `html_row` gives it, then the similar pairs
+    (`grader.similarity.drive.shown` rows), which never change a score."""
+    lang = drive_language(options)
     parts = parts_of(outcomes)
+    shared = [clean(note) for note in shared_notes(outcomes, lang)]
+    rows = [
+        html_row(rank, cleaned(o), parts, link(o), shared, lang) for rank, o in ranked(outcomes)
+    ]
     return render(
         "leaderboard.html",
+        lang=lang,
         folder=clean(str(options.get("folder", "")), None),
         graded=sum(o.report is not None for o in outcomes),
         total=len(outcomes),
-        settings=settings,
+        settings=settings(options, lang),
         when=time.strftime("%Y-%m-%d %H:%M"),
         parts=parts,
-        rows=[html_row(rank, cleaned(o), parts, link(o)) for rank, o in ranked(outcomes)],
+        shared_notes=shared,
+        rows=rows,
         similar=similar,
     )
 
 
-def html_row(rank: int | None, outcome: Outcome, parts: list[str], href: str) -> dict:
-    """What the page shows of a submission; `outcome` is `cleaned`, `href` the `link` to its
-    report. A part's score is None where the part was not graded, absent where not listed."""
-    row = {"rank": rank, "name": outcome.name, "href": href, "took": took(outcome.seconds)}
+def drive_language(options: dict) -> str:
+    """The drive's language (`--lang`, `options["lang"]`) when the kit knows it, else English."""
+    lang = options.get("lang", "en")
+    return lang if lang in LANGUAGES else "en"
+
+
+def settings(options: dict, lang: str) -> str:
+    """The drive's profile and seed, in `lang`: "quick profile, seed 7"."""
+    profile = profile_name(lang, options.get("profile", "quick"))
+    seed = options.get("seed")
+    if seed is None:
+        return tr(lang, "board_settings_default", profile=profile)
+    return tr(lang, "board_settings_seed", profile=profile, seed=seed)
+
+
+def html_row(
+    rank: int | None,
+    outcome: Outcome,
+    parts: list[str],
+    href: str,
+    shared: Sequence[str] = (),
+    lang: str = "en",
+) -> dict:
+    """What the page shows of a submission, in `lang`; `outcome` is `cleaned`, `href` the `link`
+    to its report, `shared` the notes said above the table, left out of the row. A part's score
+    is None where the part was not graded, absent where not listed."""
+    row = {
+        "rank": rank,
+        "name": outcome.name,
+        "entry": outcome.entry,
+        "entry_name": entry_name(outcome),
+        "href": href,
+        "took": took(outcome.seconds, lang),
+    }
+    separator = tr(lang, "list_separator")
     r = outcome.report
     if r is None:
         return {
             **row,
-            "failure": outcome.failure,
+            "failure": translated_message(lang, outcome.failure),
             "tail": "\n".join(outcome.tail),
-            "remarks": "; ".join(outcome.remarks),
+            "remarks": separator.join(
+                translated_message(lang, remark) for remark in outcome.remarks
+            ),
         }
+    notes = [note for note in report_notes(outcome, lang) if note not in shared]
     return {
         **row,
         "score": points(r["score"]),
         "max_score": points(r["max_score"]),
         "parts": [part_cell(r["parts"].get(part)) for part in parts],
-        "flags": flags(r),
-        "kernel_ratio": kernel_ratio(r),
-        "note": note(outcome),
+        "flags": shown_flags(r, lang),
+        "kernel_ratio": kernel_ratio(r, lang),
+        "note": separator.join(notes),
     }
+
+
+def entry_name(outcome: Outcome) -> str:
+    """The entry's own name (`a.zip`) where the row's name (`a`) does not say it, else ""."""
+    name = PurePath(outcome.entry).name
+    return "" if name == outcome.name else name
 
 
 def part_cell(part: dict | None) -> str | None:
@@ -225,9 +311,16 @@ def part_cell(part: dict | None) -> str | None:
 def write_all(
     outcomes: list[Outcome], out: Path, options: dict, similar: Sequence[dict] = ()
 ) -> Path:
-    """Write `leaderboard.csv` and `leaderboard.html` into `out`; the page's path."""
+    """Write `leaderboard.csv` and `leaderboard.html` into `out`; the page's path. Each file is
+    written whole beside its place, then moved there: an earlier leaderboard is replaced only by
+    a complete one, never left half-written (by Ctrl-C, a full disk)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "leaderboard.csv").write_text(render_csv(outcomes), encoding="utf-8", errors="replace")
-    page = out / "leaderboard.html"
-    page.write_text(render_html(outcomes, options, similar), encoding="utf-8", errors="replace")
-    return page
+    texts = {
+        "leaderboard.csv": render_csv(outcomes),
+        "leaderboard.html": render_html(outcomes, options, similar),
+    }
+    for name, text in texts.items():
+        (out / f".{name}.partial").write_text(text, encoding="utf-8", errors="replace")
+    for name in texts:
+        (out / f".{name}.partial").replace(out / name)
+    return out / "leaderboard.html"

@@ -1,6 +1,7 @@
-"""How a page is drawn: one jinja2 `Environment` over `templates/`; the report's two pages.
+"""How a page is drawn: one jinja2 `Environment` over `templates/`; the report's pages.
 
-Every page (`report.html`, `leaderboard.html`, `compare.html`, `pair.html`) extends `base.html`: one
+Every page (`report.html`, `simulation.html`, `leaderboard.html`, `compare.html`, `pair.html`)
+extends `base.html`: one
 head with the Content-Security-Policy, one stylesheet (`style.css`), no script, no external URL. The
 `.html` templates autoescape every string; the charts (`charts.py`) are the only markup they are
 given. `report.md` has no autoescape: its template passes every string from the report through the
@@ -11,10 +12,12 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from grader.report import charts, formats, markdown
+from grader.report import charts, formats, markdown, simulation
 from grader.report.i18n import language, part_asks, part_title, tr
+from grader.report.messages import in_language
 
 TEMPLATES = Path(__file__).parent / "templates"
+SIMULATION_PAGE = "simulation.html"  # the kit's simulation, beside report.html, which links to it
 
 ENV = Environment(
     loader=FileSystemLoader(TEMPLATES),
@@ -40,12 +43,26 @@ ENV.globals.update(
     total_ungraded=formats.total_ungraded,
     skipped_label=formats.skipped_label,
     tally=formats.tally,
+    provisional_note=formats.provisional_note,
+    provisional_reason=formats.provisional_reason,
     verdict=formats.verdict,
     status_word=formats.status_word,
     origin=formats.origin,
     check_anchor=formats.check_anchor,
     shown=formats.shown,
+    environment_value=formats.environment_value,
+    graded_from=formats.graded_from,
+    code_span=markdown.code_span,
     how_it_ran=formats.how_it_ran,
+    syntax_line=formats.syntax_line,
+    code_excerpt=formats.code_excerpt,
+    syntax_blame=formats.syntax_blame,
+    syntax_failures=formats.syntax_failures,
+    syntax_in_part=formats.syntax_in_part,
+    syntax_part_line=formats.syntax_part_line,
+    engine_message=formats.engine_message,
+    engine_figures=formats.engine_figures,
+    simulation_page=SIMULATION_PAGE,
     scheduling_intro=formats.scheduling_intro,
     scheduling_runs=formats.scheduling_runs,
     steps_taken=formats.steps_taken,
@@ -63,10 +80,21 @@ def render(template: str, **context: object) -> str:
 
 
 def report_html(report: dict) -> str:
-    """`report.html`: the whole page for `report` (the dict of `report.json`, `bounded`)."""
-    return render("report.html", report=report, lang=language(report))
+    """`report.html`: the whole page for `report` (the dict of `report.json`, `bounded`), the
+    grader's words in the report's language (`messages.in_language`)."""
+    lang = language(report)
+    return render("report.html", report=in_language(report, lang), lang=lang)
 
 
 def report_markdown(report: dict) -> str:
-    """`report.md`: the page's content as Markdown, in the same order."""
-    return render("report.md", report=report, lang=language(report))
+    """`report.md`: the page's content as Markdown, in the same order and language."""
+    lang = language(report)
+    return render("report.md", report=in_language(report, lang), lang=lang)
+
+
+def simulation_html(report: dict) -> str:
+    """`simulation.html`: the kit's simulation, the same in every report that holds it, in the
+    report's language (`simulation.in_language`; `report.json` keeps it in English)."""
+    lang = language(report)
+    shown = simulation.in_language(report["simulation"], lang)
+    return render(SIMULATION_PAGE, simulation=shown, lang=lang)

@@ -1,11 +1,14 @@
-"""The summary at the end of `make grade`: the score per part, then what to look at first.
+"""The summary at the end of `make grade`: what was graded, its score per part, then what to look
+at first.
 
 What to look at first, in this order: the grader's own failures (the score may be incomplete);
-the first failed check of the earliest part that was started, with its message, its
-counterexample and where the report shows it; the parts not implemented yet; the provisional
-scores; the end-to-end engine check; the integrity flags; and last the report's path. The kit's
-words are in the report's language (`i18n.py`); what a check says stays as it was written, but
-cleaned (`text.clean`): a candidate's message must not move the cursor or redraw the screen.
+the files that do not compile, each once, with its line and what failed on it; the first other
+failed check of the earliest part that was started, with its message, its counterexample and
+where the report shows it; the parts not implemented yet; the provisional scores; the end-to-end
+engine check; the integrity flags; and last the report's path. The kit's
+words are in the report's language (`i18n.py`), and so are what a check and the grader say
+(`messages.py`); a candidate's own text stays as it was written, but cleaned (`text.clean`): a
+candidate's message must not move the cursor or redraw the screen.
 """
 
 import sys
@@ -13,8 +16,23 @@ import unicodedata
 from pathlib import Path
 from typing import TextIO
 
-from grader.report.formats import check_anchor, graded, tally, total_ungraded, ungraded_notes
+from grader.report.formats import (
+    check_anchor,
+    code_excerpt,
+    counted,
+    engine_message,
+    graded,
+    graded_from,
+    provisional_note,
+    syntax_blame,
+    syntax_failures,
+    syntax_line,
+    tally,
+    total_ungraded,
+    ungraded_notes,
+)
 from grader.report.i18n import language, part_title, tr
+from grader.report.messages import translated_counterexample, translated_message
 from grader.report.model import bounded
 from grader.text import clean
 
@@ -43,12 +61,14 @@ def print_summary(report: dict, out: Path, stream: TextIO | None = None) -> None
 
 def summary_lines(report: dict, out: Path) -> list[str]:
     lang = language(report)
-    lines = ["", *score_table(report, lang), ""]
+    lines = ["", graded_from(report, lang), ""]
+    lines += [*score_table(report, lang), ""]
     isolation = report.get("isolation", {})
     if isolation.get("isolated") is False:
-        lines += [f"WARNING: {isolation['description']}", ""]
+        description = translated_message(lang, isolation["description"])
+        lines += [tr(lang, "warning", message=description), ""]
     for error in report["errors"]:
-        lines += [tr(lang, "grader_failed"), error.rstrip(), ""]
+        lines += [tr(lang, "grader_failed"), translated_message(lang, error).rstrip(), ""]
     lines.append(tr(lang, "first_look"))
     lines += [f"  {line}" for line in look_first(report, out, lang)]
     lines += ["", tr(lang, "report_at", path=out / "report.html")]
@@ -84,54 +104,74 @@ def padded(text: str, columns: int) -> str:
 def look_first(report: dict, out: Path, lang: str) -> list[str]:
     """The lines under "what to look at first"."""
     parts = report["parts"]
+    lines = syntax_errors(report, lang)
     started = {part_id: part for part_id, part in parts.items() if not not_started(part)}
-    lines = first_failure(started, out, lang)
+    lines += first_failure(started, set(syntax_failures(report)), out, lang)
     waiting = [part_id for part_id, part in parts.items() if not_started(part)]
     if waiting:
         lines.append(tr(lang, "not_started", parts=", ".join(waiting)))
     for part_id, part in parts.items():
         if part.get("provisional"):
-            lines.append(tr(lang, "provisional_note", part=part_id, note=part["provisional"]))
+            note = provisional_note(part, lang)
+            lines.append(tr(lang, "provisional_note", part=part_id, note=note))
     check = report.get("integration")
     if check:
         status = check.get("status", "skipped")
         shown = tr(lang, status) if status in ("passed", "failed", "skipped") else status
-        message = next(iter(check.get("message", "").strip().splitlines()), "")
+        message = next(iter(engine_message(report, lang).strip().splitlines()), "")
         lines.append(tr(lang, "integration_line", status=shown, message=message).rstrip())
     if report["integrity"]:
-        lines.append(tr(lang, "integrity_count", count=len(report["integrity"])))
+        count = len(report["integrity"])
+        lines.append(counted(lang, "integrity_count", count, count=count))
     return lines or [tr(lang, "all_passed")]
 
 
+def syntax_errors(report: dict, lang: str) -> list[str]:
+    """Each file that does not compile, once: where, the line itself, and what failed on it."""
+    lines = []
+    for error in report.get("syntax_errors", []):
+        lines.append(syntax_line(error, lang))
+        lines += indented(code_excerpt(error), MESSAGE_LINES, lang)
+        blame = syntax_blame(error, lang)
+        lines += [f"    {blame}"] if blame else []
+    return lines
+
+
 def not_started(part: dict) -> bool:
-    """A graded part none of whose checks got to run the candidate's code: a stub or a missing
-    file."""
-    checks = part["checks"]
-    return bool(checks) and all(
-        check["status"] in FAILED and check["message"].startswith(NOT_STARTED) for check in checks
+    """A graded part none of whose checks that ran got to run the candidate's code: a stub or a
+    missing file. Skipped checks (no CUDA, or the candidate kit) do not count."""
+    ran = [check for check in part["checks"] if check["status"] != "skipped"]
+    return bool(ran) and all(
+        check["status"] in FAILED and check["message"].startswith(NOT_STARTED) for check in ran
     )
 
 
-def first_failure(parts: dict[str, dict], out: Path, lang: str) -> list[str]:
+def first_failure(parts: dict[str, dict], explained: set[str], out: Path, lang: str) -> list[str]:
     """The earliest part's first failed check (one with a counterexample if the part has any):
-    its message, its counterexample, and where the report shows it."""
+    its message, its counterexample, and where the report shows it. Checks whose id is in
+    `explained` (they failed because a file does not compile, said above) are left out."""
     for part_id, part in parts.items():
-        failed = [check for check in part["checks"] if check["status"] in FAILED]
+        failed = [
+            check
+            for check in part["checks"]
+            if check["status"] in FAILED and check["id"] not in explained
+        ]
         if not failed:
             continue
         check = next((check for check in failed if check["counterexample"]), failed[0])
         title = part_title(lang, part_id, part)
         status = tr(lang, check["status"])
         lines = [tr(lang, "first_failure", title=title, name=check["name"], status=status)]
-        lines += indented(check["message"], MESSAGE_LINES, lang)
+        lines += indented(translated_message(lang, check["message"]), MESSAGE_LINES, lang)
         if check["counterexample"]:
             lines.append(tr(lang, "see_counterexample"))
-            lines += indented(check["counterexample"], COUNTEREXAMPLE_LINES, lang)
+            counterexample = translated_counterexample(lang, check["counterexample"])
+            lines += indented(counterexample, COUNTEREXAMPLE_LINES, lang)
         anchor = check_anchor(part_id, check)
         page = (out / "report.html").resolve().as_uri()  # a link a terminal can open
         lines.append(tr(lang, "where", path=page, anchor=anchor, title=title))
         if len(failed) > 1:
-            lines.append(tr(lang, "more_failures", count=len(failed) - 1))
+            lines.append(counted(lang, "more_failures", len(failed) - 1, count=len(failed) - 1))
         return lines
     return []
 
@@ -141,5 +181,6 @@ def indented(text: str, limit: int, lang: str) -> list[str]:
     lines = text.rstrip().splitlines()
     shown = [f"    {line}" for line in lines[:limit]]
     if len(lines) > limit:
-        shown.append(f"    {tr(lang, 'more_lines', count=len(lines) - limit)}")
+        more = len(lines) - limit
+        shown.append(f"    {counted(lang, 'more_lines', more, count=more)}")
     return shown

@@ -6,6 +6,9 @@
   (`render.py`);
 - `results.json`: Gradescope's autograder format;
 - `junit.xml`: JUnit XML, one test suite per part.
+
+A report holding the kit's simulation (the same in every report) also gets `simulation.html`, the
+simulation's own page, which `report.html` and `report.md` link to instead of repeating it.
 """
 
 import json
@@ -15,18 +18,37 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grader.provenance import sealed
-from grader.report.formats import part_score, points, tally, total_ungraded, ungraded_notes
+from grader.report.formats import (
+    part_score,
+    points,
+    provisional_note,
+    tally,
+    total_ungraded,
+    ungraded_notes,
+)
 from grader.report.model import bounded
-from grader.report.render import report_html, report_markdown
+from grader.report.render import SIMULATION_PAGE, report_html, report_markdown, simulation_html
 
 
 def write_all(report: dict, out: Path) -> None:
-    """Create `out` and write the five report files into it, `report.json` first, all from
-    the report `bounded`: clean text of a bounded length, and `sealed` (`provenance.py`)."""
+    """Create `out` and write the five report files into it, `report.json` first, then the
+    simulation's page (`write_simulation`), all from the report `bounded`: clean text of a
+    bounded length, and `sealed` (`provenance.py`)."""
     report = sealed(bounded(report))
     out.mkdir(parents=True, exist_ok=True)
     for name, render in WRITERS.items():
         (out / name).write_text(render(report), encoding="utf-8", errors="replace")
+    write_simulation(report, out)
+
+
+def write_simulation(report: dict, out: Path) -> None:
+    """`simulation.html` in `out` for a report with the kit's simulation; for one without, none
+    (an earlier grading's is removed: no page outlives the report that links to it)."""
+    page = out / SIMULATION_PAGE
+    if "simulation" in report:
+        page.write_text(simulation_html(report), encoding="utf-8", errors="replace")
+    else:
+        page.unlink(missing_ok=True)
 
 
 def report_json(report: dict) -> str:
@@ -71,7 +93,8 @@ def summary(report: dict) -> str:
     lines = [f"Score: {points(report['score'])} / {points(report['max_score'])}"]
     lines[0] += f" ({ungraded})" if ungraded else ""
     for part_id, part in report["parts"].items():
-        notes = [tally(part), *ungraded_notes(part), part.get("provisional")]
+        provisional = provisional_note(part) if part.get("provisional") else None
+        notes = [tally(part), *ungraded_notes(part), provisional]
         notes = "; ".join(note for note in notes if note)
         lines.append(f"{part_id}: {part_score(part)} ({notes})")
     lines += [f"The grader failed: {last_line(error)}" for error in report["errors"]]

@@ -21,6 +21,7 @@ import weakref
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -39,6 +40,27 @@ from grader.text import clean
 SHOWN_TENSOR_ELEMENTS = 64
 SHOWN_RESULT_CHARS = 160
 VARIABLE_NAMES = {"BlockAllocator": "allocator", "KVCacheManager": "manager", "Request": "req"}
+# Defined at the top of a counterexample that expects an exception: `assert raises(ValueError,
+# lambda: allocator.free([8]))`. A one-line `with` block pasted into the REPL makes the statement
+# after it a SyntaxError.
+RAISES_HELPER = (
+    "def raises(kind, call):",
+    "    try:",
+    "        call()",
+    "    except kind:",
+    "        return True",
+    "    return False",
+    "",
+)
+# A counterexample's last assert, by its comparison, and how its message shows both sides.
+ASSERTS = {
+    "==": ("got == expected", "expected {expected!r}, got {got!r}"),
+    "<=": ("got <= expected", "expected at most {expected!r}, got {got!r}"),
+    "!=": ("got != expected", "expected not {expected!r}, got {got!r}"),
+    "equal": ("torch.equal(got, expected)", "expected {expected!r}, got {got!r}"),
+}
+PLAIN = (type(None), bool, int, float, str)  # values whose identity says nothing
+READS = frozenset({"getattr", "getattrs", "len", "getitem"})  # requests that change nothing
 
 
 class RemoteError(Exception):
@@ -47,14 +69,14 @@ class RemoteError(Exception):
     def __init__(self, type_name: str, message: str, traceback: str) -> None:
         super().__init__(f"{type_name}: {message}" if message else type_name)
         self.type_name, self.message, self.traceback = type_name, message, traceback
-        self.recorded: tuple[Transcript, int] | None = None
+        self.recorded: tuple[Transcript, Line] | None = None
 
-    def expected(self, kind: type[Exception]) -> None:
-        """The check wanted this exception: the counterexample's line goes on past it."""
+    def expected(self, kind: type[Exception], required: bool = True) -> None:
+        """The check wanted this exception: the counterexample's line becomes `assert
+        raises(kind, lambda: ...)` (without `assert` where the check only tolerated it)."""
         if self.recorded is not None:
-            transcript, index = self.recorded
-            transcript.lines[index] = f"with suppress({kind.__name__}): {transcript.lines[index]}"
-            transcript.uses_suppress = True
+            transcript, line = self.recorded
+            transcript.expect_raise(line, kind, required)
 
 
 _error_classes: dict[tuple[str, str], type[RemoteError]] = {}
@@ -88,30 +110,72 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-class Transcript:
-    """The calls made on the candidate's code in the current example, as runnable Python."""
+@dataclass(eq=False)
+class Line:
+    """One statement of a transcript, and what the grader saw it do."""
 
-    def __init__(self, package: str) -> None:
+    expression: str  # a call or a read; or a statement, with `call` its form as an expression
+    outcome: str = ""  # the comment after it: `-> value`, `raises ...`
+    value: Any = None  # what it returned (kept, so that its identity finds this line)
+    read: bool = False  # an attribute, an item or a length: reading it again changes nothing
+    call: str = ""  # for a statement, the same as one expression (`setattr(req, ...)`)
+    raised: bool = False  # it raised, and the check did not expect it to
+    code: str = ""  # as the script shows it, without the comment: `expression` by default
+
+    def __post_init__(self) -> None:
+        self.code = self.code or self.expression
+
+    def __str__(self) -> str:
+        return f"{self.code}  # {self.outcome}" if self.outcome else self.code
+
+
+class Shown:
+    """An argument sent as `value` and shown in the transcript as `code`: an id the candidate
+    handed out, written as where it came from (`ids[0]`), so that the counterexample runs the
+    same on any implementation that follows the contract."""
+
+    def __init__(self, value: Any, code: str) -> None:
+        self.value, self.code = value, code
+
+
+class Transcript:
+    """The calls made on the candidate's code in the current example, as a runnable script.
+
+    A failing check ends it in an assert that states the property it enforces (`fail`,
+    `fail_to_raise`), in the transcript's names; `render` writes the whole script: the imports,
+    the `raises` helper where it is used, every call, and that assert last.
+    """
+
+    def __init__(self, package: str, interpreted: bool = False) -> None:
         self.package = package
+        self.interpreted = interpreted  # the worker runs Triton's interpreter: so must the script
         self.reset()
 
     def reset(self) -> None:
         self.imports: dict[str, set[str]] = {}
-        self.aliases: dict[int, str] = {}
-        self.lines: list[str] = []
+        self.kit_imports: set[str] = set()
+        self.aliases: dict[int, tuple[Any, str, Line | None]] = {}
+        self.lines: list[Line] = []
+        self.ending: list[str] = []
         self.counts: Counter[str] = Counter()
         self.uses_torch = False
-        self.uses_suppress = False
+        self.uses_raises = False
 
     def variable(self, type_name: str) -> str:
-        base = VARIABLE_NAMES.get(type_name) or snake_case(type_name)
+        return self.fresh(VARIABLE_NAMES.get(type_name) or snake_case(type_name))
+
+    def fresh(self, base: str) -> str:
+        """A variable name not used yet in this transcript: `base`, `base2`, ..."""
         self.counts[base] += 1
         return base if self.counts[base] == 1 else f"{base}{self.counts[base]}"
 
     def code(self, value: Any) -> str:
         """`value` as Python source, or as a short description where the source would be huge."""
-        if id(value) in self.aliases:
-            return self.aliases[id(value)]
+        if isinstance(value, Shown):
+            return value.code
+        alias = self.alias(value)
+        if alias is not None:
+            return alias
         if isinstance(value, Remote):
             return object.__getattribute__(value, "_name")
         if isinstance(value, torch.Tensor):
@@ -129,6 +193,15 @@ class Transcript:
             return f"({self.subscript(value)}{',' if len(value) == 1 else ''})"
         return repr(value)
 
+    def alias(self, value: Any) -> str | None:
+        """The name `value` was given, while the line that gives it is still in the transcript."""
+        if isinstance(value, PLAIN) or id(value) not in self.aliases:
+            return None
+        kept, name, line = self.aliases[id(value)]
+        if kept is not value or not (line is None or any(line is own for own in self.lines)):
+            return None
+        return name
+
     def subscript(self, key: Any) -> str:
         """`key` as written between brackets: `pool[1, ...]`, not `pool[(1, ...)]`."""
         if isinstance(key, tuple):
@@ -142,13 +215,28 @@ class Transcript:
 
     def define(self, line: str, **values: Any) -> None:
         """Record `line`, code that makes `values`; from then on they are shown by their names."""
-        self.lines.append(line)
-        self.aliases.update({id(value): name for name, value in values.items()})
+        self.lines.append(Line(line))
+        self.aliases.update({id(value): (value, name, None) for name, value in values.items()})
 
-    def record(self, line: str, outcome: str = "") -> None:
+    def insert_before(self, line: Line, statements: tuple[str, ...]) -> None:
+        """`statements` just before `line`, which is in the transcript."""
+        index = next(index for index, own in enumerate(self.lines) if own is line)
+        self.lines[index:index] = [Line(statement) for statement in statements]
+
+    def needs(self, statement: str) -> None:
+        """An import the script needs: torch, or the kit's (`from kernels.reference import
+        token_slots`)."""
+        if statement == "import torch":
+            self.uses_torch = True
+        else:
+            self.kit_imports.add(statement)
+
+    def record(self, line: str, outcome: str = "", **fields: Any) -> Line:
+        """Record `line` (`Line`'s `fields` say what it did); returns it."""
         if len(outcome) > SHOWN_RESULT_CHARS:
             outcome = outcome[: SHOWN_RESULT_CHARS - 3] + "..."
-        self.lines.append(f"{line}  # {outcome}" if outcome else line)
+        self.lines.append(Line(line, outcome, **fields))
+        return self.lines[-1]
 
     @contextmanager
     def quiet(self) -> Iterator[None]:
@@ -157,14 +245,101 @@ class Transcript:
         yield
         del self.lines[mark:]
 
-    def render(self) -> str:
-        head = ["from contextlib import suppress"] if self.uses_suppress else []
+    def source(self, value: Any, hint: str = "value") -> str:
+        """Code that gives `value` where the script ends: the read that returned it, read again
+        where it is the last line; else a name the line that returned it now assigns (a copy of
+        what a read returned: the candidate's own object may change later); else `value` written
+        out. A plain value (an int...) is traced to the last line only."""
+        alias = self.alias(value)
+        if alias is not None:
+            return alias
+        line = self.producer(value)
+        if line is None or isinstance(value, Remote):
+            return self.code(value)
+        if line.read and line is self.lines[-1]:
+            return line.expression
+        name = self.name(line, hint)
+        self.aliases[id(value)] = (value, name, line)
+        return name
+
+    def name(self, line: Line, hint: str) -> str:
+        """`line` now assigns what it gives to a new variable (a copy, for a read); its name."""
+        name = self.fresh(hint)
+        line.code = (
+            f"{name} = {copied(line.expression, line.value) if line.read else line.expression}"
+        )
+        return name
+
+    def producer(self, value: Any) -> Line | None:
+        """The latest line that returned `value` (the last line only, for a plain value)."""
+        if isinstance(value, PLAIN):
+            last = self.lines[-1] if self.lines else None
+            same = last is not None and type(last.value) is type(value) and last.value == value
+            return last if same and not last.raised else None
+        return next((line for line in reversed(self.lines) if line.value is value), None)
+
+    def expect_raise(self, line: Line, kind: type[Exception], required: bool = True) -> None:
+        """`line` raised `kind`, as the check wanted (`required`) or allowed."""
+        self.uses_raises = True
+        line.raised = False
+        check = "assert " if required else ""
+        line.code = f"{check}raises({kind.__name__}, lambda: {line.call or line.expression})"
+
+    def fail(self, got: str, expected: str, op: str = "==", before: tuple[str, ...] = ()) -> None:
+        """End the script in `assert <got> <op> <expected>` (code in the transcript's names; `op`
+        one of `ASSERTS`), its message showing both; `before`: statements that come first."""
+        test, message = ASSERTS[op]
+        self.uses_torch |= op == "equal" or "torch." in got + expected
+        assertion = [f"got = {got}", f"expected = {expected}", f'assert {test}, f"{message}"']
+        self.ending = [*before, *assertion]
+
+    def fail_in(self, call: str) -> None:
+        """End the script in `call`, which raised the candidate's exception."""
+        self.ending = [call]
+
+    def fail_to_raise(self, kind: type[Exception]) -> None:
+        """The last line's call should have raised `kind` and did not (it returned, or raised
+        something else): the script ends in it, as `assert raises(kind, lambda: ...)`."""
+        if not self.lines:
+            return
+        line = self.lines.pop()
+        self.uses_raises = True
+        call = f"raises({kind.__name__}, lambda: {line.call or line.expression})"
+        self.ending = [f'assert {call}, "expected {kind.__name__}, got no exception"']
+
+    def render(self, failure: str = "") -> str:
+        """The script: its imports, the calls, and with `failure` (what the check found) a
+        `# fails:` comment, then the statement that fails: the check's assert (`fail`), or the
+        call that raised, or where the check stated neither, `assert False, failure`."""
+        body, ending = [str(line) for line in self.lines], list(self.ending)
+        if failure and not ending:
+            if self.lines and self.lines[-1].raised:
+                ending = [body.pop()]
+            else:
+                ending = [f"assert False, {failure!r}"]
+        tail = [f"# fails: {failure}"] if failure else []
+        return "\n".join([*self.head(), *body, *tail, *ending])
+
+    def head(self) -> list[str]:
+        """The script's first lines: the interpreter switch, imports, the `raises` helper."""
+        kernel = self.interpreted and "paged_attention" in self.imports
+        head = ["import os", 'os.environ["TRITON_INTERPRET"] = "1"'] if kernel else []
         head += ["import torch"] if self.uses_torch else []
+        head += sorted(self.kit_imports)
         head += [
             f"from {self.package}.{module} import {', '.join(sorted(names))}"
             for module, names in sorted(self.imports.items())
         ]
-        return "\n".join([*head, *self.lines])
+        return head + (list(RAISES_HELPER) if self.uses_raises else [])
+
+
+def copied(expression: str, value: Any) -> str:
+    """`expression`, a read, as a copy of what it gives now: `list(req.block_table)`."""
+    if isinstance(value, list):
+        return f"list({expression})"
+    if isinstance(value, torch.Tensor):
+        return f"{expression}.clone()"
+    return expression
 
 
 class Iter:
@@ -179,7 +354,8 @@ class Submission:
 
     def __init__(self, sandbox: Sandbox, package: str) -> None:
         self.sandbox = sandbox
-        self.transcript = Transcript(package)
+        interpreted = sandbox.extra_env.get("TRITON_INTERPRET") == "1"
+        self.transcript = Transcript(package, interpreted)
         self.import_failures: dict[str, ImportFailed] = {}
         self.imported: set[str] = set()
 
@@ -242,6 +418,8 @@ class Submission:
         return {"op": op, **fields, "args": self.encode(list(args)), "kwargs": encoded}
 
     def encode(self, value: Any) -> Any:
+        if isinstance(value, Shown):
+            return self.encode(value.value)
         if isinstance(value, Remote):
             return {"$handle": object.__getattribute__(value, "_handle")}
         if isinstance(value, torch.Tensor):
@@ -279,23 +457,31 @@ class Submission:
         raise ValueError(f"unexpected value from the worker: {sorted(value)}")
 
     def remote_call(
-        self, message: dict, line: str, name_hint: str | None = None, seconds: float | None = None
+        self,
+        message: dict,
+        line: str,
+        name_hint: str | None = None,
+        seconds: float | None = None,
+        call: str = "",
     ) -> Any:
-        """A call that goes into the transcript as `line`, with its result or exception."""
+        """A request that goes into the transcript as `line` (`call`: the same as an expression,
+        where `line` is a statement), with its result or exception."""
+        transcript, read = self.transcript, message["op"] in READS
         try:
             value = self.call(message, line.split("(")[0], seconds)
         except RemoteError as error:
-            self.transcript.record(line, f"raises {error}")
-            error.recorded = (self.transcript, len(self.transcript.lines) - 1)
+            recorded = transcript.record(line, f"raises {error}", call=call, raised=True)
+            error.recorded = (transcript, recorded)
             raise
         if isinstance(value, Remote):
-            variable = self.transcript.variable(name_hint or value._type)
+            variable = transcript.variable(name_hint or value._type)
             object.__setattr__(value, "_name", variable)
-            self.transcript.record(f"{variable} = {line}")
+            transcript.record(line, value=value, code=f"{variable} = {line}")
         elif value is None:
-            self.transcript.record(line)
+            transcript.record(line, call=call)
         else:
-            self.transcript.record(line, f"-> {self.transcript.code(value)}")
+            outcome = f"-> {transcript.code(value)}"
+            transcript.record(line, outcome, value=value, read=read)
         return value
 
 
@@ -319,15 +505,15 @@ class RemoteModule:
         try:
             reply = submission.call(message, function)
         except RemoteError as error:
-            transcript.record(line, f"raises {error}")
-            error.recorded = (transcript, len(transcript.lines) - 1)
+            error.recorded = (transcript, transcript.record(line, f"raises {error}", raised=True))
             raise
         match reply:
             case (int(launches), list(ops), value) if all(type(op) is str for op in ops):
                 torch_ops = tuple(clean(op, 80) for op in ops[:20])
             case _:
                 submission.sandbox.fail(BadReply(f"the worker's reply to {function} is malformed"))
-        transcript.record(line, f"-> {transcript.code(value)}, {launches} Triton kernel launch(es)")
+        outcome = f"-> {transcript.code(value)}, {launches} Triton kernel launch(es)"
+        transcript.record(line, outcome, value=value)
         return launches, torch_ops, value
 
     def __getattr__(self, attribute: str) -> Any:
@@ -360,9 +546,11 @@ class Remote:
             object.__setattr__(self, slot, value)
         weakref.finalize(self, submission.sandbox.release, handle)
 
-    def _request(self, op: str, line: str, name_hint: str | None = None, **fields: Any) -> Any:
+    def _request(
+        self, op: str, line: str, name_hint: str | None = None, call: str = "", **fields: Any
+    ) -> Any:
         message = {"op": op, "handle": self._handle, **fields}
-        return self._submission.remote_call(message, line, name_hint)
+        return self._submission.remote_call(message, line, name_hint, call=call)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -374,7 +562,8 @@ class Remote:
     def __setattr__(self, name: str, value: Any) -> None:
         code = self._submission.transcript.code(value)
         encoded = self._submission.encode([value])
-        self._request("setattr", f"{self._name}.{name} = {code}", name=name, args=encoded)
+        line, call = f"{self._name}.{name} = {code}", f"setattr({self._name}, {name!r}, {code})"
+        self._request("setattr", line, call=call, name=name, args=encoded)
 
     def fields(self, *names: str) -> tuple:
         """The attributes `names`, read in one round trip."""
@@ -385,7 +574,12 @@ class Remote:
         """The attribute `name` as a handle (e.g. a tensor to write into), not as a value."""
         line = f"{self._name}.{name}"
         message = {"op": "getattr", "handle": self._handle, "name": name, "as_handle": True}
-        value = self._submission.call(message, line)
+        try:
+            value = self._submission.call(message, line)
+        except RemoteError as error:  # the read is the counterexample's last line
+            transcript = self._submission.transcript
+            error.recorded = (transcript, transcript.record(line, f"raises {error}", raised=True))
+            raise
         object.__setattr__(value, "_name", line)
         return value
 
@@ -399,8 +593,10 @@ class Remote:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         transcript = self._submission.transcript
-        line = f"{self._name}[{transcript.subscript(key)}] = {transcript.code(value)}"
-        self._request("setitem", line, args=self._submission.encode([key, value]))
+        code = transcript.code(value)
+        line = f"{self._name}[{transcript.subscript(key)}] = {code}"
+        call = f"{self._name}.__setitem__({transcript.code(key)}, {code})"
+        self._request("setitem", line, call=call, args=self._submission.encode([key, value]))
 
     def workload(self, name: str, *args: Any) -> Any:
         """Run one of the worker's timed workloads (`worker.WORKLOADS`) on this object."""
@@ -429,3 +625,13 @@ class RemoteMethod:
 def sandbox_of(remote: Remote) -> Sandbox:
     """The sandbox whose worker holds `remote` (to read that worker's CPU time)."""
     return object.__getattribute__(remote, "_submission").sandbox
+
+
+def transcript_of(remote: Remote) -> Transcript:
+    """The transcript the calls on `remote` go into."""
+    return object.__getattribute__(remote, "_submission").transcript
+
+
+def rename(remote: Remote, name: str) -> None:
+    """From now on `remote` is shown as `name` (`steps[3]`)."""
+    object.__setattr__(remote, "_name", name)

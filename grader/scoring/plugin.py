@@ -28,7 +28,7 @@ from hypothesis.internal.conjecture import engine as conjecture_engine
 
 from grader.parts import PARTS
 from grader.sandbox.process import SubmissionFailure
-from grader.sandbox.proxy import RemoteError
+from grader.sandbox.proxy import RemoteError, Transcript
 from grader.scoring.fixtures import WorkerFixtures
 from grader.scoring.profiles import SHRINK_SECONDS, hypothesis_settings
 from grader.scoring.progress import ProgressLines
@@ -90,7 +90,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
             max_points = float(self.point_overrides.get(check_id, points.args[0]))
             item.stash[RESULT] = CheckResult(check_id, part_id, name, "error", 0, max_points)
             self.results[check_id] = item.stash[RESULT]
-            self.expect(item.nodeid, part_id)
+            self.expect(item.nodeid, item.stash[RESULT])
 
     # -- outcomes -------------------------------------------------------------------------------
 
@@ -108,7 +108,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
             result.status, result.points = "passed", result.max_points
         elif result.status != "failed":  # a teardown error does not hide the call's failure
             submission = item.funcargs.get("submission")
-            transcript = submission.transcript.render() if submission else ""
+            transcript = submission.transcript if submission else None
             error = call.excinfo.value
             failure = submission.sandbox.failure if submission else None
             if failure is not None and not isinstance(error, SubmissionFailure):
@@ -117,11 +117,17 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
         return report
 
     def record_failure(
-        self, result: CheckResult, error: BaseException, transcript: str, excinfo: Any
+        self,
+        result: CheckResult,
+        error: BaseException,
+        transcript: Transcript | None,
+        excinfo: Any,
     ) -> None:
         result.points = 0
         notes = "\n".join(
-            note.strip() for note in getattr(error, "__notes__", ()) if not is_coverage(note)
+            kept
+            for note in getattr(error, "__notes__", ())
+            if not is_coverage(note) and (kept := without_reproduce_failure(note.strip()))
         )
         if isinstance(error, SubmissionFailure):
             result.status, result.message = "failed", f"{error.label}: {error}"
@@ -132,13 +138,14 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
                 result.traceback = error.traceback
             else:
                 result.message = first_lines(str(error)) or repr(error)
-            if transcript:
-                result.counterexample = f"{transcript}\n# fails: {result.message.splitlines()[0]}"
+            if transcript is not None and (transcript.lines or transcript.ending):
+                result.counterexample = transcript.render(result.message.splitlines()[0])
             result.hypothesis = notes
         else:
             result.status = "error"
             result.message = f"the grader failed in this check: {type(error).__name__}: {error}"
-            result.traceback = str(excinfo.getrepr(style="short"))[-4000:]
+            shown = without_reproduce_failure(str(excinfo.getrepr(style="short")))
+            result.traceback = shown[-4000:]
             result.hypothesis = notes
 
 
@@ -166,6 +173,12 @@ def is_coverage(note: str) -> bool:
     return note.startswith(("Explanation", "These lines")) or bool(
         re.fullmatch(r"\S+\.py:\d+", note)
     )
+
+
+def without_reproduce_failure(note: str) -> str:
+    """`note` without Hypothesis' advice to add `@reproduce_failure(...)` to a test function:
+    it names the grader's own test, of no use to a candidate (the counterexample replays it)."""
+    return "\n".join(line for line in note.splitlines() if "@reproduce_failure" not in line)
 
 
 def first_lines(text: str, count: int = 12) -> str:

@@ -52,16 +52,17 @@ def similarity_report(
     out: Path,
     threshold: float = DEFAULT_THRESHOLD,
     max_df: int | None = None,
+    lang: str = "en",
 ) -> list[Row]:
-    """Compare, write the pages and the JSON under `out/similarity/`, return one row per flagged
-    pair (its highest-scoring file), highest score first."""
+    """Compare, write the pages (in `lang`) and the JSON under `out/similarity/`, return one row
+    per flagged pair (its highest-scoring file), highest score first."""
     pairs = find_pairs(submissions, corpus.load(), threshold=threshold, max_df=max_df)
     folder = out / "similarity"
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
     for number, pair in enumerate(pairs, 1):
         page = folder / f"pair-{number:03d}.html"
-        page.write_text(pair_page(pair), encoding="utf-8")
+        page.write_text(pair_page(pair, lang), encoding="utf-8")
         best = max(pair.files, key=lambda match: match.score)
         rows.append(
             Row(

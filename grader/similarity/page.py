@@ -1,4 +1,5 @@
-"""The side-by-side HTML page of one similar pair, matched lines highlighted.
+"""The side-by-side HTML page of one similar pair, matched lines highlighted, in the drive's
+language.
 
 Drawn like every page of the kit (`grader/report/templates/pair.html` on `base.html`): no
 script, no external URL, the Content-Security-Policy, every candidate string (names, code)
@@ -28,6 +29,7 @@ def sides(
     )
 
 
-def pair_page(pair: Pair) -> str:
-    """The pair's page: one section per matching file, left and right side by side."""
-    return render("pair.html", pair=pair, sides=[sides(pair, m) for m in pair.files])
+def pair_page(pair: Pair, lang: str = "en") -> str:
+    """The pair's page, in `lang` (the drive's): one section per matching file, left and right
+    side by side."""
+    return render("pair.html", pair=pair, sides=[sides(pair, m) for m in pair.files], lang=lang)

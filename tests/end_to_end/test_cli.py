@@ -1,7 +1,10 @@
 """The command line: what it refuses (exit 2, a message, no traceback), archives graded like
-the folder they hold, and `--parts` limiting the report."""
+the folder they hold, wherever in them it lies, `--parts` limiting the report, and each report
+saying which input it came from and never written over another input's."""
 
 import io
+import re
+import shutil
 import tarfile
 import zipfile
 from concurrent.futures import Future
@@ -9,16 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.grading import SOLUTIONS, Graded, concurrently, grade, run_grader
+from grader.parts import PARTS as KIT_PARTS
+from grader.report.i18n import tr
+from tests.grading import KIT_ROOT, SOLUTIONS, Graded, concurrently, grade, run_grader
 
 PARTS = ("--parts", "allocator")
 
 
-def zip_of(folder: Path, archive: Path) -> Path:
-    """A .zip holding `folder` itself (one top folder, as most zip tools make it)."""
+def zip_of(folder: Path, archive: Path, inside: str | None = None) -> Path:
+    """A .zip holding `folder`'s files in `inside/` (by default `folder` itself: one top folder,
+    as most zip tools make it)."""
     with zipfile.ZipFile(archive, "w") as bundle:
         for path in sorted(folder.glob("*.py")):
-            bundle.write(path, f"{folder.name}/{path.name}")
+            bundle.write(path, f"{inside or folder.name}/{path.name}")
+        if inside:
+            bundle.writestr(f"{inside.partition('/')[0]}/README.md", "# my notes\n")
     return archive
 
 
@@ -31,13 +39,19 @@ def tar_of(folder: Path, archive: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict[str, Future[Graded]]:
-    """The answer key as a folder, a .zip and a .tar.gz, graded on part 1 alone."""
-    root: Path = tmp_path_factory.mktemp("cli")
+def root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cli")
+
+
+@pytest.fixture(scope="module")
+def graded(root: Path) -> dict[str, Future[Graded]]:
+    """The answer key as a folder, a .zip, a .tar.gz and a .zip holding it deeper, graded on
+    part 1 alone, each into `root/<kind>-report`."""
     submissions = {
         "folder": SOLUTIONS,
         "zip": zip_of(SOLUTIONS, root / "solutions.zip"),
         "tar.gz": tar_of(SOLUTIONS, root / "solutions.tar.gz"),
+        "nested zip": zip_of(SOLUTIONS, root / "nested.zip", "submission/exercises"),
     }
     return concurrently({
         kind: lambda kind=kind, path=path: grade(path, *PARTS, out=root / f"{kind}-report")
@@ -78,7 +92,7 @@ def test_an_unknown_part_is_refused(tmp_path: Path) -> None:
     assert_refused(result, "unknown part attention")
 
 
-@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+@pytest.mark.parametrize("kind", ["zip", "tar.gz", "nested zip"])
 def test_an_archive_grades_like_its_folder(kind: str, graded: dict[str, Future[Graded]]) -> None:
     folder, archive = graded["folder"].result(), graded[kind].result()
     assert archive.report["submission"]["files"] == folder.report["submission"]["files"]
@@ -91,3 +105,80 @@ def test_parts_limits_the_report_to_those_parts(graded: dict[str, Future[Graded]
     assert list(report["parts"]) == ["allocator"]
     assert report["parts"]["allocator"]["checks"], report["parts"]
     assert report["max_score"] == report["parts"]["allocator"]["max_score"]
+
+
+def test_the_one_folder_of_the_files_is_found_deeper(
+    graded: dict[str, Future[Graded]], root: Path
+) -> None:
+    nested = graded["nested zip"].result()
+    said = tr("en", "grading_folder", folder="submission/exercises")
+    assert said in nested.stderr, nested
+    assert nested.report["ignored_files"] == ["submission/README.md"]  # not __init__.py
+    assert nested.report["submission"]["folder"] == "submission/exercises"
+    path = str((root / "nested.zip").resolve())
+    shown = tr("en", "graded_from_folder", path=path, folder="submission/exercises/")
+    assert shown in nested.stdout  # the summary
+    assert shown in (root / "nested zip-report" / "report.html").read_text()
+
+
+def two_folders(tmp_path: Path) -> Path:
+    for version in ("v1", "v2"):
+        shutil.copytree(SOLUTIONS, tmp_path / "work" / version)
+    return tmp_path / "work"
+
+
+NOT_GRADED = [
+    pytest.param(
+        lambda tmp_path: tmp_path,
+        "no block_allocator.py, kv_cache_manager.py, paged_attention.py, scheduler.py anywhere in",
+        id="empty",
+    ),
+    pytest.param(
+        two_folders, "found submission files in 2 folders of {tmp}/work (v1/, v2/)", id="two"
+    ),
+    pytest.param(
+        lambda tmp_path: KIT_ROOT,
+        f"{KIT_ROOT} is the kit's own folder: grade {KIT_ROOT / 'exercises'} (make grade does)",
+        id="the kit",
+    ),
+]
+
+
+@pytest.mark.parametrize(("make", "says"), NOT_GRADED)
+def test_not_one_folder_of_files_is_refused_at_once(make, says: str, tmp_path: Path) -> None:
+    submission = make(tmp_path)
+    result = run_grader(submission, tmp_path / "report")
+    assert_refused(result, says.format(tmp=tmp_path))
+
+
+def test_a_rubric_naming_an_unknown_check_is_refused(tmp_path: Path) -> None:
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text("[weights]\n" + "".join(f"{p} = 10\n" for p in KIT_PARTS) + "[points]\n"
+                      '"allocator/allocate_timing" = 0\n')  # fmt: skip
+    result = run_grader(SOLUTIONS, tmp_path / "report", *PARTS, "--rubric", str(rubric))
+    assert_refused(result, "'allocator/allocate_timing': no such check (those of allocator: ")
+
+
+def test_every_report_says_which_input_it_came_from(
+    graded: dict[str, Future[Graded]], root: Path
+) -> None:
+    folder = graded["folder"].result()
+    path = str(SOLUTIONS.resolve())
+    assert folder.report["submission"]["path"] == path
+    assert tr("en", "graded_from", path=path) in folder.stdout  # the summary
+    assert f"Graded from `{path}`" in (root / "folder-report" / "report.md").read_text()
+    assert f"Graded from {path}" in (root / "folder-report" / "report.html").read_text()
+
+
+def test_a_report_of_another_input_is_never_overwritten(
+    graded: dict[str, Future[Graded]], root: Path, tmp_path: Path
+) -> None:
+    graded["folder"].result()
+    out = root / "folder-report"
+    written = {path.name: path.read_bytes() for path in out.iterdir()}
+    other = shutil.copytree(SOLUTIONS, tmp_path / "solutions")
+    result = run_grader(other, out, *PARTS)
+    assert result.returncode == 2, result
+    says = f"holds the report of another input, {SOLUTIONS.resolve()}, not of {other}: pass --out"
+    assert re.search(re.escape(says), result.stderr), result
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == written

@@ -52,10 +52,14 @@ trap 'ray stop --force >/dev/null 2>&1' EXIT
 ray start --head --node-ip-address=127.0.0.1 --port={port} --num-cpus=2 --num-gpus=0 \\
   --include-dashboard=false --disable-usage-stats --temp-dir="{temp}" > "{logs}/start.log" 2>&1 \\
   || exit 3
-drive() {{ "{python}" -m grader grade-all "$1" --out "$2" --ray 127.0.0.1:{port} {parts}; }}
-drive "{drive}" "{out}/first" > "{logs}/first.out" 2> "{logs}/first.err"
-drive "{drive}" "{out}/first" > "{logs}/again.out" 2> "{logs}/again.err"
-drive "{crashing}" "{out}/crashing" > "{logs}/crashing.out" 2> "{logs}/crashing.err"
+drive() {{
+  "{python}" -m grader grade-all "$1" --out "$2" --ray 127.0.0.1:{port} {parts} \\
+    > "{logs}/$3.out" 2> "{logs}/$3.err"
+  echo $? > "{logs}/$3.rc"
+}}
+drive "{drive}" "{out}/first" first
+drive "{drive}" "{out}/first" again
+drive "{crashing}" "{out}/crashing" crashing
 """
 
 
@@ -155,7 +159,7 @@ def cluster_drive(tmp_path_factory) -> dict[str, Path]:
          "--jobs", "2", *PARTS],
         cwd=KIT_ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
-    assert local.returncode == 0, local.stderr
+    assert local.returncode == 1, local.stderr  # the broken archive could not be graded
     script = SCRIPT.format(
         python=sys.executable, port=PORT, temp=tmp_path_factory.mktemp("r"), logs=logs,
         drive=drive, out=out, crashing=crashing, parts=" ".join(PARTS),
@@ -185,9 +189,15 @@ def cluster_drive(tmp_path_factory) -> dict[str, Path]:
             "logs": logs, "killed": killer.killed}  # fmt: skip
 
 
+def exit_status(cluster_drive: dict, drive: str) -> int:
+    return int((cluster_drive["logs"] / f"{drive}.rc").read_text())
+
+
 def test_the_cluster_gives_the_scores_of_a_local_drive(cluster_drive) -> None:
     local, first = rows(cluster_drive["local"]), rows(cluster_drive["first"])
     err = (cluster_drive["logs"] / "first.err").read_text()
+    assert exit_status(cluster_drive, "first") == 1, err  # the broken archive, as locally
+    assert "0 of 4 done, 2 under way, 0:00 elapsed, estimating the time left..." in err, err
     assert set(first) == {"answer_key", *MUTANTS, "broken"}, err
     for name, row in local.items():
         assert (first[name]["status"], first[name]["score"]) == (row["status"], row["score"])
@@ -201,6 +211,7 @@ def test_the_cluster_gives_the_scores_of_a_local_drive(cluster_drive) -> None:
 
 def test_a_second_run_on_the_cluster_keeps_every_report(cluster_drive) -> None:
     err = (cluster_drive["logs"] / "again.err").read_text()
+    assert exit_status(cluster_drive, "again") == 1, err
     kept = [line for line in progress(err) if "kept from an earlier run" in line]
     assert len(kept) == 3, err  # the broken one has no report: it is tried again
     again = rows(cluster_drive["first"])
@@ -212,6 +223,7 @@ def test_a_killed_worker_is_retried_and_a_second_death_is_a_row(cluster_drive) -
     assert sorted(cluster_drive["killed"]) == ["crash_once", "crash_twice", "crash_twice"]
     board = rows(cluster_drive["crashing"])
     err = (cluster_drive["logs"] / "crashing.err").read_text()
+    assert exit_status(cluster_drive, "crashing") == 1, err  # crash_twice has no report
     once, twice, untouched = board["crash_once"], board["crash_twice"], board["untouched"]
     assert (once["status"], once["score"]) == ("graded", "35"), err
     assert "retried on Ray (attempt 2 of 2)" in once["note"]

@@ -1,9 +1,14 @@
 """`python -m grader grade-all FOLDER`: every submission gets its row, the one the grader refuses
-included, and the leaderboard's two files parse, sorted by score, with links that resolve."""
+included, and the leaderboard's two files parse, sorted by score, with links that resolve; a
+wrong option stops the drive before anything is graded, and a failed drive (none graded,
+Ctrl-C) leaves the earlier leaderboard as it was; the exit status says whether all were graded."""
 
+import argparse
 import csv
 import io
+import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -14,9 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from grader import grade_all, resume
 from grader.parts import PARTS
+from grader.report import leaderboard
 from grader.report.leaderboard import Outcome, kernel_ratio, render_csv, render_html
 from tests.grading import CLI_TIMEOUT, EXERCISES, KIT_ROOT, SOLUTIONS
+
+PARTS_ALLOCATOR = ("--parts", "allocator")
 
 
 class Links(HTMLParser):
@@ -63,9 +72,11 @@ def batch(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
 
 def test_each_submission_has_its_row_sorted_by_score(batch) -> None:
     done, out = batch
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # one submission could not be graded
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
     assert [row["candidate"] for row in rows] == ["answer_key", "stubs", "escape"], rows
+    entries = [Path(row["entry"]).name for row in rows]
+    assert entries == ["answer_key.zip", "stubs", "escape.tar.gz"], rows
     key, stubs, escape = rows
     assert (key["rank"], key["status"], key["allocator"]) == ("1", "graded", key["max_score"])
     assert key["max_score"] == "42"  # the rubric reached the grading
@@ -78,6 +89,18 @@ def test_each_submission_has_its_row_sorted_by_score(batch) -> None:
     for row in rows:
         assert (out / row["report"]).is_file(), row
     assert escape["report"].endswith("grade.log")
+    report = json.loads((out / "answer_key" / "report.json").read_text())
+    assert report["submission"]["path"] == str(Path(key["entry"]).resolve())
+
+
+def test_the_drive_ends_naming_what_could_not_be_graded_and_where_its_log_is(batch) -> None:
+    done, out = batch
+    closing = done.stderr.strip().splitlines()[-1]
+    assert closing == (
+        f"grade-all: 1 of 3 submissions could not be graded (escape): their rows say why; each "
+        f"one's log is {out}/<name>/grade.log."
+    )
+    assert (out / "escape" / "grade.log").is_file()
 
 
 def test_progress_names_each_submission_and_what_it_skipped(batch) -> None:
@@ -89,6 +112,18 @@ def test_progress_names_each_submission_and_what_it_skipped(batch) -> None:
     assert "skipping notes.txt" in done.stderr
 
 
+def test_a_running_count_comes_before_the_first_finish_and_after_each(batch) -> None:
+    """Not a terminal: plain lines, the first before any grading ends, then one per finish but
+    the last, each with an estimate of the time left once there is one."""
+    done, _ = batch
+    counts = [line for line in done.stderr.splitlines() if " under way, " in line]
+    assert counts[0] == ("0 of 3 done, 2 under way, 0:00 elapsed, estimating the time left..."), (
+        done.stderr
+    )
+    assert [line.split(" done")[0] for line in counts[1:]] == ["1 of 3", "2 of 3"], done.stderr
+    assert all(re.search(r"about \d+:\d\d left|taking longer", line) for line in counts[1:])
+
+
 def test_the_page_lists_every_candidate_with_a_link_that_resolves(batch) -> None:
     _, out = batch
     page = Links()
@@ -97,6 +132,144 @@ def test_the_page_lists_every_candidate_with_a_link_that_resolves(batch) -> None
     assert reports == ["answer_key/report.html", "stubs/report.html", "escape/grade.log"]
     assert all((out / href).is_file() for href in page.hrefs)  # the similar pairs' pages too
     assert "Not graded (exit status 2)" in "".join(page.text)
+
+
+EARLIER = {"leaderboard.csv": "rank,candidate\n1,earlier\n", "leaderboard.html": "<p>earlier</p>"}
+
+
+def earlier_drive(root: Path, entries: list[str]) -> tuple[Path, Path]:
+    """A folder of `entries` (junk archives, which the grader refuses in a second) and an OUT
+    holding an earlier drive's leaderboard."""
+    folder, out = root / "submissions", root / "board"
+    folder.mkdir()
+    out.mkdir()
+    for name in entries:
+        (folder / name).write_bytes(b"PK\x03\x04junk")
+    for name, text in EARLIER.items():
+        (out / name).write_text(text)
+    return folder, out
+
+
+def untouched(out: Path) -> bool:
+    """OUT holds the earlier leaderboard, as it was, and nothing else."""
+    return {path.name: path.read_text() for path in out.iterdir()} == EARLIER
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--rubric", "{root}/missing.toml"], "give a TOML file with the [weights]"),
+        (["--rubric", "{root}/submissions"], "give a TOML file with the [weights]"),
+        (["--rubric", "{root}/board/leaderboard.csv"], "give a TOML file with the [weights]"),
+        (["--sed", "3"], "unrecognized arguments: --sed 3: grade-all passes this on"),
+        (["--memory-limit-gb", "lots"], "--memory-limit-gb: invalid float value: 'lots'"),
+        (["--call-timeout", "0"], "--call-timeout 0: give a number above 0"),
+        (["--part-timeout=-5"], "--part-timeout -5: give a number above 0"),
+        (["--timeout", "0"], "--timeout 0: give the seconds one grading may take"),
+        (["--timeout", "nan"], "--timeout nan: give the seconds one grading may take"),
+        (["--jobs", "0"], "--jobs 0: give 1 or more"),
+        (["{root}/second_folder"], "unrecognized arguments:"),
+    ],
+)
+def test_a_wrong_option_exits_2_before_anything_is_graded_or_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture, options: list[str], said: str
+) -> None:
+    folder, out = earlier_drive(tmp_path, ["a.zip", "b.zip"])
+    given = [option.format(root=tmp_path) for option in options]
+    assert grade_all.main([str(folder), "--out", str(out), *PARTS_ALLOCATOR, *given]) == 2
+    err = capsys.readouterr().err
+    assert said in err, err
+    assert err.startswith("grade-all: ")
+    assert "Traceback" not in err
+    assert untouched(out)
+
+
+def test_out_as_a_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    folder, out = earlier_drive(tmp_path, ["a.zip"])
+    board = out / "leaderboard.csv"
+    assert grade_all.main([str(folder), "--out", str(board)]) == 2
+    assert f"--out {board} is a file: give a folder" in capsys.readouterr().err
+    assert untouched(out)
+
+
+def test_a_drive_with_nothing_graded_keeps_the_earlier_leaderboard_and_exits_1(
+    tmp_path: Path,
+) -> None:
+    folder, out = earlier_drive(tmp_path, ["a.zip", "b.zip"])
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade-all", str(folder), "--out", str(out),
+         *PARTS_ALLOCATOR, "--jobs", "2"],
+        cwd=KIT_ROOT, capture_output=True, text=True, timeout=CLI_TIMEOUT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"grade-all: none of the 2 submissions could be graded (a, b), so no leaderboard was "
+        f"written (an earlier one stays as it was); each one's log is {out}/<name>/grade.log."
+    )
+    assert "Leaderboard:" not in done.stdout
+    for name, text in EARLIER.items():
+        assert (out / name).read_text() == text
+    assert "a.zip is not a readable .zip" in (out / "a" / "grade.log").read_text()
+
+
+def test_ctrl_c_before_the_gradings_start_exits_130_with_the_earlier_leaderboard(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while grade-all reads the earlier reports (or lists, or compares the code): the
+    same exit as during the gradings, not a traceback."""
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(resume, "kept", interrupted)
+    folder, out = earlier_drive(tmp_path, ["a.zip"])
+    given = [str(folder), "--out", str(out), "--allow-unisolated"]
+    assert grade_all.main(given) == 130
+    assert "grade-all: interrupted" in capsys.readouterr().err
+    assert untouched(out)
+
+
+def drive_args(out: Path) -> argparse.Namespace:
+    return argparse.Namespace(lang="en", out=out, folder="subs", profile="quick", seed=None)
+
+
+def test_the_leaderboard_is_written_unless_none_was_graded_and_the_status_says_if_all_were(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """`finish`, the decision: all graded, 0; some not, the leaderboard with their rows and 1;
+    none graded, no leaderboard and 1."""
+    cases = {
+        "all": ([graded("a"), graded("b")], 0),
+        "some": ([graded("a"), failed("b")], 1),
+        "none": ([failed("a"), failed("b")], 1),
+    }
+    for case, (outcomes, status) in cases.items():
+        out = tmp_path / case
+        assert grade_all.finish(outcomes, {}, drive_args(out)) == status, case
+        written = (out / "leaderboard.csv").is_file()
+        assert written == (case != "none"), case
+    err = capsys.readouterr().err
+    assert "1 of 2 submissions could not be graded (b)" in err
+    assert "none of the 2 submissions could be graded (a, b)" in err
+    assert len(list(csv.DictReader((tmp_path / "some" / "leaderboard.csv").open()))) == 2
+
+
+def test_a_leaderboard_is_replaced_whole_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C (or a failure) while the page is drawn leaves both earlier files as they were."""
+    _, out = earlier_drive(tmp_path, [])
+
+    def interrupted(*args: object) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(leaderboard, "render_html", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        leaderboard.write_all([graded("a")], out, {})
+    assert untouched(out)
+    monkeypatch.undo()
+    leaderboard.write_all([graded("a")], out, {})
+    assert sorted(path.name for path in out.iterdir()) == sorted(EARLIER)
 
 
 def test_a_folder_that_is_not_there_exits_2(tmp_path: Path) -> None:
@@ -120,6 +293,52 @@ def graded(name: str, **report) -> Outcome:
         "environment": {"device": "NVIDIA H100"},
     }
     return Outcome(name, name, {**base, **report}, "", [], 12.0)
+
+
+def failed(name: str) -> Outcome:
+    return Outcome(name, f"subs/{name}.zip", None, "exit status 2", ["not a zip"], 0.5)
+
+
+PROVISIONAL = {"kernel": {"score": 10.0, "max_score": 30.0, "checks": [{}], "provisional": "x"}}
+SHARED = "provisional (kernel): checks skipped, see the report"
+
+
+def test_a_note_every_graded_row_shares_is_said_once_above_the_page_s_table() -> None:
+    outcomes = [
+        graded("a", parts=PROVISIONAL),
+        graded("b", parts=PROVISIONAL, score=20.0),
+        Outcome("c", "c", graded("c", parts=PROVISIONAL).report, "", [], 1.0, ("kept",)),
+        failed("d"),
+    ]
+    html = render_html(outcomes, {"folder": "subs"})
+    assert html.count(SHARED) == 1
+    assert html.index(SHARED) < html.index("<table")
+    assert "<td>kept</td>" in html  # what differs stays on its row
+    rows = list(csv.DictReader(io.StringIO(render_csv(outcomes))))
+    assert [row["note"] for row in rows[:3]] == [SHARED, SHARED, f"kept; {SHARED}"]
+
+
+def test_a_note_on_some_rows_only_or_on_one_graded_row_stays_on_its_row() -> None:
+    some = render_html([graded("a", parts=PROVISIONAL), graded("b")], {"folder": "subs"})
+    assert "Every graded submission" not in some
+    assert f"<td>{SHARED}</td>" in some
+    one = render_html([graded("a", parts=PROVISIONAL), failed("b")], {"folder": "subs"})
+    assert "Every graded submission" not in one
+    assert f"<td>{SHARED}</td>" in one
+
+
+def test_each_row_says_which_entry_it_was_graded_from() -> None:
+    """The CSV's entry column; on the page, the entry's path as the name's tooltip, and its own
+    name beside the row's where they differ (`a` graded from `a.zip`)."""
+    outcomes = [Outcome("a", "subs/a.zip", graded("a").report, "", [], 1.0), failed("b.zip")]
+    rows = list(csv.DictReader(io.StringIO(render_csv(outcomes))))
+    assert [row["entry"] for row in rows] == ["subs/a.zip", "subs/b.zip.zip"]
+    html = render_html(outcomes, {"folder": "subs"})
+    assert (
+        '<a href="a/report.html" title="subs/a.zip">a</a> <span class="muted">(a.zip)</span>'
+        in (html)
+    )
+    assert '<a href="b.zip/grade.log" title="subs/b.zip.zip">b.zip</a> <span' in html
 
 
 def test_the_kernel_ratio_is_the_geometric_mean_or_says_why_not() -> None:

@@ -1,4 +1,6 @@
-"""`grade.score_parts`: a check is worth the same points in every kit and on every machine.
+"""`grade.score_parts`: a check is worth the same points in every kit and on every machine;
+`grade.with_failures`: a syntax error is blamed for the failures it caused; `grade.environment`
+says which kit graded.
 
 A check's points are the part's weight times its own over those of ALL the part's checks,
 skipped ones included. What is skipped here (the candidate kit has no answer key to time against;
@@ -7,11 +9,13 @@ reported in `ungraded_points` and `ungraded`, by reason. No grading runs here: t
 made by hand.
 """
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from grader.grade import score_parts
+from grader import grade
+from grader.grade import score_parts, with_failures
 from grader.scoring.plugin import CheckResult
 
 FULL_KIT = "runs only in the full kit: the answer key it is compared with is absent"
@@ -75,7 +79,8 @@ def test_a_check_is_worth_the_same_in_the_candidate_kit_and_the_full_kit() -> No
     assert candidate["ungraded"] == [
         {"reason": "graded by the hiring team's kit", "points": candidate["ungraded_points"]}
     ]
-    assert candidate["provisional"] == f"provisional: checks skipped ({FULL_KIT})"
+    # Why; the reports put "provisional" before it, once.
+    assert candidate["provisional"] == f"checks skipped ({FULL_KIT})"
 
 
 def test_the_answer_key_scores_its_maximum_whatever_is_skipped() -> None:
@@ -97,7 +102,7 @@ def test_each_reason_keeps_its_own_points_and_a_skipped_check_keeps_its_own() ->
     assert (part["score"], part["max_score"]) == (17.0, 17.0)
     timing = next(check for check in part["checks"] if check["name"] in skipped)
     assert (timing["points"], timing["max_points"]) == (0, 2.0)
-    assert part["provisional"] == f"provisional: checks skipped ({CUDA}; {FULL_KIT})"
+    assert part["provisional"] == f"checks skipped ({CUDA}; {FULL_KIT})"
 
 
 def test_a_part_whose_every_check_is_skipped_has_nothing_to_score_here() -> None:
@@ -113,3 +118,58 @@ def test_a_part_without_checks_says_so_and_scores_nothing() -> None:
     assert part["ungraded"] == []
     assert part["note"] == "not graded by this version of the kit"
     assert "provisional" not in part
+
+
+BROKEN = "import failed: kv_cache_manager.py could not be imported: SyntaxError: expected ':' "
+
+
+def check(check_id: str, status: str, message: str = "") -> dict:
+    return {"id": check_id, "status": status, "message": message}
+
+
+def syntax_error(file: str) -> dict:
+    return {"file": file, "line": 3, "column": 9, "message": "expected ':'", "code": "def f()"}
+
+
+def test_a_syntax_error_is_blamed_for_each_failure_it_caused_and_no_other() -> None:
+    """The checks and the engine check whose import of a file that does not compile failed,
+    also through another module (scheduler.py importing the broken file); not a failure with
+    another cause, nor a check that passed."""
+    checks = [
+        check("decode/a", "failed", f"{BROKEN}(kv_cache_manager.py, line 3)"),
+        check("decode/b", "failed", "not implemented: manager.free raises NotImplementedError"),
+        check("decode/c", "passed"),
+        check(
+            "scheduler/d",
+            "failed",
+            "import failed: scheduler.py could not be imported: "
+            "SyntaxError: expected ':' (kv_cache_manager.py, line 3)",
+        ),
+        check("sharing/e", "failed", "import failed: block_allocator.py could not be imported"),
+    ]
+    report = {
+        "parts": {"decode": {"checks": checks[:3]}, "other": {"checks": checks[3:]}},
+        "integration": {"status": "failed", "message": BROKEN},
+    }
+    errors = [syntax_error("block_allocator.py"), syntax_error("kv_cache_manager.py")]
+    allocator, manager = with_failures(errors, report)
+    assert manager == syntax_error("kv_cache_manager.py") | {
+        "checks": ["decode/a", "scheduler/d"],
+        "engine_check": True,
+    }
+    assert (allocator["checks"], allocator["engine_check"]) == (["sharing/e"], False)
+
+
+def test_an_engine_check_that_passed_or_a_report_without_one_blames_nothing() -> None:
+    errors = [syntax_error("kv_cache_manager.py")]
+    for report in ({"parts": {}}, {"parts": {}, "integration": {"status": "passed"}}):
+        assert with_failures(errors, report)[0]["engine_check"] is False
+    assert with_failures([], {"parts": {"decode": {"checks": [check("decode/a", "failed")]}}}) == []
+
+
+def test_the_environment_says_which_kit_graded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    options = SimpleNamespace(profile=SimpleNamespace(name="quick"), seed=None, parts=("gather",))
+    assert grade.environment(options)["kit"] == "full"  # this kit has its answer key
+    monkeypatch.setattr(grade, "ANSWER_KEY", tmp_path / "solutions")  # as in the bundle
+    assert grade.answer_key_files() is None
+    assert grade.environment(options)["kit"] == "candidate"

@@ -3,6 +3,7 @@ outputs, whatever the candidates named their entries (`leaderboard.html.zip`, `a
 `a/`), by the rule of `grade_all`'s docstring."""
 
 import csv
+import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -14,7 +15,7 @@ from grader import grade_all
 from grader.grade_all import OWN_OUTPUTS, report_name, similar_pairs, submissions, unique_key
 from grader.report import leaderboard
 from grader.report.leaderboard import Outcome
-from tests.grading import CLI_TIMEOUT, KIT_ROOT
+from tests.grading import CLI_TIMEOUT, EXERCISES, KIT_ROOT
 
 TAKEN = {unique_key(own) for own in OWN_OUTPUTS}
 
@@ -59,6 +60,8 @@ def make_entries(folder: Path, names: list[str]) -> None:
             (folder / name).write_bytes(b"PK\x03\x04junk")  # refused by the grader: cheap
 
 
+# A row's name -> its entry's, where they differ.
+ENTRIES = {"b": "b.tar.gz", "b.tar.gz": "b.tar.gz.zip", "leaderboard.html-2": "leaderboard.html"}
 CLASHING = ["a/", "a.tgz", "a.zip", "b.tar.gz", "b.tar.gz.zip", "leaderboard.csv.tgz",
             "leaderboard.html.zip", "leaderboard.html/", "Leaderboard.html.tar.gz"]  # fmt: skip
 
@@ -102,11 +105,13 @@ class Links(HTMLParser):
 
 
 def test_clashing_names_each_get_a_row_and_a_log_end_to_end(tmp_path: Path) -> None:
-    """Every entry is refused at intake (junk archives, folders holding a link), so the batch
-    costs little more than starting the gradings."""
+    """Every clashing entry is refused at intake (junk archives, folders holding a link), so the
+    batch costs little more than starting the gradings; the stubs are graded (in seconds), so
+    that the leaderboard is written (grade-all writes none where nothing could be graded)."""
     folder = tmp_path / "submissions"
     folder.mkdir()
     make_entries(folder, CLASHING)
+    shutil.copytree(EXERCISES, folder / "stubs", ignore=shutil.ignore_patterns("*.md"))
     for kept in ("a", "leaderboard.html"):
         (folder / kept / "scheduler.py").symlink_to("/etc/passwd")
     out = tmp_path / "board"
@@ -115,16 +120,17 @@ def test_clashing_names_each_get_a_row_and_a_log_end_to_end(tmp_path: Path) -> N
          "--parts", "allocator", "--jobs", "2"],
         cwd=KIT_ROOT, capture_output=True, text=True, timeout=CLI_TIMEOUT, check=False,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the clashing entries could not be graded
     assert all((out / own).exists() for own in OWN_OUTPUTS)
     rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
     assert sorted(row["candidate"] for row in rows) == sorted(
         ["a", "a.tgz", "a.zip", "b", "b.tar.gz", "leaderboard.csv.tgz", "leaderboard.html.zip",
-         "leaderboard.html-2", "Leaderboard.html.tar.gz"]
+         "leaderboard.html-2", "Leaderboard.html.tar.gz", "stubs"]
     )  # fmt: skip
     for row in rows:
-        assert row["status"] == "not graded", row
+        assert row["status"] == ("graded" if row["candidate"] == "stubs" else "not graded"), row
         assert (out / row["report"]).is_file(), row
+        assert row["entry"] == str(folder / ENTRIES.get(row["candidate"], row["candidate"]))
     page = Links()
     page.feed((out / "leaderboard.html").read_text(encoding="utf-8"))
     assert len(page.hrefs) == len(rows)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import intake
+from grader import KIT_ROOT, intake
 from grader.intake import SubmissionRefused, read_submission
 
 SOURCES = {
@@ -30,6 +30,7 @@ KINDS = ["folder", "zip", "tar.gz", "tgz"]
 
 
 def write_folder(root: Path, tree: dict[str, bytes]) -> Path:
+    root.mkdir(exist_ok=True)
     for name, data in tree.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data)
@@ -111,6 +112,113 @@ def test_a_submission_of_exactly_max_total_bytes_is_read(
     monkeypatch.setattr(intake, "MAX_TOTAL_BYTES", 1 << 20)
     tree = {"scheduler.py": b"x = 1\n", "weights.bin": bytes((1 << 20) - 6)}
     assert read_submission(pack(kind, tmp_path, tree)).files == {"scheduler.py": b"x = 1\n"}
+
+
+def test_init_py_is_expected_beside_the_files_and_not_listed_as_ignored(tmp_path: Path) -> None:
+    tree = SOURCES | {"__init__.py": b"", "helpers/__init__.py": b"", "helpers/util.py": b""}
+    assert read_submission(pack("folder", tmp_path, tree)).ignored == ["helpers/util.py"]
+    assert read_submission(KIT_ROOT / "exercises").ignored == ["README.md"]
+
+
+NESTED = [
+    pytest.param("submission/exercises", {"submission/README.md": b"# notes\n"}, id="wrapped"),
+    pytest.param("code/v2", {"README.md": b"# notes\n", "code/v2/helpers.py": b""}, id="deeper"),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("folder", "others"), NESTED)
+def test_the_one_folder_holding_the_files_is_found_at_any_depth(
+    kind: str, folder: str, others: dict[str, bytes], tmp_path: Path
+) -> None:
+    tree = {f"{folder}/{name}": data for name, data in SOURCES.items()} | others
+    submission = read_submission(pack(kind, tmp_path, tree))
+    assert (submission.files, submission.folder) == (SOURCES, folder)
+    assert submission.ignored == sorted(others)
+
+
+def test_a_folder_of_the_files_at_the_top_is_taken_whatever_lies_deeper(tmp_path: Path) -> None:
+    """The top's files, even some of them, make the submission: missing ones cost their parts."""
+    tree = {"scheduler.py": b"x = 1\n", "old/block_allocator.py": b"", "v1/scheduler.py": b""}
+    submission = read_submission(pack("zip", tmp_path, tree))
+    assert (submission.files, submission.folder) == ({"scheduler.py": b"x = 1\n"}, "")
+    assert submission.ignored == ["old/block_allocator.py", "v1/scheduler.py"]
+
+
+NONE_ANYWHERE = (
+    "no block_allocator.py, kv_cache_manager.py, paged_attention.py, scheduler.py anywhere in "
+    "{tmp}/candidate"
+)
+
+
+def a_kit(root: str, files: dict[str, bytes] = SOURCES) -> dict[str, bytes]:
+    """The kit's layout under `root`: its stubs in exercises/ beside grader/."""
+    tree = {f"{root}exercises/{name}": data for name, data in files.items()}
+    return tree | {f"{root}grader/grade.py": b"", f"{root}README.md": b""}
+
+
+NOT_ONE_FOLDER = [  # what the refusal says, `{tmp}` standing for the test's folder
+    pytest.param("folder", {}, NONE_ANYWHERE, id="empty folder"),
+    pytest.param("zip", {"README.md": b"", "src/helpers.py": b""}, NONE_ANYWHERE, id="no file"),
+    pytest.param(
+        "tar.gz",
+        {"a/scheduler.py": b"", "b/c/block_allocator.py": b"", "README.md": b""},
+        "found submission files in 2 folders of {tmp}/candidate.tar.gz (a/, b/c/): pack only",
+        id="two folders",
+    ),
+    pytest.param(
+        "folder",
+        {"sub/v1/scheduler.py": b"", "sub/v2/scheduler.py": b""},
+        "(sub/v1/, sub/v2/): grade one, as {tmp}/candidate/sub/v1",
+        id="two versions",
+    ),
+    pytest.param(
+        "zip",
+        {f"v{number}/scheduler.py": b"" for number in range(7)},
+        "(v0/, v1/, v2/, v3/, v4/, and 2 more): pack only the folder to grade",
+        id="seven versions",
+    ),
+    pytest.param(
+        "folder",
+        a_kit(""),
+        "{tmp}/candidate is the kit's own folder: grade {tmp}/candidate/exercises (make grade",
+        id="kit",
+    ),
+    pytest.param(
+        "folder", a_kit("", {"README.md": b""}), "candidate is the kit's own", id="kit, no stubs"
+    ),
+    pytest.param(
+        "folder",
+        a_kit("downloads/kit/"),
+        "{tmp}/candidate/downloads/kit is the kit's own folder: grade "
+        "{tmp}/candidate/downloads/kit/exercises (make grade does)",
+        id="kit inside",
+    ),
+    pytest.param(
+        "zip",
+        a_kit("kit/"),
+        "candidate.zip holds the kit's own folder kit/: unpack it and grade its exercises/",
+        id="zip of the kit",
+    ),
+]
+
+
+@pytest.mark.parametrize(("kind", "tree", "says"), NOT_ONE_FOLDER)
+def test_refused_where_not_one_folder_holds_the_files(
+    kind: str, tree: dict[str, bytes], says: str, tmp_path: Path
+) -> None:
+    with pytest.raises(SubmissionRefused, match=re.escape(says.format(tmp=tmp_path))):
+        read_submission(pack(kind, tmp_path, tree))
+
+
+def test_the_kits_own_folder_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Named as the kit, not as a folder of too many files: what to grade, not what to delete."""
+    monkeypatch.setattr(intake, "MAX_ENTRIES", 2)
+    says = f"{KIT_ROOT} is the kit's own folder: grade {KIT_ROOT / 'exercises'} (make grade does)"
+    with pytest.raises(SubmissionRefused, match=re.escape(says)):
+        read_submission(KIT_ROOT)
 
 
 # -- what is refused ----------------------------------------------------------------------------
@@ -408,8 +516,7 @@ def test_the_handmade_zips_are_sound(
 ) -> None:
     """What the next tests refuse is read when the limits allow it (so zipfile reads it so)."""
     monkeypatch.setattr(intake, "MAX_ENTRIES", listed)
-    submission = read_submission(zip_of_one_file_listed(tmp_path / "many.zip", listed))
-    assert (submission.files, submission.ignored) == ({}, ["f"])
+    assert intake.zip_entries(zip_of_one_file_listed(tmp_path / "many.zip", listed)) == {"f": None}
     assert directories_parsed == [1]
 
 

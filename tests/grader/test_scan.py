@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from grader import KIT_ROOT
-from grader.scan import scan_files
+from grader.scan import CODE_CHARS, scan_files, syntax_errors
 
 ROOT = KIT_ROOT
 
@@ -343,23 +343,48 @@ def test_flags_are_whole_records_sorted_by_file_then_line() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("source", "line", "text"),
-    [
-        pytest.param("def f(:\n    pass\n", 1, "does not parse: invalid syntax", id="syntax"),
-        pytest.param(
-            "x = 1\ny = 2\n    z = 3\n", 3, "does not parse: unexpected indent", id="indent"
-        ),
-        pytest.param(b"x = 1\x00\n", 1, "does not parse: ", id="null byte"),
-        pytest.param(b"x = '\xff'\n", 1, "does not parse: ", id="not utf-8"),
-    ],
-)
-def test_a_file_that_does_not_parse_gives_one_flag(
-    source: str | bytes, line: int, text: str
+SYNTAX_ERRORS = [
+    # source, then the error's line, column, the start of its message and the line's code
+    pytest.param("def f(:\n    pass\n", 1, 7, "invalid syntax", "def f(:", id="syntax"),
+    pytest.param("x = 1\ny = 2\n    z = 3\n", 3, 4, "unexpected indent", "    z = 3", id="indent"),
+    pytest.param(b"x = 1\nab\x00\n", 2, 3, "source code", "ab\x00", id="null byte"),
+    pytest.param(b"x = '\xff'\n", 1, 8, "(unicode error)", "x = '\ufffd'", id="not utf-8"),
+    # Past the parser: Python's compiler refuses it, and so does an import.
+    pytest.param("import os\nreturn os\n", 2, 1, "'return' outside function", "return os"),
+]
+
+
+@pytest.mark.parametrize(("source", "line", "column", "message", "code"), SYNTAX_ERRORS)
+def test_a_file_that_does_not_compile_is_a_syntax_error_and_no_flag(
+    source: str | bytes, line: int, column: int, message: str, code: str
 ) -> None:
-    [(seen_line, message)] = seen(source)
-    assert seen_line == line
-    assert message.startswith(text)
+    """A syntax error is the candidate's failure, not a lead for a reviewer: `syntax_errors`
+    says where, with the offending line; the integrity scan says nothing of the file."""
+    data = source.encode() if isinstance(source, str) else source
+    assert seen(data) == []
+    [error] = syntax_errors({"scheduler.py": data, "block_allocator.py": b"x = 1\n"})
+    assert error["message"].startswith(message)
+    assert error | {"message": message} == {
+        "file": "scheduler.py",
+        "line": line,
+        "column": column,
+        "message": message,
+        "code": code,
+    }
+
+
+def test_a_syntax_error_keeps_a_bounded_line_and_a_column_only_within_it() -> None:
+    [error] = syntax_errors({"scheduler.py": b"x = [" + b"1, " * 1000 + b"\n"})
+    assert error["line"] == 1
+    assert len(error["code"]) == CODE_CHARS
+    assert error["column"] is None or error["column"] <= CODE_CHARS + 1
+
+
+def test_files_that_compile_have_no_syntax_error_and_none_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    source = f"import pathlib\npathlib.Path({str(marker)!r}).touch()\nx = 'a' is 'a'\n"
+    assert syntax_errors({"scheduler.py": source.encode()}) == []
+    assert not marker.exists()
 
 
 def test_a_file_too_deep_to_walk_keeps_the_flags_seen_so_far_and_says_so() -> None:
@@ -513,5 +538,5 @@ def test_the_kernel_flags_are_for_the_kernel_file_only() -> None:
     ]
 
 
-def test_a_kernel_file_that_does_not_parse_gives_one_flag() -> None:
-    assert kernel_seen("def f(:\n    x = q @ k\n") == [(1, "does not parse: invalid syntax")]
+def test_a_kernel_file_that_does_not_parse_gives_no_flag() -> None:
+    assert kernel_seen("def f(:\n    x = q @ k\n") == []

@@ -35,8 +35,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from grader.checks.support.expect import plain_int, raises
-from grader.sandbox.proxy import Remote, RemoteError, Submission
+from grader.checks.support.expect import expect, plain_int, raises, same
+from grader.sandbox.proxy import Remote, RemoteError, Shown, Submission, Transcript, transcript_of
 from kernels.reference import cdiv, token_slots
 
 RAISED = "a call that raises must leave everything as it was"
@@ -66,29 +66,69 @@ def num_free(manager: Remote) -> int:
 
 
 def seq_len_of(req: Remote, name: str) -> int:
-    return plain_int(req.seq_len, f"{name}.seq_len")
+    return plain_int(transcript_of(req), req.seq_len, f"{name}.seq_len")
 
 
 def table_of(req: Remote, name: str) -> list[int]:
     table = req.block_table
     ints = type(table) is list and all(type(block) is int for block in table)
-    assert ints, f"{name}.block_table must be a list of ints, got {table!r}"
+    expect(
+        transcript_of(req),
+        ints,
+        f"{name}.block_table must be a list of ints, got {table!r}",
+        got=f"[type(block).__name__ for block in {name}.block_table]",
+        expected=f"['int'] * len({name}.block_table)",
+    )
     return table
 
 
-def assert_rows(
-    got: object, expected: torch.Tensor, what: str, table: list[int], block_size: int
+def assert_tensor(
+    transcript: Transcript, got: object, what: str, dtype: torch.dtype, shape: list[int], code: str
 ) -> None:
-    """A gather: a float32 tensor shaped like `expected`, equal to it bit for bit."""
-    assert isinstance(got, torch.Tensor), f"{what} must return a tensor, got {got!r}"
-    assert got.dtype == torch.float32, f"{what} must return float32 rows, got {got.dtype}"
-    assert got.shape == expected.shape, (
-        f"{what} must have shape [seq_len, head_dim] = {list(expected.shape)}, "
-        f"got {list(got.shape)}"
+    """What `what` returned (`code` in the counterexample) is a `dtype` tensor of `shape`."""
+    expect(
+        transcript,
+        isinstance(got, torch.Tensor),
+        f"{what} must return a tensor, got {got!r}",
+        got=f"type({code}).__name__",
+        expected="'Tensor'",
     )
+    kind = "float32 rows" if dtype == torch.float32 else "a LongTensor (int64)"
+    verb = "return" if dtype == torch.float32 else "be"
+    same(
+        transcript,
+        got.dtype,
+        dtype,
+        f"{what} must {verb} {kind}, got {got.dtype}",
+        got=f"{code}.dtype",
+        expected=str(dtype),
+    )
+    dims = "[seq_len, head_dim]" if len(shape) == 2 else "[seq_len]"
+    same(
+        transcript,
+        list(got.shape),
+        shape,
+        f"{what} must have shape {dims} = {shape}, got {list(got.shape)}",
+        got=f"list({code}.shape)",
+    )
+
+
+def assert_rows(
+    transcript: Transcript,
+    got: object,
+    expected: torch.Tensor,
+    what: str,
+    table: list[int],
+    block_size: int,
+    code: tuple[str, str],
+) -> None:
+    """A gather: a float32 tensor shaped like `expected`, equal to it bit for bit; `code`: the
+    two as the counterexample computes them."""
+    assert_tensor(transcript, got, what, torch.float32, list(expected.shape), code[0])
     wrong = (got != expected).any(dim=1).nonzero().flatten().tolist()
     if wrong:
         i = wrong[0]
+        transcript.fail(*code, op="equal")
         raise AssertionError(
             f"{what}: row {i} is {got[i].tolist()}, expected {expected[i].tolist()} (token {i} "
             f"lives in block block_table[{i // block_size}] = {table[i // block_size]} at "
@@ -96,22 +136,35 @@ def assert_rows(
         )
 
 
-def assert_slots(got: object, table: list[int], seq_len: int, block_size: int, what: str) -> None:
-    """A slot mapping: an int64 tensor `[seq_len]` that follows the block table."""
-    assert isinstance(got, torch.Tensor), f"{what} must return a tensor, got {got!r}"
-    assert got.dtype == torch.int64, f"{what} must be a LongTensor (int64), got {got.dtype}"
-    assert list(got.shape) == [seq_len], (
-        f"{what} must have shape [seq_len] = [{seq_len}], got {list(got.shape)}"
-    )
+def assert_slots(
+    transcript: Transcript,
+    got: object,
+    table: tuple[list[int], str],
+    seq_len: int,
+    block_size: int,
+    what: str,
+    code: str,
+) -> None:
+    """A slot mapping: an int64 tensor `[seq_len]` that follows the block table (`table`: its
+    value, and its code in the counterexample); `code`: the mapping's."""
+    table, table_code = table
+    assert_tensor(transcript, got, what, torch.int64, [seq_len], code)
     expected = token_slots(table, seq_len, block_size)
     wrong = (got != expected).nonzero().flatten().tolist()
     if wrong:
         i, block = wrong[0], table[wrong[0] // block_size]
+        transcript.needs("from kernels.reference import token_slots")
+        transcript.fail(code, f"token_slots({table_code}, {seq_len}, {block_size})", "equal")
         raise AssertionError(
             f"{what}[{i}] is {got[i].item()}, expected block_table[{i} // {block_size}] * "
             f"{block_size} + {i} % {block_size} = {block} * {block_size} + {i % block_size} = "
             f"{expected[i].item()}"
         )
+
+
+def rows_code(rows: torch.Tensor) -> str:
+    """The model's rows (token `k`'s row `k, k + 1/8, ...`) as code."""
+    return f"torch.tensor({rows[:, 0].tolist()}).reshape(-1, 1) + torch.arange({rows.shape[1]}) / 8"
 
 
 @dataclass(repr=False)
@@ -149,7 +202,7 @@ class ManagerModel:
         head_dim: int,
         sharing: bool = False,
     ) -> None:
-        self.submission = submission
+        self.submission, self.transcript = submission, submission.transcript
         self.num_blocks, self.block_size, self.head_dim = num_blocks, block_size, head_dim
         self.sharing = sharing
         self.manager = new_manager(submission, num_blocks, block_size, head_dim)
@@ -177,6 +230,16 @@ class ManagerModel:
         tokens = torch.arange(first, first + count, dtype=torch.float32)
         return tokens[:, None] + torch.arange(self.head_dim, dtype=torch.float32) / 8
 
+    def table_code(self, tracked: Tracked) -> str:
+        """`tracked`'s block table as the model knows it, in the counterexample: a copy of the
+        read it was last seen in, or the ids written out where that read is gone."""
+        return self.transcript.source(tracked.table, f"{tracked.name}_table")
+
+    def tables_code(self, but: Tracked | None = None) -> str:
+        """The blocks of every live table (but `but`'s) as the model knows them: a set display."""
+        tables = [self.table_code(t) for t in self.live.values() if t is not but]
+        return f"{{{', '.join(f'*{table}' for table in tables)}}}" if tables else "set()"
+
     def done(self, call: str, hint: str = OTHERS) -> None:
         """Remember the last call, for the messages of the checks that follow it."""
         self.last_call, self.hint = call, hint
@@ -194,20 +257,25 @@ class ManagerModel:
         name = self.submission.transcript.code(req)
         call = f"manager.allocate_for_prefill({name})"
         if needed > free:
-            with raises(RuntimeError, f"{call}, which needs {needed} blocks with {free} free,"):
+            why = f"{call}, which needs {needed} blocks with {free} free,"
+            with raises(self.transcript, RuntimeError, why):
                 self.manager.allocate_for_prefill(req)
             self.done(f"{call} (which raised)", RAISED)
             got = (seq_len_of(req, name), table_of(req, name))
-            assert got == (prompt_len, []), (
+            same(
+                self.transcript,
+                got,
+                (prompt_len, []),
                 f"{call} raised but left {name} with seq_len, block_table = {got}, "
-                f"not ({prompt_len}, []) ({RAISED})"
+                f"not ({prompt_len}, []) ({RAISED})",
+                got=f"({name}.seq_len, {name}.block_table)",
             )
             return None
         if self.sharing:
             try:
                 self.manager.allocate_for_prefill(req)
             except RemoteError as error:  # part 2's rule: build the request another way
-                error.expected(Exception)
+                error.expected(Exception, required=False)
                 return self.decoded(req, name, prompt_len)
         else:
             with succeeds(call, f"it needs {needed} of the {free} free blocks"):
@@ -216,11 +284,15 @@ class ManagerModel:
         table = table_of(req, name)
         if len(table) != needed and self.sharing:
             return self.decoded(req, name, prompt_len)
-        assert len(table) == needed, (
+        same(
+            self.transcript,
+            len(table),
+            needed,
             f"{call} must give {name} ceil(seq_len / block_size) = ceil({prompt_len} / "
-            f"{self.block_size}) = {needed} blocks, got block_table {table}"
+            f"{self.block_size}) = {needed} blocks, got block_table {table}",
+            got=f"len({name}.block_table)",
         )
-        self.assert_were_free(table, call)
+        self.assert_were_free(table, call, f"{name}.block_table")
         tracked = Tracked(req, name, table, self.new_rows(prompt_len))
         self.live[name] = tracked
         if self.sharing:
@@ -250,7 +322,7 @@ class ManagerModel:
     def prefill_again(self, tracked: Tracked) -> None:
         """Prefill a request whose block table is not empty: ValueError, and nothing changes."""
         call = f"manager.allocate_for_prefill({tracked.name})"
-        with raises(ValueError, f"{call}, on a non-empty block_table,"):
+        with raises(self.transcript, ValueError, f"{call}, on a non-empty block_table,"):
             self.manager.allocate_for_prefill(tracked.req)
         self.done(f"{call} (which raised)", RAISED)
 
@@ -267,47 +339,71 @@ class ManagerModel:
             if opens_block and self.sharing:
                 return False
             why = "starts a new block" if opens_block else f"goes into shared block {table[-1]}"
-            with raises(RuntimeError, f"{call}, whose token {position} {why}, with no block free,"):
+            why = f"{call}, whose token {position} {why}, with no block free,"
+            with raises(self.transcript, RuntimeError, why):
                 self.manager.allocate_for_decode(tracked.req)
             self.done(f"{call} (which raised)", RAISED)
             return False
         with succeeds(call, self.decode_needs(position, sharers)):
             self.manager.allocate_for_decode(tracked.req)
         self.done(call)
-        got = seq_len_of(tracked.req, tracked.name)
-        assert got == position + 1, (
-            f"{call} must add one to seq_len ({position} -> {position + 1}), got {got}"
+        name, transcript = tracked.name, self.transcript
+        got = seq_len_of(tracked.req, name)
+        same(
+            transcript,
+            got,
+            position + 1,
+            f"{call} must add one to seq_len ({position} -> {position + 1}), got {got}",
+            got=f"{name}.seq_len",
         )
-        new_table = table_of(tracked.req, tracked.name)
+        new_table = table_of(tracked.req, name)
+        new = f"{name}.block_table"
+
+        def old() -> str:
+            return self.table_code(tracked)
+
         if opens_block:
             appended = len(new_table) == len(table) + 1 and new_table[:-1] == table
-            assert appended, (
+            expect(
+                transcript,
+                appended,
                 f"token {position} starts a new block ({position} % block_size {size} == 0): "
-                f"{call} must append one free block to block_table {table}, got {new_table}"
+                f"{call} must append one free block to block_table {table}, got {new_table}",
+                got=f"(len({new}), {new}[:-1])",
+                expected=lambda: f"(len({old()}) + 1, {old()})",
             )
-            self.assert_were_free(new_table[-1:], call)
+            self.assert_were_free(new_table[-1:], call, f"{new}[-1:]")
         elif sharers:
             same_length = len(new_table) == len(table)
             replaced = same_length and new_table[:-1] == table[:-1] and new_table[-1] != table[-1]
-            assert replaced, (
+            expect(
+                transcript,
+                replaced,
                 f"token {position} goes into block {table[-1]}, which {', '.join(sharers)} also "
                 f"holds and which is not full: {call} must first copy it into a free block "
                 f"(copy-on-write) in its place, so block_table {table} must become "
-                f"{table[:-1]} + [a free block], got {new_table}"
+                f"{table[:-1]} + [a free block], got {new_table}",
+                got=lambda: f"(len({new}), {new}[:-1], {new}[-1:] == {old()}[-1:])",
+                expected=lambda: f"(len({old()}), {old()}[:-1], False)",
             )
-            self.assert_were_free(new_table[-1:], call)
+            self.assert_were_free(new_table[-1:], call, f"{new}[-1:]")
             self.done(f"{call} (which copied block {table[-1]} into block {new_table[-1]})")
         else:
-            assert new_table == table, (
+            expect(
+                transcript,
+                new_table == table,
                 f"token {position} goes into the last block ({position} % block_size {size} != 0, "
                 f"and no other request holds it): {call} must leave block_table {table} as it "
-                f"is, got {new_table}"
+                f"is, got {new_table}",
+                got=new,
+                expected=old,
             )
         row = self.new_rows(1)
         tracked.table, tracked.rows = new_table, torch.cat([tracked.rows, row])
         if self.sharing:
             pool = self.manager.ref("physical_kv_cache")
-            pool[new_table[position // size], position % size] = row[0]
+            block = Shown(new_table[position // size], f"{new}[{position // size}]")
+            pool[block, position % size] = row[0]
         return True
 
     def decode_needs(self, position: int, sharers: list[str]) -> str:
@@ -329,7 +425,13 @@ class ManagerModel:
         if self.sharing:
             return
         table = table_of(tracked.req, tracked.name)
-        assert table == [], f"{call} must empty {tracked.name}.block_table, got {table}"
+        same(
+            self.transcript,
+            table,
+            [],
+            f"{call} must empty {tracked.name}.block_table, got {table}",
+            got=f"{tracked.name}.block_table",
+        )
 
     def fork(self, parent: Tracked) -> Tracked:
         """A child that shares every block of `parent`: the same seq_len, table and rows."""
@@ -339,27 +441,58 @@ class ManagerModel:
         with succeeds(call, f"{parent.name} holds blocks {parent.table}"):
             child = self.manager.fork(parent.req, child_id)
         self.done(call)
-        assert isinstance(child, Remote), f"{call} must return the new Request, got {child!r}"
-        name = self.submission.transcript.code(child)
+        expect(
+            self.transcript,
+            isinstance(child, Remote),
+            f"{call} must return the new Request, got {child!r}",
+            got=f"type({self.transcript.source(child, 'child')}).__name__",
+            expected="'Request'",
+        )
+        name = self.transcript.code(child)
         got = (child.request_id, seq_len_of(child, name), table_of(child, name))
         expected = (child_id, parent.seq_len, parent.table)
-        assert got == expected, (
+        same(
+            self.transcript,
+            got,
+            expected,
             f"{call} must return a request whose request_id, seq_len, block_table are "
-            f"{expected} (the parent's length and blocks), got {got}"
+            f"{expected} (the parent's length and blocks), got {got}",
+            got=f"({name}.request_id, {name}.seq_len, {name}.block_table)",
+            expected=lambda: f"({child_id}, {parent.seq_len}, {self.table_code(parent)})",
         )
-        tracked = Tracked(child, name, list(parent.table), parent.rows)
+        tracked = Tracked(child, name, got[2], parent.rows)
         self.live[name] = tracked
         return tracked
 
-    def assert_were_free(self, blocks: list[int], call: str) -> None:
-        """`call` handed out `blocks`: distinct, in range, and in no live table."""
-        assert len(set(blocks)) == len(blocks), f"{call} handed out a block twice: {blocks}"
+    def assert_were_free(self, blocks: list[int], call: str, code: str) -> None:
+        """`call` handed out `blocks` (`code` in the counterexample): distinct, in range, and in
+        no live table."""
+        transcript, num_blocks = self.transcript, self.num_blocks
+        same(
+            transcript,
+            len(set(blocks)),
+            len(blocks),
+            f"{call} handed out a block twice: {blocks}",
+            got=f"len(set({code}))",
+            expected=f"len({code})",
+        )
         for block in blocks:
-            assert 0 <= block < self.num_blocks, (
-                f"{call} handed out block {block}, outside 0..{self.num_blocks - 1}"
+            expect(
+                transcript,
+                0 <= block < num_blocks,
+                f"{call} handed out block {block}, outside 0..{num_blocks - 1}",
+                got=f"[block for block in {code} if not 0 <= block < {num_blocks}]",
+                expected="[]",
             )
             holders = self.holders(block)
-            assert not holders, f"{call} handed out block {block}, which {holders[0]} holds"
+            if holders:
+                expect(
+                    transcript,
+                    False,
+                    f"{call} handed out block {block}, which {holders[0]} holds",
+                    got=f"sorted(set({code}) & {self.tables_code()})",
+                    expected="[]",
+                )
 
     def write_prompt(self, tracked: Tracked) -> None:
         """Write a prompt's rows block by block (each block is the request's own)."""
@@ -367,51 +500,88 @@ class ManagerModel:
         padding = torch.full((len(tracked.table) * size - tracked.seq_len, width), -1.0)
         blocks = torch.cat([tracked.rows, padding]).view(-1, size, width)
         pool = self.manager.ref("physical_kv_cache")
-        for block, rows in zip(tracked.table, blocks, strict=True):
-            pool[block] = rows
+        for index, (block, rows) in enumerate(zip(tracked.table, blocks, strict=True)):
+            pool[Shown(block, f"{tracked.name}.block_table[{index}]")] = rows
 
     # -- everything observable against the model ------------------------------------------------
 
     def check_tables(self) -> None:
         """Every live request's seq_len and block table, and the free count, match the model."""
-        with self.submission.transcript.quiet():
+        transcript = self.transcript
+        with transcript.quiet():
             for tracked in self.live.values():
                 got = seq_len_of(tracked.req, tracked.name)
-                assert got == tracked.seq_len, (
+                same(
+                    transcript,
+                    got,
+                    tracked.seq_len,
                     f"after {self.last_call}, {tracked.name}.seq_len is {got}, "
-                    f"expected {tracked.seq_len} ({self.hint})"
+                    f"expected {tracked.seq_len} ({self.hint})",
+                    got=f"{tracked.name}.seq_len",
                 )
                 table = table_of(tracked.req, tracked.name)
-                assert table == tracked.table, (
-                    f"after {self.last_call}, {tracked.name}.block_table is {table}, "
-                    f"expected {tracked.table} ({self.hint})"
-                )
+                if table != tracked.table:
+                    expected = self.table_code(tracked)
+                    expect(
+                        transcript,
+                        False,
+                        f"after {self.last_call}, {tracked.name}.block_table is {table}, "
+                        f"expected {tracked.table} ({self.hint})",
+                        got=f"{tracked.name}.block_table",
+                        expected=expected,
+                    )
             held, free = len(self.held()), num_free(self.manager)
-            assert free == self.num_blocks - held, (
+            live = [f"*{tracked.name}.block_table" for tracked in self.live.values()]
+            expect(
+                transcript,
+                free == self.num_blocks - held,
                 f"after {self.last_call}, len(manager.free_blocks) is {free}, expected "
                 f"{self.num_blocks - held}: num_blocks ({self.num_blocks}) minus the {held} "
-                "blocks the live requests hold" + (f" ({RAISED})" if self.hint == RAISED else "")
+                "blocks the live requests hold" + (f" ({RAISED})" if self.hint == RAISED else ""),
+                got=f"len({transcript.code(self.manager)}.free_blocks)",
+                expected=f"{self.num_blocks} - len({{{', '.join(live)}}})"
+                if live
+                else str(self.num_blocks),
             )
 
     def check_rows(self) -> None:
         """Every live request's tokens, read from `physical_kv_cache` through its block table
         (not through part 3's `get_physical_cache`), are exactly the rows written for them."""
-        with self.submission.transcript.quiet():
+        transcript, manager = self.transcript, self.transcript.code(self.manager)
+        with transcript.quiet():
             pool = self.manager.physical_kv_cache
             shape = [self.num_blocks, self.block_size, self.head_dim]
             kept = isinstance(pool, torch.Tensor) and list(pool.shape) == shape
-            assert kept, (
+            expect(
+                transcript,
+                kept,
                 f"after {self.last_call}, manager.physical_kv_cache must still be a tensor of "
-                f"shape [num_blocks, block_size, head_dim] = {shape}, got {pool!r:.200}"
+                f"shape [num_blocks, block_size, head_dim] = {shape}, got {pool!r:.200}",
+                got=f"list({manager}.physical_kv_cache.shape)",
+                expected=repr(shape),
             )
             rows = pool.reshape(-1, self.head_dim)
+            transcript.needs("from kernels.reference import token_slots")
             for tracked in self.live.values():
                 slots = token_slots(tracked.table, tracked.seq_len, self.block_size)
                 what = (
                     f"after {self.last_call}, manager.physical_kv_cache read through "
                     f"{tracked.name}.block_table {tracked.table}"
                 )
-                assert_rows(rows[slots], tracked.rows, what, tracked.table, self.block_size)
+                read = (
+                    f"{manager}.physical_kv_cache.reshape(-1, {self.head_dim})[token_slots("
+                    f"{tracked.name}.block_table, {tracked.seq_len}, {self.block_size})]"
+                )
+                code = (read, rows_code(tracked.rows))
+                assert_rows(
+                    transcript,
+                    rows[slots],
+                    tracked.rows,
+                    what,
+                    tracked.table,
+                    self.block_size,
+                    code,
+                )
 
 
 REQUESTS: Bundle[Tracked] = Bundle("requests")

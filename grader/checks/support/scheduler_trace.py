@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from grader.sandbox.proxy import Remote, Submission
+from grader.checks.support.expect import expect
+from grader.sandbox.proxy import Line, Remote, Submission, Transcript, rename
 from kernels.reference import cdiv
 
 
@@ -106,6 +107,7 @@ class Run:
     steps: list[Step] = field(default_factory=list)
     # has_unfinished() right after each step's arrivals were added: (step, answer)
     unfinished_after_adds: list[tuple[int, object]] = field(default_factory=list)
+    asked: dict[int, Line] = field(default_factory=dict)  # by step: where that answer was read
     unfinished_at_end: object = None  # has_unfinished() after the last step
     free_at_end: int = 0  # len(manager.free_blocks) after the last step
 
@@ -123,39 +125,79 @@ class Run:
         """How many requests were added before `step`."""
         return sum(1 for arrival in self.trace.arrivals if arrival.step <= step)
 
-    def assert_ran(self) -> None:
+    def assert_ran(self, transcript: Transcript) -> None:
         """A check of what the steps did needs a step that did something."""
-        assert any(step.scheduled for step in self.steps), (
+        expect(
+            transcript,
+            any(step.scheduled for step in self.steps),
             f"no request was scheduled in {len(self.steps)} steps, so there is nothing to judge "
-            "here (see the no-deadlock check)"
+            "here (see the no-deadlock check)",
+            got="sum(len(step.scheduled) for step in steps)",
+            expected="0",
+            op="!=",
+            before=run_to_the_end(self.trace),
         )
 
+    def tokens_code(self, request_id: int, before: int | None = None) -> str:
+        """The tokens request `request_id` got in the counterexample's steps (before step
+        `before`)."""
+        steps = "steps" if before is None else f"steps[:{before}]"
+        return f"sum({request_id} in step.scheduled for step in {steps})"
 
-def request_ids(value: object, what: str) -> list[int]:
-    """A StepOutput field: a list of request ids."""
+
+def run_to_the_end(trace: SchedulerTrace) -> tuple[str, ...]:
+    """What a counterexample judging a whole run does first: it steps on until every request
+    is reported finished, within the trace's bound (none more where the candidate's run ended:
+    an implementation that follows the contract may need more steps than it did)."""
+    finished = "{r for step in steps for r in step.finished}"
+    return (
+        f"while len(steps) < {trace.max_steps} and not {finished} >= set(range("
+        f"{len(trace.arrivals)})):",
+        "    steps.append(scheduler.step())",
+        "",
+    )
+
+
+def request_ids(transcript: Transcript, value: object, what: str, code: str) -> list[int]:
+    """A StepOutput field (`code` in the counterexample): a list of request ids."""
     ok = type(value) is list and all(type(item) is int for item in value)
-    assert ok, f"{what} must be a list of request ids (ints), got {value!r}"
+    expect(
+        transcript,
+        ok,
+        f"{what} must be a list of request ids (ints), got {value!r}",
+        got=f"[type(r).__name__ for r in {code}]"
+        if type(value) is list
+        else f"type({code}).__name__",
+        expected=f"['int'] * len({code})" if type(value) is list else "'list'",
+    )
     return value
 
 
 FIELDS = ("scheduled", "preempted", "finished")
 
 
-def run_step(submission: Submission, scheduler: Remote) -> Step:
-    """`scheduler.step()`, its fields read quietly and shown as a comment on its line."""
+def run_step(submission: Submission, scheduler: Remote, number: int) -> Step:
+    """`scheduler.step()`, step `number`, kept in the counterexample's `steps`; its fields read
+    quietly and shown as a comment on its line."""
     transcript = submission.transcript
     out = scheduler.step()
-    line = len(transcript.lines) - 1
-    assert isinstance(out, Remote), (
+    line = transcript.lines[-1]
+    expect(
+        transcript,
+        isinstance(out, Remote),
         f"scheduler.step() must return a StepOutput (with scheduled, preempted and finished), "
-        f"got {out!r}"
+        f"got {out!r}",
+        got=lambda: f"type({transcript.source(out, 'out')}).__name__",
+        expected="'StepOutput'",
     )
+    line.code = f"steps.append({line.expression})"
+    rename(out, f"steps[{number}]")
     with transcript.quiet():
         step = Step(*(
-            request_ids(value, f"scheduler.step().{name}")
+            request_ids(transcript, value, f"scheduler.step().{name}", f"steps[{number}].{name}")
             for name, value in zip(FIELDS, out.fields(*FIELDS), strict=True)
         ))  # fmt: skip
-    transcript.lines[line] += f"  # {step}"
+    line.outcome = str(step)
     return step
 
 
@@ -168,11 +210,12 @@ def run_steps(submission: Submission, run: Run) -> Iterator[Step]:
     `has_unfinished()`), every step with what it reported, and at the end `has_unfinished()`
     and the free count.
     """
-    trace = run.trace
-    submission.transcript.reset()
+    trace, transcript = run.trace, submission.transcript
+    transcript.reset()
     manager_module = submission.module("kv_cache_manager")
     manager = manager_module.KVCacheManager(trace.num_blocks, trace.block_size, 1)
     scheduler = submission.module("scheduler").Scheduler(manager, trace.max_num_seqs)
+    transcript.define("steps = []")
     added, unfinished = 0, set()
     while (added < len(trace.arrivals) or unfinished) and len(run.steps) < trace.max_steps:
         number = len(run.steps)
@@ -183,7 +226,8 @@ def run_steps(submission: Submission, run: Run) -> Iterator[Step]:
             added += 1
         if arrivals:
             run.unfinished_after_adds.append((number, scheduler.has_unfinished()))
-        step = run_step(submission, scheduler)
+            run.asked[number] = transcript.lines[-1]
+        step = run_step(submission, scheduler, number)
         run.steps.append(step)
         unfinished -= set(step.finished)
         yield step

@@ -3,6 +3,7 @@ changed (with both messages), the timings, an escaped page; exit 2 on what is no
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -134,3 +135,41 @@ def test_a_file_that_is_not_json_exits_2(tmp_path: Path, capsys) -> None:
     bad.write_text("{ half a report")
     assert compare.main([str(bad), str(bad)]) == 2
     assert "is not a readable JSON report" in capsys.readouterr().err
+
+
+def with_kit(report: dict, kit: str) -> dict:
+    made = copy.deepcopy(report)
+    made["environment"]["kit"] = kit
+    return made
+
+
+def test_each_side_says_which_kit_made_it_and_a_difference_is_warned(tmp_path: Path) -> None:
+    a = compare.Side(tmp_path / "a", with_kit(BEFORE, "candidate"))
+    b = compare.Side(tmp_path / "b", with_kit(after(), "full"))
+    text, html = compare.render_text(a, b), compare.render_html(a, b)
+    lines = text.splitlines()
+    assert lines[1].endswith(", by the candidate kit")
+    assert lines[2].endswith(", by the full kit")
+    assert lines[3].startswith("  WARNING: A was made by the candidate kit and B by the full kit:")
+    assert "by the candidate kit" in html
+    assert "<strong>Warning:</strong> A was made by the candidate kit and B by the full" in html
+
+
+def test_the_same_kit_is_not_warned_and_an_older_report_says_its_kit_is_unrecorded(
+    tmp_path: Path,
+) -> None:
+    full = compare.Side(tmp_path / "a", with_kit(BEFORE, "full"))
+    assert "WARNING" not in compare.render_text(full, full)
+    assert "Warning" not in compare.render_html(full, full)
+    older = compare.Side(tmp_path / "b", BEFORE)  # from before the field
+    assert compare.provenance(older).endswith(", by an unrecorded kit")
+
+
+def test_the_timings_columns_are_labelled_a_and_b(tmp_path: Path) -> None:
+    a, b = compare.Side(tmp_path / "a", BEFORE), compare.Side(tmp_path / "b", after())
+    lines = compare.render_text(a, b).splitlines()
+    timings = lines.index("Timings (candidate time / reference time; lower is faster)")
+    assert lines[timings + 1].split() == ["A", "B", "benchmark"]
+    assert lines[timings + 2].split() == ["1.10x", "2.50x", "allocate/free"]
+    head = compare.render_html(a, b).split("<h2>Timings")[1].split("</tr>")[0]
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", head) == ["benchmark", "A", "B"]

@@ -127,7 +127,7 @@ def failing_report() -> dict:
                 allocator,
                 13,
                 ungraded=[{"reason": FULL_KIT, "points": 2}],
-                provisional="provisional: checks skipped (runs only in the full kit)",
+                provisional="checks skipped (runs only in the full kit)",
             ),
             "decode": part("Part 2: decode", [check("decode", "grows", "passed", 20, 20)], 20),
             "kernel": part("Part 4: the kernel", [], 0, note="not graded by this version"),
@@ -180,9 +180,7 @@ def new_sections_report(language: str = "en") -> dict:
     cuda = [{"reason": "needs a CUDA device", "points": 5}]
     return report(
         {
-            "kernel": part(
-                "Part 4: the kernel", kernel, 25, ungraded=cuda, provisional="provisional: x"
-            ),
+            "kernel": part("Part 4: the kernel", kernel, 25, ungraded=cuda, provisional="x"),
             "scheduler": part("Part 5: the scheduler", scheduler, 10, note=f"note {HOSTILE}"),
         },
         language=language,
@@ -330,7 +328,7 @@ def test_results_json_has_the_total_and_each_checks_score(tmp_path: Path) -> Non
     assert "RuntimeError: pytest broke" in results["output"]
     assert results["output"].startswith(f"Score: 25 / 33 (2 more {FULL_KIT})\n")
     assert (
-        f"allocator: 5 / 13 (1 of 4 checks passed; 2 more {FULL_KIT}; provisional"
+        f"allocator: 5 / 13 (1 of 3 checks passed, 1 skipped; 2 more {FULL_KIT}; provisional:"
         in (results["output"])
     )
 
@@ -351,7 +349,7 @@ def test_points_not_graded_here_show_beside_the_score_in_every_report(tmp_path: 
     assert f"**Total: 25 / 33** `████████░░` 76% (2 more {FULL_KIT})" in markdown
     assert "## Part 1: the allocator (5 / 13)\n\n*A block allocator" in markdown
     assert f"\n\n*2 more {FULL_KIT}*\n\n" in markdown
-    assert f"1 of 4 checks passed; 2 more {FULL_KIT}; provisional" in markdown
+    assert f"1 of 3 checks passed, 1 skipped; 2 more {FULL_KIT}; provisional:" in markdown
     line = f"- `timed_against_reference` (2 points, {FULL_KIT}): runs only in the full kit"
     assert line in markdown
     escaped = FULL_KIT.replace("'", "&#39;")  # as autoescape writes it
@@ -370,7 +368,7 @@ def test_points_that_need_cuda_say_so_once(tmp_path: Path) -> None:
     assert "- `long_context_speed` (5 points, needs a CUDA device)\n" in markdown
     lines = summary_lines(new_sections_report(), tmp_path)
     cuda = "(5.00 more not graded here: needs a CUDA device)"
-    assert f"  kernel      17.00 / 25.00  1 of 3 checks passed {cuda}" in lines
+    assert f"  kernel      17.00 / 25.00  1 of 2 checks passed, 1 skipped {cuda}" in lines
 
 
 def test_a_report_from_before_the_ungraded_fields_still_renders(tmp_path: Path) -> None:
@@ -403,13 +401,14 @@ def test_new_sections_show_in_both_reports_and_stay_escaped(tmp_path: Path) -> N
     assert ">head_dim 64</tspan>" in html
     assert 'class="bar' in html.split('id="part-scheduler"')[0]  # a note does not hide the bar
     assert "note &lt;script&gt;" in html
-    assert "provisional: x" in html
+    assert html.count("provisional: x") == 1  # the parts table; the part's own says it by a tag
+    assert '<span class="tag provisional">provisional</span>x</p>' in html
     assert "tokens differ at step 9" in html
     assert "this scheduler: 4 steps, 6 tokens, 1.50 tokens per step" in html
     assert "static batching: 5 steps, 5 tokens, 1.00 tokens per step" in html
     for text in ("tokens differ at step 9", "provisional: x", "note &lt;script&gt;", "4.70x"):
         assert text in markdown
-    assert "`1 2 2 1`" in markdown
+    assert "provisional: provisional" not in html + markdown
 
 
 def test_a_scheduling_run_alone_is_plotted_alone_and_an_unfinished_one_said(
@@ -443,9 +442,9 @@ def test_chinese_report_translates_the_kits_words_not_the_checks(tmp_path: Path)
     assert "free([3, 3]) freed block 3 twice" in html  # the check's own message, as written
     assert "Parts</h2>" not in html
     for text in (html, markdown):
-        assert "另有 2 分由招聘团队的完整题包评分" in text
-        assert "（2 分，由招聘团队的完整题包评分）" not in text  # noqa: RUF001
-    assert "(2 分，由招聘团队的完整题包评分): runs only in the full kit" in markdown  # noqa: RUF001
+        assert "另有 2 分由招聘团队的完整套件评分" in text
+        assert "（2 分，由招聘团队的完整套件评分）" not in text  # noqa: RUF001
+    assert "- `timed_against_reference` (2 分，由招聘团队的完整套件评分)" in markdown  # noqa: RUF001
 
 
 def test_every_string_has_both_languages_with_the_same_placeholders() -> None:
@@ -464,7 +463,10 @@ def test_summary_points_at_the_first_failure_with_its_counterexample(tmp_path: P
     report = failing_report()
     lines = summary_lines(report, tmp_path)
     text = "\n".join(lines)
-    assert f"  allocator    5.00 / 13.00  1 of 4 checks passed (2.00 more {FULL_KIT})" in lines
+    assert (
+        f"  allocator    5.00 / 13.00  1 of 3 checks passed, 1 skipped (2.00 more {FULL_KIT})"
+        in lines
+    )
     assert f"  total       25.00 / 33.00 (2.00 more {FULL_KIT})" in lines
     assert "  kernel          -          not graded by this version" in lines
     first = lines.index("What to look at first:")
@@ -473,8 +475,8 @@ def test_summary_points_at_the_first_failure_with_its_counterexample(tmp_path: P
     assert lines[first + 2] == "      free([3, 3]) freed block 3 twice"
     assert "      allocator.free([3, 3])  # " + HOSTILE in lines
     assert f"{(tmp_path / 'report.html').as_uri()}#check-allocator-free_is_atomic" in text
-    assert "(1 more checks did not pass in this part" in text
-    assert "1 integrity flag(s)" in text
+    assert "  (1 more check did not pass in this part; it is in the report.)" in lines
+    assert "  1 integrity flag for a reviewer: see the report." in lines
     assert lines[-1].startswith(f"Report: {tmp_path / 'report.html'}")
 
 
@@ -489,6 +491,7 @@ def test_summary_lists_unstarted_and_provisional_parts_and_the_engine_check(tmp_
     assert "Part 4: the kernel: the check decode_speed failed:" in text  # not the stub's
     assert "Not implemented yet (a stub or a missing file): decode." in text
     assert "kernel: provisional: x" in text
+    assert "provisional: provisional" not in text
     assert "scheduler: note" not in text  # a part's note is for the report, not for this list
     assert "End-to-end engine check (not scored): failed. tokens differ at step 9" in text
 
@@ -512,5 +515,5 @@ def test_summary_in_chinese(tmp_path: Path) -> None:
     assert first in lines
     assert "      free([3, 3]) freed block 3 twice" in lines  # the check's message, as written
     assert any(line.startswith("  总分       ") for line in lines)  # two columns per character
-    more = "(另有 2.00 分由招聘团队的完整题包评分)"
-    assert f"  allocator    5.00 / 13.00  4 项检查通过了 1 项 {more}" in lines
+    more = "(另有 2.00 分由招聘团队的完整套件评分)"
+    assert f"  allocator    5.00 / 13.00  3 项检查通过了 1 项，1 项跳过 {more}" in lines  # noqa: RUF001

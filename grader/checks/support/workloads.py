@@ -1,0 +1,85 @@
+"""The timing checks' counterexamples: the worker's timed workload, run by the candidate.
+
+A timing check calls a workload that runs in the worker (`worker.WORKLOADS`); its counterexample
+defines the same function (its source read from `grader/sandbox/worker.py`, never imported),
+builds the same objects, and ends in what the check found: the workload's result against what it
+must be, or its least CPU time (`time.process_time`, like the grader's CPU time of the worker)
+against the limit times the reference's time measured in the grading. Timings differ from machine
+to machine: run on the machine that graded, the counterexample fails as the check did.
+"""
+
+import ast
+from pathlib import Path
+
+from grader.sandbox.proxy import RemoteError, Transcript
+
+WORKER = Path(__file__).resolve().parents[2] / "sandbox" / "worker.py"
+REPEATS = 5  # the counterexample keeps a workload's least CPU time over this many runs
+LEAST_SECONDS = (
+    "def least_seconds(work):",
+    "    times = []",
+    f"    for _ in range({REPEATS}):",
+    "        start = time.process_time()",
+    "        work()",
+    "        times.append(time.process_time() - start)",
+    "    return min(times)",
+    "",
+)
+
+
+def function_source(name: str) -> list[str]:
+    """The worker's function `name` as plain lines, then a blank one (the REPL's end of a
+    definition): without its docstring and annotations, which need the worker's imports or
+    hold blank lines."""
+    tree = ast.parse(WORKER.read_text())
+    function = next(
+        node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name
+    )
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    arguments = [ast.arg(arg.arg) for arg in function.args.args]
+    plain = ast.FunctionDef(
+        name=name,
+        args=ast.arguments(
+            posonlyargs=[], args=arguments, kwonlyargs=[], kw_defaults=[], defaults=[]
+        ),
+        body=body,
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
+    return [*ast.unparse(ast.fix_missing_locations(plain)).splitlines(), ""]
+
+
+def replay(
+    transcript: Transcript, imports: dict[str, set[str]], definitions: list[str], setup: list[str]
+) -> None:
+    """The transcript becomes a script of its own: the candidate's `imports` (by module),
+    `definitions` (functions, each ending in a blank line) and the `setup` statements; the
+    check then ends it (`Transcript.fail`). The calls the check made are left out: they ran
+    in the worker, through its workload."""
+    transcript.reset()
+    for module, names in imports.items():
+        transcript.imports.setdefault(module, set()).update(names)
+    for line in [*definitions, *setup]:
+        transcript.define(line)
+
+
+def ends_in_the_result(
+    transcript: Transcript, call: str, expected: str, error: BaseException
+) -> None:
+    """The script ends in the workload's `call`: where it raised (`error`, the candidate's
+    exception), the call itself, else its result against `expected`."""
+    if isinstance(error, RemoteError):
+        transcript.fail_in(call)
+    else:
+        transcript.fail(call, expected)
+
+
+def ends_in_the_time(transcript: Transcript, seconds: str, limit: float, reference: float) -> None:
+    """The script ends in `seconds` (code: the workload's least CPU time, or a ratio of two)
+    against `limit` times `reference` (the reference's, measured in the grading); `definitions`
+    held `LEAST_SECONDS`."""
+    transcript.needs("import time")
+    transcript.fail(seconds, f"{limit} * {reference:.3g}", "<=")

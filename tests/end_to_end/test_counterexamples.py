@@ -1,0 +1,130 @@
+"""Counterexamples that run: a failed check's counterexample, taken from the report, fails when a
+candidate runs it on their files, and passes on the answer key's.
+
+Mutants of the other end-to-end tests (test_buggy.py, test_scheduler.py, test_kernel.py), one
+or two per part, each graded on its own part with the quick profile. For each failed check (up
+to a mutant's `limit`) the counterexample is written into a copy of the kit's layout, the
+mutant's files as the package it imports (the graded folder's name), and run with `python`: it
+must stop with an exception raised by its last line (its final assert, or the candidate's own
+exception). With the answer key's files as that package it must exit 0; and pasted into the REPL
+line by line, it must read with no SyntaxError.
+
+The allocator's cost growth counterexample is timed: it runs the workload on a small and a large
+pool and holds the growth to 3 times the reference's (the mutant's growth is about 15x, the
+answer key's about 1x, both measured in the same run).
+"""
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.end_to_end.test_buggy import MUTANTS_BY_ID
+from tests.end_to_end.test_kernel import BUGGY
+from tests.end_to_end.test_scheduler import MUTANTS as SCHEDULER_MUTANTS
+from tests.grading import SOLUTIONS, Edit, build_submission, concurrently, grade
+from tests.replay import Ran, assert_pastes_into_the_repl, kit, run
+
+KERNELS = {buggy.id: buggy for buggy in BUGGY}
+SCHEDULERS = {mutant.id: mutant for mutant in SCHEDULER_MUTANTS}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    part: str
+    edits: tuple[Edit, ...] = ()
+    replaced_by: Path | None = None  # a whole paged_attention.py
+    limit: int = 8  # the counterexamples run, at most (each runs twice)
+
+
+def of_test_buggy(mutant_id: str, part: str) -> Mutant:
+    return Mutant(mutant_id, part, MUTANTS_BY_ID[mutant_id].edits)
+
+
+def of_test_scheduler(mutant_id: str) -> Mutant:
+    return Mutant(mutant_id, "scheduler", SCHEDULERS[mutant_id].edits)
+
+
+def of_test_kernel(buggy_id: str, limit: int) -> Mutant:
+    buggy = KERNELS[buggy_id]
+    return Mutant(buggy.id, "kernel", buggy.edits, buggy.replaced_by, limit)
+
+
+MUTANTS = [
+    # Its checks fail on a duplicate id; its timing workloads on the double free that follows.
+    of_test_buggy("allocate_returns_a_duplicate", "allocator"),
+    of_test_buggy("free_list_with_pop0", "allocator"),  # timed
+    # The block-size-1 case: its counterexample used to end in a comment.
+    of_test_buggy("decode_uses_the_tutorial_rule", "decode"),
+    of_test_buggy("gather_does_not_slice", "gather"),
+    of_test_kernel("torch_with_noop_launch", limit=2),
+    of_test_kernel("nan_for_an_empty_sequence", limit=2),
+    of_test_scheduler("never_preempts_and_deadlocks"),
+    of_test_buggy("copy_on_write_copies_nothing", "sharing"),
+    of_test_buggy("ref_count_off_by_one_after_incref", "sharing"),
+]
+
+
+@dataclass
+class Replayed:
+    """One counterexample, run on the mutant's files and on the answer key's."""
+
+    check: str
+    script: str
+    on_the_mutant: Ran
+    on_the_answer_key: Ran
+
+    def problems(self) -> list[str]:
+        found = []
+        if not self.on_the_mutant.failed_at_the_last_line():
+            found.append(f"it does not fail at its last line on the mutant: {self.on_the_mutant}")
+        if self.on_the_answer_key.returncode != 0:
+            found.append(f"it fails on the answer key: {self.on_the_answer_key}")
+        try:
+            assert_pastes_into_the_repl(self.script)
+        except AssertionError as error:
+            found.append(str(error).splitlines()[0])
+        return [f"{self.check}: {problem}\n{self.script}" for problem in found]
+
+
+def replay_all(mutant: Mutant, root: Path) -> list[Replayed]:
+    """`mutant` graded on its part, and each of its counterexamples (up to its limit) run."""
+    files = {"paged_attention.py": mutant.replaced_by} if mutant.replaced_by else {}
+    folder = build_submission(root / mutant.id, files=files, edits=mutant.edits)
+    graded = grade(folder, "--parts", mutant.part, out=root / f"{mutant.id}-report")
+    graded.assert_clean()
+    checks = [check for check in graded.part(mutant.part)["checks"] if check["counterexample"]]
+    replayed = []
+    for check in checks[: mutant.limit]:
+        script = check["counterexample"]
+        layout = root / f"{mutant.id}-kit"
+        on_the_mutant = run(kit(layout, mutant.id, folder), script)
+        on_the_answer_key = run(kit(layout, mutant.id, SOLUTIONS), script)
+        replayed.append(Replayed(check["id"], script, on_the_mutant, on_the_answer_key))
+    return replayed
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory) -> dict[str, Future[list[Replayed]]]:
+    root: Path = tmp_path_factory.mktemp("counterexamples")
+    return concurrently({
+        mutant.id: lambda mutant=mutant: replay_all(mutant, root) for mutant in MUTANTS
+    })  # fmt: skip
+
+
+def test_every_part_has_a_mutant() -> None:
+    assert {mutant.part for mutant in MUTANTS} == {
+        "allocator", "decode", "gather", "kernel", "scheduler", "sharing"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[mutant.id for mutant in MUTANTS])
+def test_a_counterexample_fails_on_the_mutant_and_passes_on_the_answer_key(
+    mutant: Mutant, replayed: dict[str, Future[list[Replayed]]]
+) -> None:
+    done = replayed[mutant.id].result()
+    assert done, f"{mutant.id} failed no check with a counterexample in part {mutant.part}"
+    problems = [problem for each in done for problem in each.problems()]
+    assert not problems, "\n\n".join(problems)

@@ -1,0 +1,88 @@
+"""`--lang zh` end to end: mutants of the answer key graded in Chinese leave no English in their
+report.md, their summary or their progress lines, but code, identifiers and the candidate's own
+text (its exception messages); and report.json stays in English, as the grader wrote it."""
+
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from grader.report.i18n import tr
+from tests.grader.report.english import english_words, markdown_kit_words, summary_kit_words
+from tests.grading import Edit, Graded, build_submission, concurrently, grade
+
+# Each mutant breaks one part's rules; their parts grade again on the kit's allocator (part 1),
+# or on the kit's manager (part 5), which their notes say.
+MUTANTS = {
+    "negative_id_wraps": (
+        (
+            Edit(
+                "block_allocator.py",
+                "if not 0 <= block_id < self.num_blocks:",
+                "if block_id >= self.num_blocks:",
+            ),
+        ),
+        "allocator,decode,sharing",
+    ),
+    "decode_and_fork": (
+        (
+            Edit(
+                "kv_cache_manager.py",
+                "if req.seq_len % self.block_size == 0:",
+                "if (req.seq_len + 1) % self.block_size == 1:",
+            ),
+            Edit(
+                "kv_cache_manager.py",
+                "        for block_id in parent.block_table:\n"
+                "            self.allocator.incref(block_id)\n",
+                "",
+            ),
+        ),
+        "decode,scheduler,sharing",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Future[Graded]]:
+    root = tmp_path_factory.mktemp("zh")
+
+    def job(name: str) -> Graded:
+        edits, parts = MUTANTS[name]
+        folder = build_submission(root / name / "mutant_1", edits=edits)
+        options = ("--parts", parts, "--lang", "zh", "--seed", "7")
+        return grade(folder, *options, out=root / name / "report")
+
+    return concurrently({name: lambda name=name: job(name) for name in MUTANTS})
+
+
+def report_md(graded: Graded) -> str:
+    return (Path(graded.report["submission"]["path"]).parent / "report" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("name", MUTANTS)
+def test_a_chinese_report_has_no_english_words(
+    name: str, graded: dict[str, Future[Graded]]
+) -> None:
+    result = graded[name].result()
+    failed = [
+        check
+        for part in result.report["parts"].values()
+        for check in part["checks"]
+        if check["status"] == "failed"
+    ]
+    assert failed, result.stdout
+    exempt = (tr("zh", "hypothesis"), tr("zh", "traceback"))
+    text = markdown_kit_words(report_md(result), tr("zh", "environment_heading"), exempt)
+    assert english_words(text) == [], text
+    assert all(english_words(check["message"]) for check in failed)  # report.json: English
+
+
+@pytest.mark.parametrize("name", MUTANTS)
+def test_the_chinese_summary_and_progress_lines_have_no_english_words(
+    name: str, graded: dict[str, Future[Graded]]
+) -> None:
+    result = graded[name].result()
+    summary = summary_kit_words(result.stdout, tr("zh", "see_counterexample"))
+    assert english_words(summary) == [], summary
+    assert english_words(result.stderr) == [], result.stderr

@@ -1,0 +1,82 @@
+# ruff: noqa: RUF001 -- Chinese text takes full-width punctuation, not ASCII's.
+"""A similar pair's page (`grader.similarity.page`) in the drive's language: a Chinese drive's
+pages hold no English but the code, the names and the reference's origin; an English drive's
+say what they said; `similarity_report` writes them in the language it is given."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grader import KIT_ROOT
+from grader.intake import Intake
+from grader.similarity.corpus import Reference
+from grader.similarity.drive import similarity_report
+from grader.similarity.page import pair_page
+from grader.similarity.pairs import FileMatch, Pair
+from tests.grader.report.english import english_words, html_text
+
+SOURCE = b"def take(pool, n):\n    return [pool.pop() for _ in range(n)]\n"
+MATCH = FileMatch("block_allocator.py", 12, 0.9, 0.85, (((1, 2), (1, 2)),))
+REFERENCE = Reference(
+    name="ref_1",
+    url="https://example.org/ref_1",
+    path="ref/block_1.py",
+    commit="0a1b2c3d",
+    sha256="0a1b" * 16,
+    compare_with=("block_allocator.py",),
+    fingerprints=(),
+)
+PAIRS = {
+    "two submissions": Pair(
+        "candidate_1",
+        "candidate_2",
+        (MATCH,),
+        {"block_allocator.py": SOURCE},
+        {"block_allocator.py": SOURCE},
+    ),
+    "a submission and a reference": Pair(
+        "candidate_1", "ref_1", (MATCH,), {"block_allocator.py": SOURCE}, {}, REFERENCE
+    ),
+}
+
+
+@pytest.mark.parametrize("pair", PAIRS.values(), ids=PAIRS)
+def test_a_chinese_drives_pair_page_has_no_english_words(pair: Pair) -> None:
+    text = html_text(pair_page(pair, "zh"))
+    assert "相似代码" in text
+    assert "block_allocator.py：占左侧的 90%，占右侧的 85%（12 个共同指纹）" in text
+    assert english_words(text) == [], text
+
+
+def test_a_pair_page_names_the_references_origin_and_its_matched_lines() -> None:
+    pair = PAIRS["a submission and a reference"]
+    assert "左侧第 1-2 行：参考实现第 1-2 行" in html_text(pair_page(pair, "zh"))
+    english = " ".join(html_text(pair_page(pair)).split())
+    assert "ref_1: example.org/ref_1, ref/block_1.py at commit 0a1b2c3d (sha256 0a1b0a1b0a1b)." in (
+        english
+    )
+    assert "Its code is not shipped with the kit; matched lines:" in english
+    assert "left 1-2: reference 1-2" in english
+    without_commit = replace(pair, reference=replace(REFERENCE, commit=""))
+    assert "ref/block_1.py (sha256" in " ".join(html_text(pair_page(without_commit)).split())
+
+
+def test_an_english_drives_pair_page_says_what_it_said() -> None:
+    text = " ".join(html_text(pair_page(PAIRS["two submissions"])).split())
+    assert "Similar code: candidate_1 / candidate_2" in text
+    assert "Shown for a reviewer to judge; it changes no score." in text
+    assert "Left: candidate_1 Right: candidate_2" in text
+    assert "block_allocator.py: 90% of the left, 85% of the right (12 shared fingerprints)" in text
+
+
+def test_the_similarity_report_writes_its_pages_in_the_language_it_is_given(
+    tmp_path: Path,
+) -> None:
+    key = {path.name: path.read_bytes() for path in (KIT_ROOT / "solutions").glob("*.py")}
+    drive = [Intake("candidate_1", "a", key), Intake("candidate_2", "b", dict(key))]
+    rows = similarity_report(drive, tmp_path, lang="zh")
+    assert rows
+    page = (tmp_path / rows[0].page).read_text(encoding="utf-8")
+    assert '<html lang="zh-CN">' in page
+    assert "<title>相似代码：" in page

@@ -1,0 +1,86 @@
+"""`python -m grader`'s own rules, without grading: a report folder is written only where it holds
+nothing or an earlier report of the same input, and the report is written held from Ctrl-C."""
+
+import json
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from grader import interrupt
+from grader.__main__ import check_report_folder
+
+
+def a_report(folder: Path, submission: str) -> Path:
+    """`folder` holding a report (the fields a reader checks) of the input at `submission`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    report = {"score": 1.0, "max_score": 2.0, "parts": {}, "submission": {"path": submission}}
+    (folder / "report.json").write_text(json.dumps(report))
+    (folder / "report.html").write_text("<p>earlier</p>")
+    return folder
+
+
+def test_an_absent_or_empty_folder_takes_any_report(tmp_path: Path) -> None:
+    check_report_folder(tmp_path / "absent", tmp_path / "a")
+    (tmp_path / "empty").mkdir()
+    check_report_folder(tmp_path / "empty", tmp_path / "a")
+
+
+def test_the_report_of_the_same_input_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The candidate's loop: the same folder graded again, however its path was written."""
+    submission = tmp_path / "kit" / "exercises"
+    submission.mkdir(parents=True)
+    check_report_folder(a_report(tmp_path / "resolved", str(submission)), submission)
+    monkeypatch.chdir(tmp_path / "kit")
+    check_report_folder(a_report(tmp_path / "relative", "exercises"), submission)
+    check_report_folder(a_report(tmp_path / "dotted", "../kit/./exercises"), submission)
+
+
+def test_the_report_of_another_input_is_not_overwritten(tmp_path: Path) -> None:
+    out = a_report(tmp_path / "reports" / "exercises", "/home/a/exercises")
+    says = (
+        f"{out} holds the report of another input, /home/a/exercises, not of "
+        f"/home/b/exercises: pass --out with another folder, or remove {out} to replace it"
+    )
+    with pytest.raises(ValueError, match=re.escape(says)):
+        check_report_folder(out, Path("/home/b/exercises"))
+
+
+@pytest.mark.parametrize(
+    ("files", "says"),
+    [
+        pytest.param({"notes.txt": "mine"}, "holds files that are not a grade report", id="notes"),
+        pytest.param({"report.json": "{}"}, "not a grade report", id="another json"),
+        pytest.param({"report.json": "{"}, "not a grade report", id="half written"),
+        pytest.param(
+            {"report.json": '{"score": 0, "max_score": 0, "parts": {}}'},
+            "not a grade report",
+            id="no submission",
+        ),
+    ],
+)
+def test_a_folder_holding_anything_but_a_report_is_refused(
+    tmp_path: Path, files: dict[str, str], says: str
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, text in files.items():
+        (out / name).write_text(text)
+    with pytest.raises(ValueError, match=f"{says}: pass --out with a new or empty folder"):
+        check_report_folder(out, tmp_path / "submission")
+
+
+def test_a_file_is_no_report_folder(tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("")
+    with pytest.raises(ValueError, match="out is a file, not a report folder: pass --out"):
+        check_report_folder(tmp_path / "out", tmp_path / "submission")
+
+
+def test_held_ignores_ctrl_c_within_and_restores_its_handler() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    with interrupt.held():
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    assert signal.getsignal(signal.SIGINT) == before

@@ -1,0 +1,90 @@
+"""Helpers of the counterexample tests: run a report's counterexample as a candidate would.
+
+A candidate runs a counterexample from the kit's root, where their package (the folder the grader
+graded, imported by its name) sits beside `kernels/`; or pastes it into the Python REPL. `kit`
+builds that layout in a temp folder with any implementation as the package, `run` runs a script
+there, and `assert_pastes_into_the_repl` feeds a script to the REPL's compiler line by line.
+"""
+
+import code
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader import KIT_ROOT
+
+SCRIPT = "counterexample.py"
+RUN_TIMEOUT = 300.0  # a safety net: a counterexample runs in seconds
+
+
+def kit(folder: Path, package: str, files: Path) -> Path:
+    """`folder` laid out as the kit's root for a counterexample: `kernels/`, and `files`' modules
+    as the package `package` (replacing any package there before)."""
+    target = folder / package
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    for module in files.glob("*.py"):
+        shutil.copyfile(module, target / module.name)
+    (target / "__init__.py").write_text("")
+    if not (folder / "kernels").exists():
+        shutil.copytree(KIT_ROOT / "kernels", folder / "kernels")
+    return folder
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stderr: str
+    lines: int  # in the script
+
+    def failed_at_the_last_line(self) -> bool:
+        """It stopped with an exception (an AssertionError, or the candidate's own) raised by
+        the script's last statement (the traceback's first frame)."""
+        frames = [line for line in self.stderr.splitlines() if f'{SCRIPT}", line ' in line]
+        return self.returncode != 0 and bool(frames) and f"line {self.lines}," in frames[0]
+
+    def __str__(self) -> str:
+        return f"exit status {self.returncode}\n{self.stderr[-3000:]}"
+
+
+def run(folder: Path, script: str) -> Ran:
+    """`python counterexample.py` in `folder`, holding `script`."""
+    (folder / SCRIPT).write_text(script)
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, SCRIPT],
+        cwd=folder,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    return Ran(done.returncode, done.stderr, len(script.splitlines()))
+
+
+class Compiler(code.InteractiveConsole):
+    """The REPL's reading of a paste, line by line, without running anything."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.errors: list[str] = []
+
+    def runcode(self, compiled: object) -> None:
+        pass
+
+    def showsyntaxerror(self, filename: str | None = None, **kwargs: object) -> None:
+        self.errors.append(self.buffer[-1] if self.buffer else "")
+
+
+def assert_pastes_into_the_repl(script: str) -> None:
+    """Pasted into the REPL line by line, `script` reads with no SyntaxError (a compound
+    statement needs a blank line before the next statement)."""
+    compiler = Compiler()
+    for number, line in enumerate([*script.splitlines(), ""], start=1):
+        before = len(compiler.errors)
+        compiler.push(line)
+        assert len(compiler.errors) == before, f"SyntaxError at line {number}: {line}\n{script}"
