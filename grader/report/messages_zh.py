@@ -8,7 +8,7 @@ a message of this catalog (a call described in words, a reason, a scheduler step
 in turn, and one that is code, a number or a candidate's own text stays as it is. Names ending in
 `_list` hold items joined by "; ", each translated. Every message written in `grader/checks` and
 every flag of the source scan (`grader/scan.py`) has its template here
-(`tests/grader/report/test_messages.py` reads them all); so do grade-all's words on the
+(`tests/end_to_end/test_messages.py` reads them all); so do grade-all's words on the
 leaderboard. `SIMULATION`, apart, holds the words of the kit's simulation, for its page.
 """
 

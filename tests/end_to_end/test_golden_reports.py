@@ -1,5 +1,6 @@
 """The grader's verdicts do not drift: the answer key and three mutants, graded at seed 7 on the
-quick profile, give the reports saved in `golden/` beside it, timings and machine facts aside.
+quick profile, give the reports saved in `golden/` beside it, timings and machine facts aside;
+and every check id they give may be weighed in a rubric.
 
 A refactoring of the grader changes no verdict, no score and no message; when a change means to,
 regenerate the saved reports and review their diff:
@@ -16,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from grader.parts import PARTS
+from grader.scoring.rubric import load_rubric
 from tests.grading import Edit, Graded, build_submission, concurrently, grade
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -99,6 +102,16 @@ def graded(tmp_path_factory) -> dict[str, Future[Graded]]:
 def test_report_matches_the_saved_one(name: str, graded: dict[str, Future[Graded]]) -> None:
     saved = json.loads((GOLDEN / f"{name}.json").read_text())
     assert stable(graded[name].result().report) == saved
+
+
+def test_every_check_id_of_a_report_may_be_weighed_in_a_rubric(tmp_path: Path) -> None:
+    report = json.loads((GOLDEN / "answer_key.json").read_text())
+    ids = [check["id"] for part in report["parts"].values() for check in part["checks"]]
+    weights = "".join(f"{part.id} = {part.weight}\n" for part in PARTS.values())
+    points = "".join(f'"{check_id}" = 1\n' for check_id in ids)
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text(f"[weights]\n{weights}[points]\n{points}")
+    assert set(load_rubric(rubric).points) == set(ids)
 
 
 def main() -> None:

@@ -73,8 +73,8 @@ def test_an_english_drives_pair_page_says_what_it_said() -> None:
 def test_the_similarity_report_writes_its_pages_in_the_language_it_is_given(
     tmp_path: Path,
 ) -> None:
-    key = {path.name: path.read_bytes() for path in (KIT_ROOT / "solutions").glob("*.py")}
-    drive = [Intake("candidate_1", "a", key), Intake("candidate_2", "b", dict(key))]
+    code = {"block_allocator.py": (KIT_ROOT / "kernels" / "reference.py").read_bytes()}
+    drive = [Intake("candidate_1", "a", code), Intake("candidate_2", "b", dict(code))]  # a copy
     rows = similarity_report(drive, tmp_path, lang="zh")
     assert rows
     page = (tmp_path / rows[0].page).read_text(encoding="utf-8")

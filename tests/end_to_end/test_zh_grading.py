@@ -8,36 +8,17 @@ from pathlib import Path
 import pytest
 
 from grader.report.i18n import tr
+from tests.end_to_end.test_golden_reports import CASES
 from tests.grader.report.english import english_words, markdown_kit_words, summary_kit_words
-from tests.grading import Edit, Graded, build_submission, concurrently, grade
+from tests.grading import Graded, build_submission, concurrently, grade
 
-# Each mutant breaks one part's rules; their parts grade again on the kit's allocator (part 1),
-# or on the kit's manager (part 5), which their notes say.
+# The golden reports' mutants (`test_golden_reports.CASES`): each breaks one part's rules, and
+# their parts grade again on the kit's allocator (part 1), or on the kit's manager (part 5),
+# which their notes say. The second joins two of them, for more kinds of message in one report.
 MUTANTS = {
-    "negative_id_wraps": (
-        (
-            Edit(
-                "block_allocator.py",
-                "if not 0 <= block_id < self.num_blocks:",
-                "if block_id >= self.num_blocks:",
-            ),
-        ),
-        "allocator,decode,sharing",
-    ),
+    "negative_id_wraps": CASES["negative_id_wraps"],
     "decode_and_fork": (
-        (
-            Edit(
-                "kv_cache_manager.py",
-                "if req.seq_len % self.block_size == 0:",
-                "if (req.seq_len + 1) % self.block_size == 1:",
-            ),
-            Edit(
-                "kv_cache_manager.py",
-                "        for block_id in parent.block_table:\n"
-                "            self.allocator.incref(block_id)\n",
-                "",
-            ),
-        ),
+        CASES["tutorial_decode_rule"][0] + CASES["fork_without_incref"][0],
         "decode,scheduler,sharing",
     ),
 }

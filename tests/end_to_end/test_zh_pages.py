@@ -25,8 +25,8 @@ from grader.report.messages_zh import SIMULATION
 from grader.report.render import report_markdown, simulation_html
 from grader.resume import KEPT
 from grader.scan import scan_files
+from tests.end_to_end.test_messages import GOLDEN, SAMPLE, fields, golden, untranslated
 from tests.grader.report.english import english_words, html_text, markdown_kit_words, names_in
-from tests.grader.report.test_messages import GOLDEN, SAMPLE, fields, golden, untranslated
 
 # Sources that make the source scan raise each kind of flag it has, and the kernel file's.
 FLAGGED_SOURCE = b"""
