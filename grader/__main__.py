@@ -2,8 +2,8 @@
 
 Exit status 0 whenever the grade ran and its report was written, whatever the score; 2 when the
 grader could not run (a bad argument, a submission it refuses to read, a report folder holding
-anything but an earlier report of the same input); 130 when Ctrl-C stopped it (`interrupt.py`),
-with nothing written.
+another input's report, or no report but other files); 130 when Ctrl-C stopped it
+(`interrupt.py`), with nothing written.
 
 Three commands share the entry point: `python -m grader grade-all FOLDER` (`grade_all.py`),
 `python -m grader compare A B` (`report/compare.py`) and `python -m grader similarity FOLDER`
@@ -13,6 +13,7 @@ Three commands share the entry point: `python -m grader grade-all FOLDER` (`grad
 
 import argparse
 import importlib
+import math
 import sys
 from pathlib import Path
 
@@ -35,6 +36,17 @@ COMMANDS = {
 }
 
 
+def positive_number(text: str) -> float:
+    """A limit: a finite number above 0 (argparse's error says so, and what was given)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number above 0")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
         prog="python -m grader",
@@ -51,25 +63,26 @@ def parser() -> argparse.ArgumentParser:
                      help=f"comma-separated part ids (default all: {','.join(PARTS)})")  # fmt: skip
     cli.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                      help="quick for the candidate loop (about 30 s on 2 cores), full for a "
-                          "hiring decision (about 1.5 min; a slow submission takes "
+                          "hiring decision (about 80 s; a slow submission takes "
                           "longer)")  # fmt: skip
     cli.add_argument("--seed", type=int, help="a private seed: a fresh set of hidden examples")
     cli.add_argument("--lang", choices=("en", "zh"), default="en",
                      help="language of the candidate-facing text (summary and report)")  # fmt: skip
     cli.add_argument("--rubric", type=Path,
                      help="a TOML file of weights and points (default: parts.toml's)")  # fmt: skip
-    cli.add_argument("--memory-limit-gb", type=float, default=Limits.memory_bytes / (1 << 30),
+    cli.add_argument("--memory-limit-gb", type=positive_number,
+                     default=Limits.memory_bytes / (1 << 30),
                      help="memory limit of each worker process (its address space; its data "
                           "size where it uses CUDA)")  # fmt: skip
-    cli.add_argument("--call-timeout", type=float, default=Limits.call_seconds,
+    cli.add_argument("--call-timeout", type=positive_number, default=Limits.call_seconds,
                      help="seconds one call into the submission may take")  # fmt: skip
-    cli.add_argument("--import-timeout", type=float, default=Limits.import_seconds,
+    cli.add_argument("--import-timeout", type=positive_number, default=Limits.import_seconds,
                      help="seconds importing one submission file may take")  # fmt: skip
     cli.add_argument("--isolation", choices=isolation.MODES, default="auto",
                      help="auto: each worker in a bubblewrap sandbox where one can be made, else "
                           "unisolated and marked so; bwrap: refuse to grade without it; none: "
                           "unisolated (not for a hiring decision)")  # fmt: skip
-    cli.add_argument("--part-timeout", type=float, default=Limits.part_seconds,
+    cli.add_argument("--part-timeout", type=positive_number, default=Limits.part_seconds,
                      help="seconds one part's checks may take in all")  # fmt: skip
     return cli
 
@@ -99,6 +112,7 @@ def grade_submission(args: argparse.Namespace) -> int:
         return 2
     from grader.grade import Options, grade  # torch and pytest: grading only
     from grader.report.summary import print_summary
+    from grader.report.writers import write_all
 
     limits = Limits(
         memory_bytes=int(args.memory_limit_gb * (1 << 30)),
@@ -113,7 +127,6 @@ def grade_submission(args: argparse.Namespace) -> int:
         limits=limits,
         rubric=rubric,
         isolation=isolated,
-        out=out,
         lang=args.lang,
         live=sys.stderr.isatty(),
     )
@@ -126,7 +139,8 @@ def grade_submission(args: argparse.Namespace) -> int:
         warning = translated_message(args.lang, isolated.describe())
         print(tr(args.lang, "warning", message=warning), file=sys.stderr)
     report = grade(intake, options)
-    with interrupt.held():  # the report is written: the line on Ctrl-C would say otherwise
+    with interrupt.held():  # written whole and said so, or Ctrl-C came first and nothing is
+        write_all(report, out)
         print_summary(report, out)
     return 0
 

@@ -83,9 +83,10 @@ class DriveProgress:
         self,
         total: int,
         lang: str,
-        stream: TextIO = sys.stderr,
+        stream: TextIO | None = None,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
+        stream = sys.stderr if stream is None else stream  # the one of now, not of the import
         self.total, self.lang, self.stream, self.now = total, lang, stream, now
         self.live = stream.isatty()
         self.outcomes: list[Outcome] = []  # every submission's, as they come

@@ -3,7 +3,8 @@
 The candidate's code runs only in the workers the checks start (`grader/sandbox/`), each in
 namespaces of its own where the system allows (the report's `isolation` says how they ran); this
 process imports none of it and builds the report from what its own checks concluded, after every
-worker is gone. Whatever happens half-way, a report is written, with the failure as a visible error.
+worker is gone. Whatever happens half-way, a report is made, with the failure as a visible error
+(Ctrl-C aside: `interrupt.py`).
 
 A bug costs points in its own part: where the candidate's allocator fails part 1, the parts that
 reach it through the manager are graded again with the kit's allocator, and each keeps its
@@ -29,11 +30,10 @@ import hypothesis
 import pytest
 import torch
 
-from grader import KIT_ROOT, interrupt, provenance, scan
+from grader import KIT_ROOT, provenance, scan
 from grader.intake import Intake
 from grader.integration import run_integration
 from grader.parts import ENGINE_PARTS, PARTS
-from grader.report import writers as reports
 from grader.report.batching import static_batching
 from grader.report.i18n import tr, ungraded_reason
 from grader.sandbox.isolation import Isolation
@@ -71,7 +71,6 @@ class Options:
     seed: int | None
     limits: Limits
     rubric: Rubric
-    out: Path
     isolation: Isolation
     lang: str = "en"  # of the candidate-facing text: "en" or "zh"
     live: bool = False
@@ -370,7 +369,7 @@ def isolation_flags(isolation: Isolation) -> list[dict]:
 
 
 def grade(intake: Intake, options: Options) -> dict:
-    """Grade `intake`; returns the report, already written to `options.out`."""
+    """Grade `intake`; returns the report, for the caller to write (`writers.write_all`)."""
     started = time.time()
     report = {
         "score": 0.0,
@@ -435,6 +434,4 @@ def grade(intake: Intake, options: Options) -> dict:
     report["max_score"] = round(sum(part["max_score"] for part in report["parts"].values()), 2)
     report["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started))
     report["seconds"] = round(time.time() - started, 1)
-    with interrupt.held():  # whole or not at all: Ctrl-C stops no grading now
-        reports.write_all(report, options.out)
     return report

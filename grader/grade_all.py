@@ -354,21 +354,16 @@ def rubric_problems(path: Path | None) -> list[str]:
 
 def forwarded_problems(options: list[str]) -> list[str]:
     """Why the options grade-all passes on to each grading would fail it, if they would: the
-    grader's own parser reads them, after a stand-in submission (nothing is graded), and each
-    of its numbers (the limits) must be above 0."""
+    grader's own parser reads them, after a stand-in submission (nothing is graded)."""
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said):
-            parsed = grader_cli.parser().parse_args(["SUBMISSION", *options])
+            grader_cli.parser().parse_args(["SUBMISSION", *options])
     except SystemExit:  # the parser's error, which it printed
         why = said.getvalue().strip().rpartition("error: ")[2]
         return [f"{why}: grade-all passes this on to each grading; python -m grader --help lists "
                 "the options it takes"]  # fmt: skip
-    return [
-        f"--{key.replace('_', '-')} {value:g}: give a number above 0"
-        for key, value in vars(parsed).items()
-        if isinstance(value, float) and not (math.isfinite(value) and value > 0)
-    ]
+    return []
 
 
 def grade(todo: dict[str, Path], args: argparse.Namespace, progress: DriveProgress) -> None:

@@ -41,7 +41,7 @@ TAR_ENTRY_BYTES = 4096  # unpacked tar beyond the files' bytes: headers, padding
 MAX_IGNORED_LISTED = 200  # ignored paths named in the report, then "... and N more"
 MAX_FOLDERS_NAMED = 5  # folders named in a refusal, then how many more
 CLUTTER = ("__pycache__", ".DS_Store", ".git", ".venv", ".ipynb_checkpoints")
-PACKAGE_MARKER = "__init__.py"  # expected beside the submission files: never listed as ignored
+PACKAGE_MARKER = "__init__.py"  # a package's marker, wherever it is: never listed as ignored
 KIT_MARKERS = ("exercises", "grader")  # folders that, side by side, make the kit's own folder
 TOP = PurePosixPath()
 
@@ -70,7 +70,9 @@ def read_submission(path: Path) -> Intake:
     if path.is_symlink():
         raise SubmissionRefused(f"{path} is a symbolic link: pass the folder or archive itself")
     if path.is_dir():
-        if is_the_kit(path):  # before reading it: the kit may hold more than MAX_ENTRIES files
+        if is_the_kit(path) and not any((path / name).is_file() for name in SUBMISSION_FILES):
+            # refused before it is read (it may hold more than MAX_ENTRIES files), as an archive
+            # of it is once read: its top holds none of the files
             raise kit_refused(path, TOP, archive=False)
         entries = folder_entries(path)
         name = path.resolve().name

@@ -17,6 +17,7 @@ from grader.parts import PARTS
 from grader.report.compare import ReportError, read
 from grader.report.leaderboard import Outcome, earlier
 from grader.report.model import bounded
+from grader.report.render import SIMULATION_PAGE
 from grader.report.writers import WRITERS
 from grader.scoring.rubric import load_rubric
 
@@ -52,6 +53,7 @@ def kept(name: str, entry: Path, report_dir: Path, settings: dict) -> Outcome | 
 
 
 def clear(report_dir: Path) -> None:
-    """Remove an earlier grading's files from `report_dir`, so that none outlives a new one."""
-    for file in REPORT_FILES:
+    """Remove an earlier grading's files from `report_dir` (its simulation page too, which only
+    some reports have), so that none outlives a new one and the grader finds the folder empty."""
+    for file in (*REPORT_FILES, SIMULATION_PAGE):
         (report_dir / file).unlink(missing_ok=True)

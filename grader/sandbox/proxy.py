@@ -232,7 +232,10 @@ class Transcript:
             self.kit_imports.add(statement)
 
     def record(self, line: str, outcome: str = "", **fields: Any) -> Line:
-        """Record `line` (`Line`'s `fields` say what it did); returns it."""
+        """Record `line` (`Line`'s `fields` say what it did); returns it. The `outcome`, a
+        comment that may quote the candidate's text, is kept on one line: no line break of a
+        message may end the comment and start code in the counterexample."""
+        outcome = " ".join(outcome.splitlines())
         if len(outcome) > SHOWN_RESULT_CHARS:
             outcome = outcome[: SHOWN_RESULT_CHARS - 3] + "..."
         self.lines.append(Line(line, outcome, **fields))

@@ -21,6 +21,7 @@ its check modules (`parts.toml`'s `checks`; `plugin.check_names`).
 """
 
 import argparse
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,8 +58,8 @@ def load_rubric(path: Path | None) -> Rubric:
     check_weights(path, weights)
     check_point_ids(path, points)
     for key, value in {**weights, **points}.items():
-        if not isinstance(value, int | float) or value < 0:
-            raise ValueError(f"{path}: {key} = {value!r} must be a number >= 0")
+        if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{path}: {key} = {value!r} must be a finite number >= 0")
     return Rubric({part: float(weights[part]) for part in PARTS}, dict(points))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader import interrupt
-from grader.__main__ import check_report_folder
+from grader.__main__ import check_report_folder, parser
 
 
 def a_report(folder: Path, submission: str) -> Path:
@@ -84,3 +84,15 @@ def test_held_ignores_ctrl_c_within_and_restores_its_handler() -> None:
     with interrupt.held():
         assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     assert signal.getsignal(signal.SIGINT) == before
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "lots"])
+@pytest.mark.parametrize(
+    "option", ["--memory-limit-gb", "--call-timeout", "--import-timeout", "--part-timeout"]
+)
+def test_a_limit_must_be_a_number_above_0(
+    option: str, value: str, capsys: pytest.CaptureFixture
+) -> None:
+    with pytest.raises(SystemExit):
+        parser().parse_args(["exercises", option, value])
+    assert f"{option}: {value!r}: give a number above 0" in capsys.readouterr().err

@@ -132,6 +132,14 @@ def test_an_unexpected_exception_is_the_script_s_last_statement(kit) -> None:
     assert "ValueError: give([3, 3])" in failed.stderr
 
 
+def test_a_message_of_the_candidates_never_becomes_code_in_the_script() -> None:
+    transcript, _ = transcript_of_a_pool()
+    raised(transcript, "pool.give([3])", 'bad\nimport os; os.system("echo pwned")\r\nx = 1')
+    script = transcript.render("unexpected exception from the submission: ValueError")
+    assert not [line for line in script.splitlines() if line.startswith(("import os", "x = 1"))]
+    assert script.splitlines()[-1].startswith("pool.give([3])  # raises ValueError: bad ")
+
+
 def test_a_failure_no_check_stated_ends_in_assert_false() -> None:
     transcript, _ = transcript_of_a_pool()
     script = transcript.render("something was wrong")

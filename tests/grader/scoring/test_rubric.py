@@ -72,3 +72,10 @@ def test_weights_of_an_unknown_part_are_refused(tmp_path: Path) -> None:
 def test_anything_but_the_two_tables_is_refused(tmp_path: Path, text: str, says: str) -> None:
     with pytest.raises(ValueError, match=f"rubric.toml.*{says}"):
         load_rubric(written(tmp_path, text))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "true", '"10"'])
+def test_a_weight_that_is_not_a_finite_number_is_refused(tmp_path: Path, value: str) -> None:
+    path = written(tmp_path, WEIGHTS.replace("allocator = 15\n", f"allocator = {value}\n"))
+    with pytest.raises(ValueError, match="must be a finite number >= 0"):
+        load_rubric(path)
