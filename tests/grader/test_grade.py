@@ -169,7 +169,11 @@ def test_an_engine_check_that_passed_or_a_report_without_one_blames_nothing() ->
 
 def test_the_environment_says_which_kit_graded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     options = SimpleNamespace(profile=SimpleNamespace(name="quick"), seed=None, parts=("gather",))
-    assert grade.environment(options)["kit"] == "full"  # this kit has its answer key
-    monkeypatch.setattr(grade, "ANSWER_KEY", tmp_path / "solutions")  # as in the bundle
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    (solutions / "block_allocator.py").write_text("class BlockAllocator: ...\n")
+    monkeypatch.setattr(grade, "ANSWER_KEY", solutions)  # as in the full kit
+    assert grade.environment(options)["kit"] == "full"
+    monkeypatch.setattr(grade, "ANSWER_KEY", tmp_path / "absent")  # as in the bundle
     assert grade.answer_key_files() is None
     assert grade.environment(options)["kit"] == "candidate"
