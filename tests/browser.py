@@ -268,6 +268,7 @@ class Tab:
         """The whole page, not only the window, as PNGs of at most `SLICE` pixels' height each,
         which an image viewer shows without shrinking the text away."""
         size = self.send("Page.getLayoutMetrics")["cssContentSize"]
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
         paths = []
         for index, top in enumerate(range(0, math.ceil(size["height"]), SLICE), 1):
             height = min(SLICE, size["height"] - top)
