@@ -16,7 +16,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.support.expect import Held, expect, int_list, plain_int, raises, same
+from grader.checks.support.expect import Held, distinct, expect, int_list, plain_int, raises, same
 from grader.sandbox.proxy import Shown
 
 pytestmark = pytest.mark.part("allocator")
@@ -34,14 +34,7 @@ def drain(allocator, held: Held) -> None:
     num_free = Shown(allocator.num_free, f"{transcript.code(allocator)}.num_free")
     free = int_list(transcript, allocator.allocate(num_free), "allocate(num_free)")
     name = transcript.source(free, "free")
-    same(
-        transcript,
-        len(set(free)),
-        len(free),
-        f"allocate handed out an id twice: {free}",
-        got=f"len(set({name}))",
-        expected=f"len({name})",
-    )
+    distinct(transcript, free, name, f"allocate handed out an id twice: {free}")
     expected = set(range(num_blocks)) - held.ids()
     missing, extra = sorted(expected - set(free)), sorted(set(free) - expected)
     expect(

@@ -21,7 +21,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.support.expect import expect, raises, same
+from grader.checks.support.expect import a_tensor, raises, same
 from grader.checks.support.manager_model import (
     REQUESTS,
     ManagerMachine,
@@ -58,13 +58,8 @@ def check_new_manager_and_request(submission):
             got=f"({name}.num_blocks, {name}.block_size, {name}.head_dim)",
         )
         pool = manager.physical_kv_cache
-        expect(
-            transcript,
-            isinstance(pool, torch.Tensor),
-            f"physical_kv_cache must be a tensor, got {pool!r}",
-            got=f"type({name}.physical_kv_cache).__name__",
-            expected="'Tensor'",
-        )
+        code = f"{name}.physical_kv_cache"
+        a_tensor(transcript, pool, code, f"physical_kv_cache must be a tensor, got {pool!r}")
         same(
             transcript,
             (pool.dtype, tuple(pool.shape)),

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import torch
+
 from grader.sandbox.proxy import RemoteError, Shown, Transcript
 
 
@@ -68,6 +70,29 @@ def same(
         got = written(got) if got else transcript.source(value)
         transcript.fail(got, written(expected) if expected else transcript.code(wanted))
         raise AssertionError(message)
+
+
+def distinct(transcript: Transcript, values: list, code: str, message: str) -> None:
+    """`values` (`code` in the counterexample) hold nothing twice."""
+    same(
+        transcript,
+        len(set(values)),
+        len(values),
+        message,
+        got=f"len(set({code}))",
+        expected=f"len({code})",
+    )
+
+
+def a_tensor(transcript: Transcript, value: Any, code: str, message: str) -> None:
+    """`value` (`code` in the counterexample) is a tensor."""
+    expect(
+        transcript,
+        isinstance(value, torch.Tensor),
+        message,
+        got=f"type({code}).__name__",
+        expected="'Tensor'",
+    )
 
 
 def int_list(transcript: Transcript, value: Any, what: str) -> list[int]:

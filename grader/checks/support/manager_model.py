@@ -35,7 +35,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from grader.checks.support.expect import expect, plain_int, raises, same
+from grader.checks.support.expect import a_tensor, distinct, expect, plain_int, raises, same
 from grader.sandbox.proxy import Remote, RemoteError, Shown, Submission, Transcript, transcript_of
 from kernels.reference import cdiv, token_slots
 
@@ -86,13 +86,7 @@ def assert_tensor(
     transcript: Transcript, got: object, what: str, dtype: torch.dtype, shape: list[int], code: str
 ) -> None:
     """What `what` returned (`code` in the counterexample) is a `dtype` tensor of `shape`."""
-    expect(
-        transcript,
-        isinstance(got, torch.Tensor),
-        f"{what} must return a tensor, got {got!r}",
-        got=f"type({code}).__name__",
-        expected="'Tensor'",
-    )
+    a_tensor(transcript, got, code, f"{what} must return a tensor, got {got!r}")
     kind = "float32 rows" if dtype == torch.float32 else "a LongTensor (int64)"
     verb = "return" if dtype == torch.float32 else "be"
     same(
@@ -468,14 +462,7 @@ class ManagerModel:
         """`call` handed out `blocks` (`code` in the counterexample): distinct, in range, and in
         no live table."""
         transcript, num_blocks = self.transcript, self.num_blocks
-        same(
-            transcript,
-            len(set(blocks)),
-            len(blocks),
-            f"{call} handed out a block twice: {blocks}",
-            got=f"len(set({code}))",
-            expected=f"len({code})",
-        )
+        distinct(transcript, blocks, code, f"{call} handed out a block twice: {blocks}")
         for block in blocks:
             expect(
                 transcript,
