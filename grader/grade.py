@@ -286,10 +286,16 @@ def with_baselines(sections: dict[str, dict]) -> dict[str, dict]:
     return sections
 
 
+def has_simulator() -> bool:
+    """Whether this kit has `make simulate`'s simulator: the full kit does, the candidate bundle
+    leaves `full_kit/` out. (`find_spec("full_kit.simulate")` would raise there, not answer.)"""
+    return importlib.util.find_spec("full_kit") is not None
+
+
 @functools.cache
 def simulation() -> dict:
     """`make simulate`'s headline, table and plots (as data), the same for every report (the
-    full kit only: the candidate bundle leaves the simulator out)."""
+    full kit only: `has_simulator`)."""
     from full_kit import simulate
 
     figures = simulate.simulate()
@@ -416,7 +422,7 @@ def grade(intake: Intake, options: Options) -> dict:
     except Exception:
         report["errors"].append(f"the grader failed: {traceback.format_exc()}")
         report["parts"] = score_parts([], options)
-    if "scheduler" in options.parts and importlib.util.find_spec("full_kit.simulate"):
+    if "scheduler" in options.parts and has_simulator():
         try:
             report["simulation"] = simulation()
         except Exception:
