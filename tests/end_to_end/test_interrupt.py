@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from grader.report.i18n import tr
+from tests.ctrl_c import sigint_at_default
 from tests.grading import CLI_TIMEOUT, KIT_ROOT, Edit, build_submission, grade
 
 pytestmark = pytest.mark.skipif(
@@ -119,6 +120,7 @@ def test_ctrl_c_stops_the_grading_kills_its_workers_and_writes_nothing(tmp_path:
          "--parts", "allocator,decode"],
         cwd=KIT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,  # its own session and group, as a terminal's foreground job
+        preexec_fn=sigint_at_default,
     )  # fmt: skip
     seen: set[tuple[int, int]] = set()  # every process the grading started, while it ran
 

@@ -20,6 +20,7 @@ import pytest
 from grader.parts import PARTS
 from grader.report.i18n import tr
 from tests.browser import Browser, Tab, say
+from tests.ctrl_c import sigint_at_default
 from tests.grader.report.english import english_words, html_text
 from tests.grading import (
     CLI_TIMEOUT,
@@ -131,6 +132,7 @@ def test_an_interrupted_run_leaves_the_earlier_page(tab_of, folder: Path, tmp_pa
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own group, as a terminal's job: Ctrl-C goes to all of it
+        preexec_fn=sigint_at_default,
     )
     try:
         for line in grading.stderr:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ctrl_c import sigint_at_default
 from tests.grading import EXERCISES, KIT_ROOT, build_submission
 
 PARTS = ("--parts", "allocator")
@@ -92,7 +93,7 @@ def test_a_drive_stopped_by_ctrl_c_resumes(graded, tmp_path: Path) -> None:
     drive = subprocess.Popen(
         [sys.executable, "-m", "grader", "grade-all", str(folder), "--out", str(out), "--jobs",
          "1", *PARTS],
-        cwd=KIT_ROOT, stderr=subprocess.PIPE, text=True,
+        cwd=KIT_ROOT, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_at_default,
     )  # fmt: skip
     try:
         for line in drive.stderr:
