@@ -1,0 +1,246 @@
+"""The kits as they ship, set up and run as their users do, with nothing of this kit's own
+environment or source tree on their path.
+
+- The full kit: a `git clone` of this repository (the work tree's uncommitted changes laid over
+  it, so that what is tested is what would be committed), set up by its own Makefile; `make
+  grade` on the stubs and `make grade SUBMISSION=solutions`.
+- The candidate kit: built by that clone's `make candidate-kit`, unpacked into an empty folder,
+  set up by its own Makefile; `make test` and `make grade` on the stubs, and on a finished
+  submission (the answer key copied into `exercises/`), in a second unpacked copy that shares
+  the first one's `.venv`.
+
+Every command runs as a user types it, in a shell environment without this test's Python
+(`VIRTUAL_ENV`, `PYTHONPATH`, this kit's `.venv/bin` taken off `PATH`); pip's cache is reused.
+Once the clone is set up, its gradings run beside the candidate kit's commands. A command that
+fails says which, in which kit, with the last lines of its output. Each command's only time
+limit is a safety net, not a speed goal.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from full_kit.bundle import DEFAULT_OUT, TOP_FOLDER, kit_files
+from grader import KIT_ROOT
+from grader.parts import PARTS
+
+SAFETY_NET = 1800  # seconds for one command (a set-up on a loaded machine included)
+LAST_LINES = 40
+REPORT_FILES = ("report.json", "report.html", "report.md")
+CANDIDATE, FINISHED = "candidate kit", "candidate kit, finished"  # the kits' names in messages
+GRADE_KEY = ("grade", "SUBMISSION=solutions")
+OUTER = ("PYTEST_", "MAKE", "MFLAGS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+
+
+@dataclass(frozen=True)
+class Made:
+    """A command run in a kit, and what it printed (stdout and stderr as one)."""
+
+    kit: str
+    command: str
+    returncode: int
+    output: str
+
+    def assert_ok(self) -> "Made":
+        """Passes when the command exited 0, else fails saying which, where, and its end."""
+        tail = "\n".join(self.output.splitlines()[-LAST_LINES:])
+        assert self.returncode == 0, (
+            f"in the {self.kit}, `{self.command}` failed with exit status {self.returncode}; "
+            f"the last {LAST_LINES} lines of its output:\n{tail}"
+        )
+        return self
+
+
+def users_environment() -> dict[str, str]:
+    """This process's environment less what this test run put there: its Python, its make."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(OUTER)}
+    path = [entry for entry in env.get("PATH", os.defpath).split(os.pathsep) if entry]
+    env["PATH"] = os.pathsep.join(
+        entry for entry in path if not Path(entry).resolve().is_relative_to(KIT_ROOT)
+    )
+    return env
+
+
+def make(kit: str, root: Path, *args: str) -> Made:
+    """`make ARGS` in `root`, as a user types it."""
+    done = subprocess.run(
+        ["make", "--no-print-directory", *args],
+        cwd=root, env=users_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, timeout=SAFETY_NET, check=False,
+    )  # fmt: skip
+    return Made(kit, " ".join(["make", *args]), done.returncode, done.stdout)
+
+
+def clone(target: Path) -> Path:
+    """`target`: a clone of this repository, with the work tree's changes laid over it."""
+    subprocess.run(["git", "clone", "--quiet", str(KIT_ROOT), str(target)], check=True)
+    wanted = set(kit_files(KIT_ROOT))  # tracked or new, not ignored, not deleted
+    for name in set(kit_files(target)) - wanted:
+        (target / name).unlink()
+    for name in wanted:
+        source, copy = KIT_ROOT / name, target / name
+        if not copy.is_file() or copy.read_bytes() != source.read_bytes():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy)
+    return target
+
+
+def unpack(archive: Path, place: Path) -> Path:
+    with tarfile.open(archive) as bundle:
+        bundle.extractall(place, filter="data")
+    return place / TOP_FOLDER
+
+
+def report(root: Path, name: str) -> dict:
+    """The report `make grade` wrote for the submission `name`, its three files checked."""
+    folder = root / "reports" / name
+    missing = [file for file in REPORT_FILES if not (folder / file).is_file()]
+    assert not missing, f"{folder} lacks {missing}"
+    return json.loads((folder / "report.json").read_text())
+
+
+@contextlib.contextmanager
+def empty_folder(prefix: str) -> Iterator[Path]:
+    """A new empty folder, removed afterwards. Not under pytest's temp folder: the candidate
+    kit's isolation tests check that no command line a worker can see names pytest."""
+    place = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield place
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+
+
+@dataclass
+class Shipped:
+    """What each kit's commands did (by step: "full kit: make grade", ...), and where."""
+
+    made: dict[str, Made]
+    full: Path
+    stubs: Path  # the candidate kit, its stubs untouched
+    finished: Path  # the candidate kit, the answer key in its exercises/
+
+
+def steps(kit: str, root: Path, *commands: tuple[str, ...]) -> dict[str, Made]:
+    """Each of `commands` (make's arguments) run in `root` in turn, by step."""
+    made = [make(kit, root, *command) for command in commands]
+    return {f"{kit}: {done.command}": done for done in made}
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Iterator[Shipped]:
+    if not (KIT_ROOT / ".git").exists():
+        pytest.skip("the full kit is tested from a git clone: this kit is not a git repository")
+    with empty_folder("full-kit-") as full_place, empty_folder("candidate-kit-") as place:
+        full = clone(full_place / "kit")
+        made = steps("full kit", full, ("candidate-kit",))  # sets the clone up first
+        made["full kit: make candidate-kit"].assert_ok()
+        stubs = unpack(full / DEFAULT_OUT, place / "stubs")
+        finished = unpack(full / DEFAULT_OUT, place / "finished")
+        for path in sorted((full / "solutions").glob("*.py")):
+            shutil.copyfile(path, finished / "exercises" / path.name)
+        (finished / ".venv").symlink_to(stubs / ".venv", target_is_directory=True)
+        shared = ("-o", ".venv/.installed")  # set up by the stubs' copy: not again
+        with ThreadPoolExecutor(2) as pool:
+            full_kit = pool.submit(steps, "full kit", full, ("grade",), GRADE_KEY)
+            made |= steps(CANDIDATE, stubs, ("grade",))  # the first command sets it up
+            done = pool.submit(steps, FINISHED, finished, (*shared, "grade"), (*shared, "test"))
+            made |= steps(CANDIDATE, stubs, ("test",))
+            made |= full_kit.result() | done.result()
+        yield Shipped(made, full, stubs, finished)
+
+
+STEPS = [
+    "full kit: make candidate-kit",
+    "full kit: make grade",
+    "full kit: make grade SUBMISSION=solutions",
+    "candidate kit: make grade",
+    "candidate kit: make test",
+    "candidate kit, finished: make -o .venv/.installed grade",
+    "candidate kit, finished: make -o .venv/.installed test",
+]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_each_command_of_each_kit_succeeds(shipped: Shipped, step: str) -> None:
+    shipped.made[step].assert_ok()
+
+
+def test_the_full_kit_grades_the_stubs_and_the_answer_key(shipped: Shipped) -> None:
+    stubs, key = report(shipped.full, "exercises"), report(shipped.full, "solutions")
+    assert stubs["score"] == 0, stubs["score"]
+    assert key["score"] == key["max_score"] > 0
+    assert stubs["environment"]["kit"] == key["environment"]["kit"] == "full"
+    assert list(key["parts"]) == list(PARTS)
+    assert "simulation" in key
+
+
+def test_the_candidate_kit_grades_the_stubs_and_a_finished_submission(shipped: Shipped) -> None:
+    stubs, finished = report(shipped.stubs, "exercises"), report(shipped.finished, "exercises")
+    assert stubs["errors"] == finished["errors"] == []
+    assert stubs["score"] == 0
+    assert finished["score"] == finished["max_score"] > 0
+    for graded in (stubs, finished):
+        assert graded["environment"]["kit"] == "candidate"
+        assert list(graded["parts"]) == list(PARTS)
+        assert "simulation" not in graded  # the full kit's simulator is not shipped
+    grade = shipped.made["candidate kit: make grade"].output
+    assert "Report: reports/exercises/report.html" in grade, grade
+
+
+def test_a_check_is_worth_the_same_points_in_both_kits(shipped: Shipped) -> None:
+    """The answer key graded by each kit: each check has the same points; the candidate kit's
+    maximum leaves out what only the full kit grades, and says how much that is."""
+    full = report(shipped.full, "solutions")
+    candidate = report(shipped.finished, "exercises")
+    for part_id in PARTS:
+        parts = {"full": full["parts"][part_id], "candidate": candidate["parts"][part_id]}
+        worth = {
+            kit: {check["id"]: check["max_points"] for check in part["checks"]}
+            for kit, part in parts.items()
+        }
+        assert worth["candidate"] == worth["full"], part_id
+        whole = parts["full"]["max_score"] + parts["full"]["ungraded_points"]
+        ours = parts["candidate"]["max_score"] + parts["candidate"]["ungraded_points"]
+        assert ours == pytest.approx(whole, abs=0.02), part_id
+    skipped = [
+        check for check in candidate["parts"]["allocator"]["checks"] if check["status"] == "skipped"
+    ]
+    assert skipped, "the candidate kit graded the allocator's timings"
+    assert all(check["message"].startswith("runs only in the full kit") for check in skipped)
+
+
+def test_every_module_of_the_candidate_kit_imports_in_its_own_environment(
+    shipped: Shipped,
+) -> None:
+    """A function may import the full kit's when it runs (`grade.simulation`, called only where
+    `full_kit` is found); no module does when it is imported."""
+    kit = shipped.stubs
+    modules = sorted(
+        ".".join(path.relative_to(kit).with_suffix("").parts).removesuffix(".__init__")
+        for folder in ("grader", "kernels")
+        for path in (kit / folder).rglob("*.py")
+        if path.name != "__main__.py"
+    )
+    script = (
+        f"import importlib, importlib.util\nfor name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(importlib.import_module('grader').__file__, importlib.util.find_spec('full_kit'))"
+    )
+    imported = subprocess.run(
+        [".venv/bin/python", "-c", script], cwd=kit, env=users_environment(),
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    grader_file, full_kit = imported.stdout.split()
+    assert Path(grader_file).is_relative_to(kit), grader_file  # its own, not this kit's
+    assert full_kit == "None"
