@@ -44,6 +44,7 @@ from grader.scoring.rubric import Rubric
 from grader.scoring.timing import implausible
 
 ANSWER_KEY = KIT_ROOT / "solutions"
+STUBS = KIT_ROOT / "exercises"
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
 # manager: they are graded again with the kit's allocator when the candidate's fails part 1
 # (`rescore_on_the_kit_allocator`). The part's other modules grade the candidate's own code alone
@@ -159,7 +160,8 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     candidate's (bytecode, as for `swapped` files), and keep in `plugin` the grading with more
     points, noting it; `plugin.rescored` records both. The part's other modules keep
     their first grading. Without the answer key (the candidate bundle) the parts keep the
-    candidate's allocator, and their note says so. Same options, so the same examples."""
+    candidate's allocator, and their note says so. A part whose own files are the untouched
+    stubs is not graded again (`stubbed`). Same options, so the same examples."""
     parts = [part for part in options.parts if PARTS[part].regraded]
     if "sharing" in parts and not all_passed(plugin, "sharing_refcounts"):
         parts.remove("sharing")  # its refcounts live in the allocator: the kit's would give them
@@ -168,6 +170,9 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     if plugin.reference_files is None:
         plugin.part_notes.update(dict.fromkeys(parts, OWN_ALLOCATOR_NOTE))
         return
+    parts = [part for part in parts if not stubbed(intake, part)]
+    if not parts:
+        return
     again_line = tr(options.lang, "progress_again", parts=", ".join(parts), file=KIT_ALLOCATOR)
     print(f"  {again_line}", file=sys.stderr, flush=True)
     again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,))
@@ -175,6 +180,21 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     run_modules(again, modules, options)
     for part in parts:
         keep_the_better(plugin, again, part, options)
+
+
+def stubbed(intake: Intake, part: str) -> bool:
+    """Whether `part`'s own files, its allocator aside, are missing or the kit's stubs as they
+    ship (`STUBS`): graded on the kit's allocator they would still fail, so they are not."""
+    own = [name for name in PARTS[part].files if name != KIT_ALLOCATOR]
+    return all(intake.files.get(name) in (None, stub(name)) for name in own)
+
+
+@functools.cache
+def stub(name: str) -> bytes | None:
+    """The kit's stub `name` as the full kit ships it (in the candidate kit, `exercises/` is the
+    candidate's own work: it never grades again, and never asks)."""
+    path = STUBS / name
+    return path.read_bytes() if path.is_file() else None
 
 
 def allocator_fails(plugin: GradingPlugin, intake: Intake, options: Options) -> bool:

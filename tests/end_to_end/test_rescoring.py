@@ -16,7 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.grading import CLI_TIMEOUT, KIT_ROOT, Edit, Graded, build_submission, concurrently, grade
+from tests.grading import (
+    CLI_TIMEOUT,
+    EXERCISES,
+    KIT_ROOT,
+    Edit,
+    Graded,
+    build_submission,
+    concurrently,
+    grade,
+)
 
 # test_buggy's allocate_returns_a_duplicate: allocate(n) hands out its first id twice.
 DUPLICATE = Edit(
@@ -62,6 +71,7 @@ def graded(tmp_path_factory) -> dict[str, Future[Graded]]:
         "kit": lambda: grade(folder, "--parts", "decode"),
         "bundle": lambda: grade_without_the_key(folder, "--parts", "decode"),
         "no_incref": lambda: grade(no_incref, "--parts", "sharing"),
+        "stubs": lambda: grade(EXERCISES, "--parts", "decode", out=root / "stubs"),
     })  # fmt: skip
 
 
@@ -93,3 +103,12 @@ def test_sharing_is_not_graded_again_where_its_refcounts_fail(graded: dict[str, 
     result.assert_clean()
     assert "sharing" not in result.report["rescored"], result.report["rescored"]
     assert result.score("sharing") < result.max_score("sharing") / 2, result.describe("sharing")
+
+
+def test_the_untouched_stubs_are_not_graded_again(graded: dict[str, Future[Graded]]):
+    """The stubs' allocator fails part 1, but their manager is a stub too: the kit's allocator
+    could not help it, so part 2 is graded once."""
+    result = graded["stubs"].result()
+    assert result.report["rescored"] == {}
+    assert "again, with the kit's" not in result.stderr, result.stderr
+    assert result.score("decode") == 0
