@@ -115,8 +115,7 @@ def grade(
     """Grade `entries` on the cluster at `args.ray`, writing each report folder under `args.out`,
     calling `begin` with how many tasks run at once when they are submitted, and `done` with
     each outcome as it comes; on Ctrl-C, cancel the tasks (their workers killed, the gradings
-    with them) and raise KeyboardInterrupt."""
-    ray.init(address=args.ray, runtime_env=runtime_env(args), log_to_driver=False)
+    with them) and raise KeyboardInterrupt. The driver is connected already (`connect`)."""
     try:
         asks = resources(args)
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
@@ -143,6 +142,22 @@ def grade(
             raise
     finally:
         ray.shutdown()
+
+
+class NoCluster(RuntimeError):
+    """No Ray cluster answers at the address given; the message says how to start one."""
+
+
+def connect(args: argparse.Namespace) -> None:
+    """Connect this process, the driver, to the cluster at `args.ray`, or raise `NoCluster`."""
+    try:
+        ray.init(address=args.ray, runtime_env=runtime_env(args), log_to_driver=False)
+    except ConnectionError:
+        raise NoCluster(
+            f"--ray {args.ray}: no Ray cluster was found there. Start one on this machine with "
+            "`ray start --head --node-ip-address=127.0.0.1` (then --ray auto), or give the "
+            "address of a running one (host:6379)"
+        ) from None
 
 
 def collect(task: ray.ObjectRef, name: str, entry: Path, out: Path) -> Outcome:

@@ -100,13 +100,19 @@ def parser() -> argparse.ArgumentParser:
         "Any other option (--rubric, --memory-limit-gb, the timeouts) goes to every grading.",
     )
     cli.add_argument("folder", type=Path, nargs="?", help="the folder holding the submissions")
-    cli.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
+    cli.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                     help=f"the folder of the reports and the leaderboard (default "
+                          f"{DEFAULT_OUT})")  # fmt: skip
     cli.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                      help="gradings at once (default: the number of cores)")  # fmt: skip
     cli.add_argument("--parts", type=parse_parts, help="comma-separated part ids (default all)")
-    cli.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    cli.add_argument("--profile", choices=sorted(PROFILES), default="quick",
+                     help="how many examples each check tries: quick (the default) or full, "
+                          "for a hiring decision")  # fmt: skip
     cli.add_argument("--seed", type=int, help="a private seed, the same for every submission")
-    cli.add_argument("--lang", choices=("en", "zh"), default="en")
+    cli.add_argument("--lang", choices=("en", "zh"), default="en",
+                     help="the language of the reports, the leaderboard and these lines "
+                          "(default en)")  # fmt: skip
     cli.add_argument("--isolation", choices=isolation.MODES, default="auto",
                      help="workers in bubblewrap (auto, bwrap) or not (none)")  # fmt: skip
     cli.add_argument("--allow-unisolated", action="store_true",
@@ -307,6 +313,14 @@ def drive(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:
         print(f"grade-all: {error}", file=sys.stderr)
         return USAGE
+    if args.ray:
+        from grader import cluster  # Ray is imported only here
+
+        try:
+            cluster.connect(args)
+        except cluster.NoCluster as error:
+            print(f"grade-all: {error}", file=sys.stderr)
+            return USAGE
     with DriveProgress(len(entries), args.lang) as progress:
         todo = {}
         for name, entry in entries.items():
@@ -370,7 +384,7 @@ def grade(todo: dict[str, Path], args: argparse.Namespace, progress: DriveProgre
     """Grade `todo` on this machine, or on the Ray cluster with --ray, each outcome to
     `progress` as it comes; KeyboardInterrupt on Ctrl-C, once the gradings are stopped."""
     if args.ray:
-        from grader import cluster  # Ray is imported only here
+        from grader import cluster  # connected by `drive`
 
         cluster.grade(todo, args, progress.done, lambda at_once: progress.begin(len(todo), at_once))
     else:

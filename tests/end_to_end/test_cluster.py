@@ -230,3 +230,28 @@ def test_a_killed_worker_is_retried_and_a_second_death_is_a_row(cluster_drive) -
     assert twice["status"] == "not graded", err
     assert "failed 2 times on Ray" in twice["note"]
     assert (untouched["score"], untouched["note"]) == ("35", "")
+
+
+def test_no_cluster_found_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """`--ray auto` where no cluster runs: one line that says so and how to start one, exit 2,
+    nothing written. In namespaces of its own (no cluster of the machine's is visible) with a
+    Ray temp folder of its own (no address file from an earlier `ray start`)."""
+    if not shutil.which("unshare") or not can_unshare():
+        pytest.skip("needs unshare (user, network and PID namespaces) to hide other clusters")
+    build_submission(tmp_path / "drive" / "answer_key")
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    done = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child",
+         "--mount-proc", sys.executable, "-m", "grader", "grade-all", str(tmp_path / "drive"),
+         "--out", str(tmp_path / "out"), "--ray", "auto", *PARTS],
+        cwd=KIT_ROOT, env=env | {"RAY_TMPDIR": str(tmp_path)}, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    said = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert said == [
+        "grade-all: --ray auto: no Ray cluster was found there. Start one on this machine with "
+        "`ray start --head --node-ip-address=127.0.0.1` (then --ray auto), or give the address "
+        "of a running one (host:6379)"
+    ], done.stderr
+    assert not (tmp_path / "out").exists()

@@ -1,6 +1,7 @@
 """`python -m grader`'s own rules, without grading: a report folder is written only where it holds
 nothing or an earlier report of the same input, and the report is written held from Ctrl-C."""
 
+import argparse
 import json
 import re
 import signal
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import interrupt
+from grader import grade_all, interrupt
 from grader.__main__ import check_report_folder, parser
 
 
@@ -96,3 +97,14 @@ def test_a_limit_must_be_a_number_above_0(
     with pytest.raises(SystemExit):
         parser().parse_args(["exercises", option, value])
     assert f"{option}: {value!r}: give a number above 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [parser, grade_all.parser], ids=["grade", "grade-all"])
+def test_every_option_says_what_it_does(command) -> None:
+    """`--help` describes every option and argument, none left as its bare name."""
+    undescribed = [
+        action.dest
+        for action in command()._actions
+        if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()
+    ]
+    assert undescribed == []
