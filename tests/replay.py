@@ -1,9 +1,10 @@
 """Helpers of the counterexample tests: run a report's counterexample as a candidate would.
 
-A candidate runs a counterexample from the kit's root, where their package (the folder the grader
-graded, imported by its name) sits beside `kernels/`; or pastes it into the Python REPL. `kit`
-builds that layout in a temp folder with any implementation as the package, `run` runs a script
-there, and `assert_pastes_into_the_repl` feeds a script to the REPL's compiler line by line.
+A candidate runs a counterexample with the kit's Python in the folder that holds their files,
+whatever its name (the script makes it the package they were graded in), or pastes it into the
+Python REPL started there. `kit` makes such a folder with any implementation's files, `run` runs a
+script there, and `assert_pastes_into_the_repl` feeds a script to the REPL's compiler line by
+line.
 """
 
 import code
@@ -14,23 +15,17 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import KIT_ROOT
-
 SCRIPT = "counterexample.py"
 RUN_TIMEOUT = 300.0  # a safety net: a counterexample runs in seconds
 
 
-def kit(folder: Path, package: str, files: Path) -> Path:
-    """`folder` laid out as the kit's root for a counterexample: `kernels/`, and `files`' modules
-    as the package `package` (replacing any package there before)."""
-    target = folder / package
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
+def kit(folder: Path, files: Path) -> Path:
+    """`folder` holding `files`' modules (and nothing else of theirs), as a candidate's folder:
+    a counterexample runs in it."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
     for module in files.glob("*.py"):
-        shutil.copyfile(module, target / module.name)
-    (target / "__init__.py").write_text("")
-    if not (folder / "kernels").exists():
-        shutil.copytree(KIT_ROOT / "kernels", folder / "kernels")
+        shutil.copyfile(module, folder / module.name)
     return folder
 
 

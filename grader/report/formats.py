@@ -8,6 +8,7 @@ it, the terminal cleans it). The kit's own words come from `i18n.py`, in `lang`.
 import math
 from collections import Counter
 from collections.abc import Callable
+from pathlib import PurePath
 
 from grader.report.i18n import STRINGS, more_points, profile_name, tr, ungraded_reason
 from grader.report.messages import translated_message
@@ -16,6 +17,8 @@ KITS = ("full", "candidate")  # `environment.kit`: which kit made the report
 # The engine check's figures report.md lists under its one line, where the check has them: those
 # its message does not already give (requests, tokens, steps). The page has them all.
 ENGINE_FIGURES = ("tokens_per_step", "mismatches", "peak_kv_bytes", "contiguous_kv_bytes", "device")
+ARCHIVES = (".zip", ".tar.gz", ".tgz")  # the submissions `intake.py` reads that are files
+KIT_PYTHON = ".venv/bin/python"  # in the kit's folder: where its Makefile installs the kit
 
 
 def points(value: float) -> str:
@@ -81,15 +84,16 @@ def counted(lang: str, key: str, number: float, **values: object) -> str:
 
 
 def skipped_label(check: dict, lang: str = "en") -> str:
-    """What a skipped check's line says after its name: its points, why they are not graded here,
-    and its message where that says more: "(2.05 points, graded by the hiring team's kit): runs
-    only in the full kit: ...", "(9 points, needs a CUDA device)"."""
+    """What a skipped check's line says after its name (and the `gap`): its points, why they are
+    not graded here, and its message where that says more: "(2.05 points, graded by the hiring
+    team's kit): runs only in the full kit: ...", "(9 points, needs a CUDA device)"."""
     message, worth = check["message"], check["max_points"]
     reason = ungraded_reason(lang, message)
-    label = f"({counted(lang, 'skipped_check', worth, points=points(worth), reason=reason)})"
+    said = counted(lang, "skipped_check", worth, points=points(worth), reason=reason)
+    label = f"{tr(lang, 'open').lstrip()}{said}{tr(lang, 'close')}"
     if message in (reason, ungraded_reason("en", message)):
         return label
-    return f"{label}: {translated_message(lang, message)}"
+    return f"{label}{tr(lang, 'colon')}{translated_message(lang, message)}"
 
 
 def tally(part: dict, lang: str = "en") -> str:
@@ -165,6 +169,20 @@ def graded_from(report: dict, lang: str, shown: Callable[[str], str] = str) -> s
     return tr(lang, "graded_from", path=path)
 
 
+def run_in(report: dict, lang: str, shown: Callable[[str], str] = str) -> str:
+    """Where a counterexample runs, and with what: the kit's Python, in the folder that holds
+    the graded files (the script makes it their package, whatever its name); for an archive,
+    that folder once it is unpacked. Paths as `shown` (in Markdown: as code)."""
+    submission = report["submission"]
+    path, folder = submission["path"], submission.get("folder") or ""
+    python = shown(KIT_PYTHON)
+    if not path.endswith(ARCHIVES):
+        return tr(lang, "run_in", folder=shown(str(PurePath(path, folder))), python=python)
+    if not folder:
+        return tr(lang, "run_in_archive_top", path=shown(path), python=python)
+    return tr(lang, "run_in_archive", path=shown(path), folder=shown(f"{folder}/"), python=python)
+
+
 def how_it_ran(report: dict, lang: str) -> str:
     """When the grade ran, for how long, with which profile and seed, on which device."""
     env = report["environment"]
@@ -178,12 +196,13 @@ def how_it_ran(report: dict, lang: str) -> str:
         device=env["device"],
     )
     kit = env.get("kit")
-    ran += f" {tr(lang, f'kit_{kit}')}" if kit in KITS else ""  # older reports do not say
+    gap = tr(lang, "gap")
+    ran += f"{gap}{tr(lang, f'kit_{kit}')}" if kit in KITS else ""  # older reports do not say
     isolation = report.get("isolation")
     if not isolation:
         return ran
     description = translated_message(lang, isolation["description"])
-    return f"{ran} {tr(lang, 'isolation_note', description=description)}"
+    return f"{ran}{gap}{tr(lang, 'isolation_note', description=description)}"
 
 
 def kit_label(report: dict, lang: str = "en") -> str:

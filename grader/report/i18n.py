@@ -19,6 +19,14 @@ STRINGS = {
         "failed": "failed",
         "error": "error",
         "skipped": "skipped",
+        # punctuation between the kit's words and what follows them: Chinese text takes the
+        # full-width marks, with no space beside them (`gap`: after a sentence or a label)
+        "colon": ": ",
+        "comma": ", ",
+        "semicolon": "; ",
+        "open": " (",
+        "close": ")",
+        "gap": " ",
         # the page's and report.md's text
         "kicker": "PagedAttention interview kit: grade report",
         "title": "Grade report",
@@ -161,6 +169,21 @@ STRINGS = {
         "more_failures": "({count} more checks did not pass in this part; all are in the report.)",
         "more_failures_one": "({count} more check did not pass in this part; it is in the report.)",
         "see_counterexample": "Its counterexample, as Python that replays the failure:",
+        "counterexample_in_report": (
+            "Its counterexample, {count} lines of Python that replay the failure, is in the report:"
+        ),
+        "run_in": (
+            "Run it with the kit's Python ({python}) in {folder}, the folder that holds the "
+            "graded files, or paste it into that Python started there."
+        ),
+        "run_in_archive": (
+            "Run it with the kit's Python ({python}) in the folder {folder} of {path} unpacked, "
+            "or paste it into that Python started there."
+        ),
+        "run_in_archive_top": (
+            "Run it with the kit's Python ({python}) in the folder {path} unpacks into, or paste "
+            "it into that Python started there."
+        ),
         "more_lines": "... {count} more lines in the report",
         "more_lines_one": "... {count} more line in the report",
         "where": "In the report: {path}#{anchor} (also report.md, under {title}).",
@@ -327,6 +350,12 @@ STRINGS = {
         "failed": "未通过",
         "error": "出错",
         "skipped": "跳过",
+        "colon": "：",
+        "comma": "，",
+        "semicolon": "；",
+        "open": "（",
+        "close": "）",
+        "gap": "",
         "kicker": "PagedAttention 面试套件：评分报告",
         "title": "评分报告",
         "points": "分",
@@ -451,6 +480,21 @@ STRINGS = {
         "more_failures": "（这一部分还有 {count} 项检查没有通过，都在报告里。）",
         "more_failures_one": "（这一部分还有 {count} 项检查没有通过，在报告里。）",
         "see_counterexample": "它的反例（重放这次失败的 Python 代码）：",
+        "counterexample_in_report": (
+            "它的反例（重放这次失败的 Python 代码，共 {count} 行）在报告里："
+        ),
+        "run_in": (
+            "在存放被评分文件的文件夹 {folder} 里用套件的 Python（{python}）运行它，"
+            "或在那里启动这个 Python 后粘贴进去。"
+        ),
+        "run_in_archive": (
+            "把 {path} 解压后，在其中的文件夹 {folder} 里用套件的 Python（{python}）运行它，"
+            "或在那里启动这个 Python 后粘贴进去。"
+        ),
+        "run_in_archive_top": (
+            "在 {path} 解压出的文件夹里用套件的 Python（{python}）运行它，"
+            "或在那里启动这个 Python 后粘贴进去。"
+        ),
         "more_lines": "……报告中还有 {count} 行",
         "more_lines_one": "……报告中还有 {count} 行",
         "where": "报告中的位置：{path}#{anchor}（report.md 中在“{title}”下）。",

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from string import Formatter
 
-from grader.report.messages_zh import ASSERT_FSTRINGS, COMMENTS, MESSAGES, ZH_LIST_SEPARATOR
+from grader.report.messages_zh import (
+    ASSERT_FSTRINGS,
+    COMMENTS,
+    FULL_WIDTH_MARKS,
+    MESSAGES,
+    ZH_LIST_SEPARATOR,
+)
 
 # Parts of a message shown as written, never matched: a candidate's text, a traceback.
 RAW_FIELDS = frozenset({"error", "output", "traceback", "line", "reply"})
@@ -109,8 +115,23 @@ def chinese(text: str, templates: tuple[Template, ...]) -> str:
         match = each.pattern.fullmatch(text)
         if match:
             parts = match.groupdict().items()
-            return each.chinese.format(**{name: part_in_chinese(name, v) for name, v in parts})
+            return filled(each.chinese, {name: part_in_chinese(name, v) for name, v in parts})
     return text
+
+
+def filled(template: str, parts: dict[str, str]) -> str:
+    """A Chinese `template` with its `parts` in place, less a space of the template beside a
+    part that ends (or starts) with a full-width mark (`FULL_WIDTH_MARKS`): "{call} 应抛出" of
+    a call that ends in a full-width parenthesis takes no space before 应."""
+    out = ""
+    for literal, name, _, _ in Formatter().parse(template):
+        if out.endswith(FULL_WIDTH_MARKS) and literal.startswith(" "):
+            literal = literal[1:]
+        part = parts[name] if name is not None else ""
+        if part.startswith(FULL_WIDTH_MARKS) and literal.endswith(" "):
+            literal = literal[:-1]
+        out += literal + part
+    return out
 
 
 def part_in_chinese(name: str, value: str) -> str:

@@ -15,6 +15,7 @@ leaderboard. `SIMULATION`, apart, holds the words of the kit's simulation, for i
 from grader.parts import PARTS
 
 ZH_LIST_SEPARATOR = "；"  # between the items of a `_list` part, in place of "; "
+FULL_WIDTH_MARKS = tuple("，。：；（）！？、")  # Chinese text has no space beside them
 
 # -- grader/checks/support: shared assertions, the manager's model, the scheduler's traces ------
 SUPPORT = {

@@ -52,6 +52,7 @@ ENV.globals.update(
     shown=formats.shown,
     environment_value=formats.environment_value,
     graded_from=formats.graded_from,
+    run_in=formats.run_in,
     code_span=markdown.code_span,
     how_it_ran=formats.how_it_ran,
     syntax_line=formats.syntax_line,

@@ -24,6 +24,7 @@ from grader.report.formats import (
     graded,
     graded_from,
     provisional_note,
+    run_in,
     syntax_blame,
     syntax_failures,
     syntax_line,
@@ -39,7 +40,7 @@ from grader.text import clean
 NOT_STARTED = ("not implemented:", "not submitted:")  # messages of checks that could not start
 FAILED = ("failed", "error")
 MESSAGE_LINES = 6  # of the first failure's message, in the terminal
-COUNTEREXAMPLE_LINES = 16  # of its counterexample; the report has all of it
+COUNTEREXAMPLE_LINES = 40  # a longer counterexample is left to the report, never cut
 LINE_CHARS = 2000  # of one line on the terminal
 
 
@@ -92,7 +93,9 @@ def not_graded_here(part: dict, lang: str) -> str:
     """` (5.00 more graded by the hiring team's kit)`: a part's (or the total's) points not graded
     here, to follow its score; "" when there are none."""
     notes = ungraded_notes(part, lang, shown=lambda value: f"{value:.2f}")
-    return f" ({'; '.join(notes)})" if notes else ""
+    if not notes:
+        return ""
+    return f"{tr(lang, 'open')}{tr(lang, 'semicolon').join(notes)}{tr(lang, 'close')}"
 
 
 def padded(text: str, columns: int) -> str:
@@ -106,7 +109,7 @@ def look_first(report: dict, out: Path, lang: str) -> list[str]:
     parts = report["parts"]
     lines = syntax_errors(report, lang)
     started = {part_id: part for part_id, part in parts.items() if not not_started(part)}
-    lines += first_failure(started, set(syntax_failures(report)), out, lang)
+    lines += first_failure(started, set(syntax_failures(report)), out, lang, run_in(report, lang))
     waiting = [part_id for part_id, part in parts.items() if not_started(part)]
     if waiting:
         lines.append(tr(lang, "not_started", parts=", ".join(waiting)))
@@ -146,10 +149,13 @@ def not_started(part: dict) -> bool:
     )
 
 
-def first_failure(parts: dict[str, dict], explained: set[str], out: Path, lang: str) -> list[str]:
+def first_failure(
+    parts: dict[str, dict], explained: set[str], out: Path, lang: str, runs_in: str
+) -> list[str]:
     """The earliest part's first failed check (one with a counterexample if the part has any):
-    its message, its counterexample, and where the report shows it. Checks whose id is in
-    `explained` (they failed because a file does not compile, said above) are left out."""
+    its message, its counterexample (`counterexample_lines`, `runs_in` saying where), and where
+    the report shows it. Checks whose id is in `explained` (they failed because a file does not
+    compile, said above) are left out."""
     for part_id, part in parts.items():
         failed = [
             check
@@ -164,9 +170,8 @@ def first_failure(parts: dict[str, dict], explained: set[str], out: Path, lang: 
         lines = [tr(lang, "first_failure", title=title, name=check["name"], status=status)]
         lines += indented(translated_message(lang, check["message"]), MESSAGE_LINES, lang)
         if check["counterexample"]:
-            lines.append(tr(lang, "see_counterexample"))
             counterexample = translated_counterexample(lang, check["counterexample"])
-            lines += indented(counterexample, COUNTEREXAMPLE_LINES, lang)
+            lines += counterexample_lines(counterexample, runs_in, lang)
         anchor = check_anchor(part_id, check)
         page = (out / "report.html").resolve().as_uri()  # a link a terminal can open
         lines.append(tr(lang, "where", path=page, anchor=anchor, title=title))
@@ -174,6 +179,16 @@ def first_failure(parts: dict[str, dict], explained: set[str], out: Path, lang: 
             lines.append(counted(lang, "more_failures", len(failed) - 1, count=len(failed) - 1))
         return lines
     return []
+
+
+def counterexample_lines(script: str, runs_in: str, lang: str) -> list[str]:
+    """A counterexample whole, after where it runs (`runs_in`); one longer than
+    `COUNTEREXAMPLE_LINES` only named: cut, it would lose its setup or its failing assert, and
+    a pasted part would not replay the failure. The report's link follows either way."""
+    lines = script.rstrip().splitlines()
+    if len(lines) > COUNTEREXAMPLE_LINES:
+        return [tr(lang, "counterexample_in_report", count=len(lines))]
+    return [tr(lang, "see_counterexample"), runs_in, *(f"    {line}" for line in lines)]
 
 
 def indented(text: str, limit: int, lang: str) -> list[str]:

@@ -52,6 +52,15 @@ RAISES_HELPER = (
     "    return False",
     "",
 )
+# Before a counterexample imports the candidate's modules: the folder it runs in (the one that
+# holds the graded files, whatever its name) as the package they were graded in, so that their
+# relative imports (`from .block_allocator import ...`) resolve there. The reports say where.
+PACKAGE_HERE = (
+    "import sys",
+    "import types",
+    'sys.modules["{package}"] = types.ModuleType("{package}")',
+    'sys.modules["{package}"].__path__ = ["."]',
+)
 # A counterexample's last assert, by its comparison, and how its message shows both sides.
 ASSERTS = {
     "==": ("got == expected", "expected {expected!r}, got {got!r}"),
@@ -324,11 +333,13 @@ class Transcript:
         return "\n".join([*self.head(), *body, *tail, *ending])
 
     def head(self) -> list[str]:
-        """The script's first lines: the interpreter switch, imports, the `raises` helper."""
+        """The script's first lines: the interpreter switch, imports (`PACKAGE_HERE` before the
+        candidate's), the `raises` helper."""
         kernel = self.interpreted and "paged_attention" in self.imports
         head = ["import os", 'os.environ["TRITON_INTERPRET"] = "1"'] if kernel else []
         head += ["import torch"] if self.uses_torch else []
         head += sorted(self.kit_imports)
+        head += [line.format(package=self.package) for line in PACKAGE_HERE] if self.imports else []
         head += [
             f"from {self.package}.{module} import {', '.join(sorted(names))}"
             for module, names in sorted(self.imports.items())

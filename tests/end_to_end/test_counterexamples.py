@@ -99,9 +99,9 @@ def replay_all(mutant: Mutant, root: Path) -> list[Replayed]:
     replayed = []
     for check in checks[: mutant.limit]:
         script = check["counterexample"]
-        layout = root / f"{mutant.id}-kit"
-        on_the_mutant = run(kit(layout, mutant.id, folder), script)
-        on_the_answer_key = run(kit(layout, mutant.id, SOLUTIONS), script)
+        layout = root / f"{mutant.id}-files"
+        on_the_mutant = run(kit(layout, folder), script)
+        on_the_answer_key = run(kit(layout, SOLUTIONS), script)
         replayed.append(Replayed(check["id"], script, on_the_mutant, on_the_answer_key))
     return replayed
 

@@ -23,10 +23,16 @@ from grader.report.messages import (
     translated_message,
 )
 from grader.report.messages_zh import ASSERT_FSTRINGS, COMMENTS, MESSAGES
-from grader.report.render import report_markdown
+from grader.report.render import report_html, report_markdown
 from grader.report.summary import summary_lines
 from grader.sandbox.proxy import ASSERTS
-from tests.grader.report.english import english_words, markdown_kit_words, summary_kit_words
+from tests.grader.report.english import (
+    english_words,
+    html_text,
+    markdown_kit_words,
+    summary_kit_words,
+)
+from tests.grader.report.punctuation import slips
 
 CHECKS = KIT_ROOT / "grader" / "checks"
 GOLDEN = KIT_ROOT / "tests" / "end_to_end" / "golden"
@@ -125,8 +131,7 @@ def test_a_message_is_translated_part_by_part_and_the_candidates_text_kept() -> 
         "RuntimeError: the same id twice"
     )
     assert translated_message("zh", message) == (
-        "free([3, 8])（含越界的 id 8） 应抛出 ValueError，"
-        "实际抛出了 RuntimeError: the same id twice"
+        "free([3, 8])（含越界的 id 8）应抛出 ValueError，实际抛出了 RuntimeError: the same id twice"
     )
     assert translated_message("en", message) == message
     assert translated_message("zh", "the same id twice") == "同一个 id 出现两次"
@@ -142,7 +147,7 @@ def test_the_most_specific_template_wins_and_lists_are_translated_item_by_item()
         "leave everything as it was)"
     )
     assert translated_message("zh", message) == (
-        "执行 manager.free(req)（抛出了异常） 之后，len(manager.free_blocks) 是 3，应为 2：即 "
+        "执行 manager.free(req)（抛出了异常）之后，len(manager.free_blocks) 是 3，应为 2：即 "
         "num_blocks（5）减去存活请求持有的 3 个块（抛出异常的调用不得改变任何状态）"
     )
     flagged = "timing flagged for review, not rewarded: b1: 12x faster than the reference; b2: zz"
@@ -235,6 +240,35 @@ def test_a_chinese_summary_of_a_real_grading_has_no_english_words(
     summary = "\n".join(summary_lines(golden(name), tmp_path))
     text = summary_kit_words(summary, tr("zh", "see_counterexample"))
     assert english_words(text) == [], text
+
+
+def candidate_kit_grading(name: str) -> dict:
+    """A golden report as the candidate kit would give it: the last check of its first part
+    skipped, its points graded by the hiring team's kit."""
+    report = golden(name)
+    part = next(iter(report["parts"].values()))
+    check = part["checks"][-1]
+    check |= {"status": "skipped", "message": "runs only in the full kit: the answer key it is "
+              "compared with is absent", "points": 0}  # fmt: skip
+    part["ungraded"] = [
+        {"reason": "graded by the hiring team's kit", "points": check["max_points"]}
+    ]
+    part["ungraded_points"] = check["max_points"]
+    return report
+
+
+@pytest.mark.parametrize("name", GOLDEN_REPORTS)
+def test_a_chinese_report_keeps_one_punctuation_style(name: str, tmp_path: Path) -> None:
+    """Full-width marks around Chinese words and no space beside them, in report.md, the page
+    and the summary, of the full kit's report and of the candidate kit's."""
+    for report in (golden(name), candidate_kit_grading(name)):
+        exempt = (tr("zh", "hypothesis"), tr("zh", "traceback"))
+        markdown = markdown_kit_words(
+            report_markdown(report), tr("zh", "environment_heading"), exempt
+        )
+        summary = "\n".join(summary_lines(report, tmp_path))
+        for text in (markdown, html_text(report_html(report)), summary):
+            assert slips(text) == [], text
 
 
 def test_the_failed_checks_of_a_real_grading_are_all_translated() -> None:

@@ -146,13 +146,15 @@ def markdown_kit_words(markdown: str, stop_at: str, exempt_fences: tuple[str, ..
 
 def summary_kit_words(summary: str, counterexample_heading: str) -> str:
     """The summary's lines that hold the kit's words: the counterexample's (the indented lines
-    after `counterexample_heading`) reduced to their comments."""
-    kept, in_code = [], False
+    after `counterexample_heading` and the line that says where it runs) reduced to their
+    comments."""
+    kept, in_code, where = [], False, False
     for line in summary.split("\n"):
-        if in_code and line.startswith("      "):
-            kept.append(comments_only(line.strip()))
+        if in_code and (line.startswith("      ") or where):
+            kept.append(line if where else comments_only(line.strip()))
+            where = False
             continue
-        in_code = line.strip() == counterexample_heading
+        in_code = where = line.strip() == counterexample_heading
         kept.append(line)
     return without_candidate_text("\n".join(kept))
 

@@ -140,7 +140,7 @@ def test_counts_of_one_are_singular(tmp_path: Path) -> None:
     made["parts"]["allocator"]["checks"][3]["max_points"] = 1
     markdown = written(made, tmp_path)["report.md"]
     assert "- `timed_against_reference` (1 point, graded by the hiring team's kit)" in markdown
-    made["parts"]["allocator"]["checks"][1]["counterexample"] = "\n".join(["step()"] * 17)
+    made["parts"]["allocator"]["checks"][1]["message"] = "\n".join(["step()"] * 7)
     lines = summary_lines(made, tmp_path)
     assert "      ... 1 more line in the report" in lines
     assert "  (1 more check did not pass in this part; it is in the report.)" in lines

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from grader.parts import PARTS
-from grader.report.i18n import STRINGS
+from grader.report.formats import run_in
+from grader.report.i18n import STRINGS, tr
 from grader.report.markdown import fence
 from grader.report.model import bounded
 from grader.report.summary import summary_lines
@@ -443,8 +444,7 @@ def test_chinese_report_translates_the_kits_words_not_the_checks(tmp_path: Path)
     assert "Parts</h2>" not in html
     for text in (html, markdown):
         assert "另有 2 分由招聘团队的完整套件评分" in text
-        assert "（2 分，由招聘团队的完整套件评分）" not in text  # noqa: RUF001
-    assert "- `timed_against_reference` (2 分，由招聘团队的完整套件评分)" in markdown  # noqa: RUF001
+    assert "- `timed_against_reference`（2 分，由招聘团队的完整套件评分）" in markdown  # noqa: RUF001
 
 
 def test_every_string_has_both_languages_with_the_same_placeholders() -> None:
@@ -496,15 +496,23 @@ def test_summary_lists_unstarted_and_provisional_parts_and_the_engine_check(tmp_
     assert "End-to-end engine check (not scored): failed. tokens differ at step 9" in text
 
 
-def test_summary_of_full_marks_says_so_and_a_long_counterexample_is_cut(tmp_path: Path) -> None:
+def test_summary_of_full_marks_says_so_and_a_long_counterexample_is_left_to_the_report(
+    tmp_path: Path,
+) -> None:
+    """Cut, a counterexample would lose its setup or its failing assert: shown whole, with
+    where it runs, or only named, with the report's link."""
     assert "  Every graded check passed." in summary_lines(full_marks_report(), tmp_path)
     report = failing_report()
-    long = "\n".join(f"step_{i}()" for i in range(40))
+    lines = summary_lines(report, tmp_path)
+    assert f"  {run_in(report, 'en')}" in lines
+    script = report["parts"]["allocator"]["checks"][1]["counterexample"].splitlines()
+    assert f"      {script[-1]}" in lines
+    long = "\n".join(f"step_{i}()" for i in range(60))
     report["parts"]["allocator"]["checks"][1]["counterexample"] = long
     lines = summary_lines(report, tmp_path)
-    assert "      step_15()" in lines
-    assert "      step_16()" not in lines
-    assert "      ... 24 more lines in the report" in lines
+    assert not any("step_" in line for line in lines)
+    assert f"  {tr('en', 'counterexample_in_report', count=60)}" in lines
+    assert any("report.html#" in line for line in lines)
 
 
 def test_summary_in_chinese(tmp_path: Path) -> None:
@@ -515,5 +523,5 @@ def test_summary_in_chinese(tmp_path: Path) -> None:
     assert first in lines
     assert "      free([3, 3]) freed block 3 twice" in lines  # the check's message, as written
     assert any(line.startswith("  总分       ") for line in lines)  # two columns per character
-    more = "(另有 2.00 分由招聘团队的完整套件评分)"
-    assert f"  allocator    5.00 / 13.00  3 项检查通过了 1 项，1 项跳过 {more}" in lines  # noqa: RUF001
+    more = "（另有 2.00 分由招聘团队的完整套件评分）"  # noqa: RUF001
+    assert f"  allocator    5.00 / 13.00  3 项检查通过了 1 项，1 项跳过{more}" in lines  # noqa: RUF001

@@ -8,7 +8,7 @@ that hands out ids, right (`GOOD`) or wrong (`BAD`).
 
 import pytest
 
-from grader.sandbox.proxy import Line, RemoteError, Shown, Transcript
+from grader.sandbox.proxy import PACKAGE_HERE, Line, RemoteError, Shown, Transcript
 from tests.replay import assert_pastes_into_the_repl, run
 
 GOOD = """
@@ -35,13 +35,13 @@ BAD = GOOD.replace('raise ValueError(f"take({n})")', "return []").replace(
 
 @pytest.fixture
 def kit(tmp_path):
-    """`kit(source)`: a folder holding the package `pkg` whose `pool.py` is `source`."""
+    """`kit(source)`: a folder named other than the package `pkg`, holding its `pool.py`,
+    `source`: the script runs in it."""
 
     def make(source: str):
-        (tmp_path / "pkg").mkdir(exist_ok=True)
-        (tmp_path / "pkg" / "__init__.py").write_text("")
-        (tmp_path / "pkg" / "pool.py").write_text(source)
-        return tmp_path
+        (tmp_path / "not-pkg").mkdir(exist_ok=True)
+        (tmp_path / "not-pkg" / "pool.py").write_text(source)
+        return tmp_path / "not-pkg"
 
     return make
 
@@ -71,8 +71,9 @@ def test_a_failed_check_ends_in_an_assert_that_shows_both_sides(kit) -> None:
     transcript.fail("len(pool.free)", f"4 - len({name}) + 1")
     script = transcript.render("the pool has 4 free blocks, expected 3")
     lines = script.splitlines()
-    assert lines[:2] == ["from pkg.pool import Pool", "pool = Pool(4)"]
-    assert lines[2] == "ids = pool.take(2)  # -> [0, 1]"
+    here = [line.format(package="pkg") for line in PACKAGE_HERE]
+    assert lines[:6] == [*here, "from pkg.pool import Pool", "pool = Pool(4)"]
+    assert lines[6] == "ids = pool.take(2)  # -> [0, 1]"
     assert lines[-4:] == [
         "# fails: the pool has 4 free blocks, expected 3",
         "got = len(pool.free)",
@@ -190,5 +191,6 @@ def test_a_kernel_script_switches_on_triton_s_interpreter_first() -> None:
         "import os",
         'os.environ["TRITON_INTERPRET"] = "1"',
         "from kernels.cases import make_case",
+        *(line.format(package="pkg") for line in PACKAGE_HERE),
         "from pkg.paged_attention import paged_attention_decode",
     ]

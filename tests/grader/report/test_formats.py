@@ -1,0 +1,43 @@
+"""Where a counterexample runs (`formats.run_in`), and how the terminal shows one
+(`summary.counterexample_lines`): whole, or not at all, never cut."""
+
+import pytest
+
+from grader.report.formats import KIT_PYTHON, run_in
+from grader.report.i18n import tr
+from grader.report.summary import COUNTEREXAMPLE_LINES, counterexample_lines
+
+
+def graded(path: str, folder: str = "") -> dict:
+    return {"submission": {"path": path, "folder": folder}}
+
+
+@pytest.mark.parametrize(
+    ("path", "folder", "where"),
+    [
+        ("/home/me/buggy_sub", "", "in /home/me/buggy_sub, the folder that holds"),
+        ("/home/me/cand", "submission/exercises", "in /home/me/cand/submission/exercises, the"),
+        ("/home/me/cand.zip", "submission", "in the folder submission/ of /home/me/cand.zip"),
+        ("/home/me/cand.tar.gz", "", "in the folder /home/me/cand.tar.gz unpacks into"),
+    ],
+)
+def test_a_counterexample_says_where_it_runs(path: str, folder: str, where: str) -> None:
+    said = run_in(graded(path, folder), "en")
+    assert where in said, said
+    assert KIT_PYTHON in said
+    assert KIT_PYTHON in run_in(graded(path, folder), "zh")
+
+
+def test_a_counterexample_too_long_for_the_terminal_is_left_to_the_report() -> None:
+    """Cut short, the pasted text would lose its assert and exit 0, or lose its setup."""
+    script = "\n".join(f"x{n} = {n}" for n in range(COUNTEREXAMPLE_LINES)) + "\nassert x0 == 1"
+    assert counterexample_lines(script, "where", "en") == [
+        tr("en", "counterexample_in_report", count=COUNTEREXAMPLE_LINES + 1)
+    ]
+    short = "x = 0\nassert x == 1"
+    assert counterexample_lines(short, "where", "en") == [
+        tr("en", "see_counterexample"),
+        "where",
+        "    x = 0",
+        "    assert x == 1",
+    ]
