@@ -19,11 +19,11 @@ STRINGS = {
         "failed": "failed",
         "error": "error",
         "skipped": "skipped",
-        # punctuation between the kit's words and what follows them: Chinese text takes the
-        # full-width marks, with no space beside them (`gap`: after a sentence or a label)
+        # punctuation between the kit's words and what follows them (and `list_separator`):
+        # Chinese text takes the full-width marks, with no space beside them (`gap`: after a
+        # sentence or a label)
         "colon": ": ",
         "comma": ", ",
-        "semicolon": "; ",
         "open": " (",
         "close": ")",
         "gap": " ",
@@ -352,7 +352,6 @@ STRINGS = {
         "skipped": "跳过",
         "colon": "：",
         "comma": "，",
-        "semicolon": "；",
         "open": "（",
         "close": "）",
         "gap": "",

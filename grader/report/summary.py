@@ -95,7 +95,7 @@ def not_graded_here(part: dict, lang: str) -> str:
     notes = ungraded_notes(part, lang, shown=lambda value: f"{value:.2f}")
     if not notes:
         return ""
-    return f"{tr(lang, 'open')}{tr(lang, 'semicolon').join(notes)}{tr(lang, 'close')}"
+    return f"{tr(lang, 'open')}{tr(lang, 'list_separator').join(notes)}{tr(lang, 'close')}"
 
 
 def padded(text: str, columns: int) -> str:

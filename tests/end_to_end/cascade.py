@@ -13,7 +13,8 @@ what the kit promises (`test_buggy.test_bugs_stay_in_their_part` asserts it).
 
     .venv/bin/python -m tests.end_to_end.cascade [--out DIR] [--only ID,ID] [--from-reports]
 
-grades every mutant (or those named) with all CPU parts on the quick profile, two at a time,
+grades every mutant (or those named) on the CPU parts its files reach (`reached`) with the quick
+profile, two at a time,
 writes each report to DIR/<id>-report/report.json, and prints each mutant's losses and the
 figure; `--from-reports` recomputes it from reports already in DIR.
 """
@@ -26,9 +27,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.grade import KIT_ALLOCATOR
+from grader.parts import PARTS
 from tests.grading import GRADED_PARTS as CPU_PARTS
 
 CASCADE_LIMIT = 0.10
+
+
+def reached(files: Iterable[str]) -> tuple[str, ...]:
+    """The CPU parts that run any of `files` as the candidate's: those that grade the file, and
+    those that reach the allocator through the manager (their `regraded` checks). Part 5 always
+    runs the answer key's in their place (`swapped`), and part 3's checks never reach the
+    allocator: a mutant of `files` cannot cost the parts it does not reach a point, so they
+    are not graded."""
+    files = set(files)
+    return tuple(
+        part
+        for part in CPU_PARTS
+        if files & set(PARTS[part].files) or (KIT_ALLOCATOR in files and PARTS[part].regraded)
+    )
 
 
 @dataclass(frozen=True)
@@ -85,12 +102,12 @@ def report_path(out: Path, mutant: str) -> Path:
 
 
 def grade_all(out: Path, mutants: list) -> None:
-    """Grade each mutant with every CPU part (quick profile), two at a time, into `out`."""
+    """Grade each mutant on the parts it reaches (quick profile), two at a time, into `out`."""
     from tests.grading import build_submission, concurrently, grade
 
     def job(mutant):
         folder = build_submission(out / mutant.id, edits=mutant.edits)
-        return lambda: grade(folder, "--parts", ",".join(CPU_PARTS), "--profile", "quick")
+        return lambda: grade(folder, *mutant.options, "--profile", "quick")
 
     futures = concurrently({mutant.id: job(mutant) for mutant in mutants})
     for mutant_id, future in futures.items():

@@ -2,13 +2,14 @@
 rule of the contract's parts 1, 2, 3 and 6, each listed with the part whose rule it breaks.
 
 A mutant is the answer key with exact text edits (each old text must occur exactly once, so the
-table fails loudly when the answer key changes). Each is graded once on every CPU part
-(`cascade.CPU_PARTS`). Its own part must score below its maximum through at least one real
-failure, with no grader error. The slow-but-correct mutants (a `list.pop(0)` free list, a Python
-loop over tokens) must lose points through the part's timing checks only. And a bug must cost
-points in its own part, not in the others: over all the mutants, the points lost outside their parts
-stay within `cascade.CASCADE_LIMIT` of those lost in them (`python -m tests.end_to_end.cascade`
-prints the figure mutant by mutant).
+table fails loudly when the answer key changes). Each is graded once on every CPU part its files
+reach (`cascade.reached`: a part that runs none of its code cannot lose points to it). Its own part
+must score below its maximum through at least one real failure, with no grader error. The
+slow-but-correct mutants (a `list.pop(0)` free list, a Python loop over tokens) must lose points
+through the part's timing checks only. And a bug must cost points in its own part, not in the
+others: over all the mutants, the points lost outside their parts stay within
+`cascade.CASCADE_LIMIT` of those lost in them (`python -m tests.end_to_end.cascade` prints the
+figure mutant by mutant).
 
 The grader shrinks every failure of a random property by a fixed amount of work (the profile's
 `shrinks`), not of seconds, so these gradings run under the parts' own time budgets: a busy
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from grader.scoring.plugin import check_names
-from tests.end_to_end.cascade import CASCADE_LIMIT, CPU_PARTS, cascade, losses, table
+from tests.end_to_end.cascade import CASCADE_LIMIT, cascade, losses, reached, table
 from tests.grading import (
     CUT_SHORT,
     Edit,
@@ -46,7 +47,7 @@ class Mutant:
 
     @property
     def options(self) -> tuple[str, ...]:
-        return ("--parts", ",".join(CPU_PARTS))
+        return ("--parts", ",".join(reached({edit.file for edit in self.edits})))
 
 
 def allocator(*changes: tuple[str, str]) -> tuple[Edit, ...]:

@@ -3,7 +3,7 @@ around it.
 
 The answer key's parts serve the check trace, preemptions included, with every request's
 tokens equal to dense decoding alone; a broken paged path shows up as mismatched tokens; and
-`run_integration` skips an incomplete submission (`end_to_end/test_answer_key.py` sees it pass the
+`run_integration` skips an incomplete submission (`full_kit/test_shipped_kits.py` sees it pass the
 answer key and fail the stubs, through the grader's command).
 """
 

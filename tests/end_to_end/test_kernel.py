@@ -1,5 +1,5 @@
 """Buggy kernels lose points in the contract's part 4, and none takes the grader down; the answer
-key's kernel gets full marks (test_answer_key.py grades the kit's other parts).
+key's kernel gets full marks (full_kit/test_shipped_kits.py grades the kit's other parts).
 
 A buggy kernel is the answer key's `paged_attention.py` with exact text edits (each old text must
 occur exactly once, so the table fails loudly when the answer key changes), or a whole file from

@@ -10,6 +10,7 @@ import pytest
 from grader.report.i18n import tr
 from tests.end_to_end.test_golden_reports import CASES
 from tests.grader.report.english import english_words, markdown_kit_words, summary_kit_words
+from tests.grader.report.punctuation import slips
 from tests.grading import Graded, build_submission, concurrently, grade
 
 # The golden reports' mutants (`test_golden_reports.CASES`): each breaks one part's rules, and
@@ -56,6 +57,7 @@ def test_a_chinese_report_has_no_english_words(
     exempt = (tr("zh", "hypothesis"), tr("zh", "traceback"))
     text = markdown_kit_words(report_md(result), tr("zh", "environment_heading"), exempt)
     assert english_words(text) == [], text
+    assert slips(text) == [], text
     assert all(english_words(check["message"]) for check in failed)  # report.json: English
 
 
@@ -67,3 +69,5 @@ def test_the_chinese_summary_and_progress_lines_have_no_english_words(
     summary = summary_kit_words(result.stdout, tr("zh", "see_counterexample"))
     assert english_words(summary) == [], summary
     assert english_words(result.stderr) == [], result.stderr
+    assert slips(summary) == [], summary
+    assert slips(result.stderr) == [], result.stderr

@@ -27,6 +27,7 @@ from grader.resume import KEPT
 from grader.scan import scan_files
 from tests.end_to_end.test_messages import GOLDEN, SAMPLE, fields, golden, untranslated
 from tests.grader.report.english import english_words, html_text, markdown_kit_words, names_in
+from tests.grader.report.punctuation import slips
 
 # Sources that make the source scan raise each kind of flag it has, and the kernel file's.
 FLAGGED_SOURCE = b"""
@@ -183,6 +184,7 @@ def test_the_leaderboard_of_a_chinese_drive_has_no_english_words() -> None:
     ):
         assert said in text, said
     assert prose(text) == [], text
+    assert slips(text) == [], text
 
 
 def test_the_leaderboard_of_an_english_drive_says_what_it_said() -> None:
@@ -250,6 +252,7 @@ def test_the_simulations_page_of_a_chinese_report_has_no_english_words() -> None
     for said in ("连续批处理，连续预留：Orca (Max)", "每步生成的 token 数", "负载下池中存有 token"):
         assert said in text, said
     assert english_words(text) == [], text
+    assert slips(text) == [], text
     assert report["simulation"] == written  # report.json keeps it in English
 
 
@@ -294,9 +297,11 @@ def test_compares_chinese_terminal_text_and_page_have_no_english_words() -> None
         assert said in text, said
     assert "未通过，0 / 0.91：执行 manager.free(req) 之后" in text
     assert english_words(text) == [], text
+    assert slips(text) == [], text
     page = html_text(compare.render_html(a, b, "zh"))
     assert "两份评分报告的对比" in page
     assert english_words(page) == [], page
+    assert slips(page) == [], page
 
 
 def test_compares_columns_stay_aligned_in_chinese() -> None:

@@ -33,12 +33,14 @@ import pytest
 from full_kit.bundle import DEFAULT_OUT, TOP_FOLDER, kit_files
 from grader import KIT_ROOT
 from grader.parts import PARTS
+from tests.grading import NEEDS_CUDA, Graded
 
 SAFETY_NET = 1800  # seconds for one command (a set-up on a loaded machine included)
 LAST_LINES = 40
 REPORT_FILES = ("report.json", "report.html", "report.md")
 CANDIDATE, FINISHED = "candidate kit", "candidate kit, finished"  # the kits' names in messages
 GRADE_KEY = ("grade", "SUBMISSION=solutions")
+EXTRAS = {"grader.cluster": "ray"}  # modules that need an optional extra: the package it brings
 OUTER = ("PYTEST_", "MAKE", "MFLAGS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
 
 
@@ -175,13 +177,59 @@ def test_each_command_of_each_kit_succeeds(shipped: Shipped, step: str) -> None:
     shipped.made[step].assert_ok()
 
 
-def test_the_full_kit_grades_the_stubs_and_the_answer_key(shipped: Shipped) -> None:
-    stubs, key = report(shipped.full, "exercises"), report(shipped.full, "solutions")
-    assert stubs["score"] == 0, stubs["score"]
-    assert key["score"] == key["max_score"] > 0
-    assert stubs["environment"]["kit"] == key["environment"]["kit"] == "full"
-    assert list(key["parts"]) == list(PARTS)
-    assert "simulation" in key
+def graded(made: Made, root: Path, name: str) -> Graded:
+    """`make grade`'s run and the report it wrote for the submission `name`, its three files
+    checked."""
+    return Graded(made.returncode, made.output, "", report(root, name))
+
+
+def skipped_for_want_of_cuda(check: dict) -> bool:
+    return check["status"] == "skipped" and check["message"] == NEEDS_CUDA
+
+
+def test_the_full_kit_gives_the_answer_key_full_marks(shipped: Shipped) -> None:
+    """Without a CUDA device the kernel's GPU checks are skipped, and only they may be."""
+    made = shipped.made[f"full kit: make {' '.join(GRADE_KEY)}"]
+    result = graded(made, shipped.full, "solutions")
+    assert not result.report["errors"], result.report["errors"]
+    assert "Traceback" not in made.output, made.output
+    for part in PARTS:
+        assert 0 < result.score(part) == result.max_score(part), result.describe(part)
+        unexplained = [
+            check["id"]
+            for check in result.part(part)["checks"]
+            if check["status"] != "passed" and not skipped_for_want_of_cuda(check)
+        ]
+        assert not unexplained, result.describe(part)
+    assert result.report["score"] == result.report["max_score"] > 0
+    assert not result.report["integrity"], result.report["integrity"]
+    assert result.report["integration"]["status"] == "passed", result.report["integration"]
+    assert result.report["environment"]["kit"] == "full"
+    assert "simulation" in result.report
+
+
+def test_the_full_kit_gives_the_stubs_zero_and_says_not_implemented(shipped: Shipped) -> None:
+    made = shipped.made["full kit: make grade"]
+    result = graded(made, shipped.full, "exercises")
+    assert not result.report["errors"], result.report["errors"]
+    assert "Traceback" not in made.output, made.output
+    assert result.report["score"] == 0 < result.report["max_score"], result.report["score"]
+    checks = [check for part in PARTS for check in result.part(part)["checks"]]
+    wrong = [
+        f"{check['id']}: {check['status']} {check['message'][:100]}"
+        for check in checks
+        if not skipped_for_want_of_cuda(check)
+        and (
+            check["status"] != "failed"
+            or not check["message"].startswith("not implemented")
+            or check["traceback"]
+        )
+    ]
+    assert not wrong, "checks that do not just say 'not implemented':\n" + "\n".join(wrong)
+    integration = result.report["integration"]
+    assert integration["status"] == "failed", integration
+    assert integration["message"].startswith("not implemented"), integration
+    assert result.report["rescored"] == {}  # nothing implemented: nothing to grade again
 
 
 def test_the_candidate_kit_grades_the_stubs_and_a_finished_submission(shipped: Shipped) -> None:
@@ -223,7 +271,8 @@ def test_every_module_of_the_candidate_kit_imports_in_its_own_environment(
     shipped: Shipped,
 ) -> None:
     """A function may import the full kit's when it runs (`grade.simulation`, called only where
-    `full_kit` is found); no module does when it is imported."""
+    `full_kit` is found); no module does when it is imported. A module of an optional extra
+    (`EXTRAS`) imports where the extra is installed."""
     kit = shipped.stubs
     modules = sorted(
         ".".join(path.relative_to(kit).with_suffix("").parts).removesuffix(".__init__")
@@ -233,7 +282,8 @@ def test_every_module_of_the_candidate_kit_imports_in_its_own_environment(
     )
     script = (
         f"import importlib, importlib.util\nfor name in {modules!r}:\n"
-        "    importlib.import_module(name)\n"
+        f"    if importlib.util.find_spec({EXTRAS!r}.get(name, 'grader')):\n"
+        "        importlib.import_module(name)\n"
         "print(importlib.import_module('grader').__file__, importlib.util.find_spec('full_kit'))"
     )
     imported = subprocess.run(
