@@ -21,7 +21,7 @@ import platform
 import sys
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -146,12 +146,25 @@ def run_modules(plugin: GradingPlugin, modules: list[Path], options: Options, *a
     if options.seed is not None:
         args += (f"--hypothesis-seed={mixed_seed(options.seed)}",)
     log = io.StringIO()
-    with contextlib.redirect_stdout(log):
+    with contextlib.redirect_stdout(log), without_outer_pytest_settings():
         status = pytest.main(list(args), plugins=[plugin])
     if status == pytest.ExitCode.INTERRUPTED:  # Ctrl-C, caught by pytest once the workers closed
         raise KeyboardInterrupt
     if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(f"pytest could not run the checks ({status!r}):\n{log.getvalue()}")
+
+
+@contextlib.contextmanager
+def without_outer_pytest_settings() -> Iterator[None]:
+    """Within it, none of the `PYTEST_*` variables of whatever started the grader: a shell's
+    `PYTEST_ADDOPTS` would add options to the checks, a test runner's `PYTEST_XDIST_WORKER`
+    makes pytest-benchmark skip the timings. The same submission gets the same grade whatever
+    runs the grader."""
+    outer = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith("PYTEST_")}
+    try:
+        yield
+    finally:
+        os.environ.update(outer)
 
 
 def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options: Options) -> None:

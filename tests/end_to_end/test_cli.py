@@ -182,3 +182,12 @@ def test_a_report_of_another_input_is_never_overwritten(
     says = f"holds the report of another input, {SOLUTIONS.resolve()}, not of {other}: pass --out"
     assert re.search(re.escape(says), result.stderr), result
     assert {path.name: path.read_bytes() for path in out.iterdir()} == written
+
+
+def test_the_grade_does_not_depend_on_pytest_settings_in_the_environment(tmp_path: Path) -> None:
+    """A shell's PYTEST_ADDOPTS, a test runner's PYTEST_XDIST_WORKER (pytest-benchmark then
+    skips its timings): the grader's checks see none of them."""
+    outer = {"PYTEST_ADDOPTS": "--collect-only -x", "PYTEST_XDIST_WORKER": "gw0"}
+    result = grade(SOLUTIONS, *PARTS, out=tmp_path / "report", env=outer)
+    result.assert_clean()
+    assert result.score("allocator") == result.max_score("allocator") == 15, result
