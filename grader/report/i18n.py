@@ -173,16 +173,16 @@ STRINGS = {
             "Its counterexample, {count} lines of Python that replay the failure, is in the report:"
         ),
         "run_in": (
-            "Run it with the kit's Python ({python}) in {folder}, the folder that holds the "
-            "graded files, or paste it into that Python started there."
+            "Run it with the kit's Python ({python} in the kit's folder) in {folder}, the folder "
+            "that holds the graded files, or paste it into that Python started there."
         ),
         "run_in_archive": (
-            "Run it with the kit's Python ({python}) in the folder {folder} of {path} unpacked, "
-            "or paste it into that Python started there."
+            "Run it with the kit's Python ({python} in the kit's folder) in the folder {folder} "
+            "of {path} unpacked, or paste it into that Python started there."
         ),
         "run_in_archive_top": (
-            "Run it with the kit's Python ({python}) in the folder {path} unpacks into, or paste "
-            "it into that Python started there."
+            "Run it with the kit's Python ({python} in the kit's folder) in the folder {path} "
+            "unpacks into, or paste it into that Python started there."
         ),
         "more_lines": "... {count} more lines in the report",
         "more_lines_one": "... {count} more line in the report",
@@ -483,15 +483,15 @@ STRINGS = {
             "它的反例（重放这次失败的 Python 代码，共 {count} 行）在报告里："
         ),
         "run_in": (
-            "在存放被评分文件的文件夹 {folder} 里用套件的 Python（{python}）运行它，"
+            "在存放被评分文件的文件夹 {folder} 里用套件的 Python（套件文件夹里的 {python}）运行它，"
             "或在那里启动这个 Python 后粘贴进去。"
         ),
         "run_in_archive": (
-            "把 {path} 解压后，在其中的文件夹 {folder} 里用套件的 Python（{python}）运行它，"
-            "或在那里启动这个 Python 后粘贴进去。"
+            "把 {path} 解压后，在其中的文件夹 {folder} 里"
+            "用套件的 Python（套件文件夹里的 {python}）运行它，或在那里启动这个 Python 后粘贴进去。"
         ),
         "run_in_archive_top": (
-            "在 {path} 解压出的文件夹里用套件的 Python（{python}）运行它，"
+            "在 {path} 解压出的文件夹里用套件的 Python（套件文件夹里的 {python}）运行它，"
             "或在那里启动这个 Python 后粘贴进去。"
         ),
         "more_lines": "……报告中还有 {count} 行",

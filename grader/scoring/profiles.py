@@ -1,12 +1,11 @@
 """Grading profiles: how hard the checks look. Both run every check; `full` looks longer.
 
 Typical wall time of a whole grading (`python -m grader SUBMISSION`, every part, the engine check
-included), measured once each on a 2-core machine without a GPU (the kernel's GPU checks skipped)
-while other work kept its load average near 1: `quick` about 30 s and `full` about 80 s for the
-answer key, `full` about 65 s for a submission with bugs in three parts (its allocator's failures
-grade two parts a second time), 13 s for the stubs. A slow submission takes longer (its timing
-rounds, its calls up to `--call-timeout`), as does one whose failures take long to shrink: each
-part's checks stop at its budget (`--part-timeout`). A busier machine stretches all of these.
+included) on a 2-core machine without a GPU (the kernel's GPU checks skipped), measured once
+each: the answer key takes 28 s with `quick` and 1 min 43 s with `full` on idle cores, 34 s and
+2 min 23 s with two CPU-bound processes beside it; the stubs take 14 s. A slow submission takes
+longer (its timing rounds, its calls up to `--call-timeout`), as does one whose failures take
+long to shrink: each part's checks stop at its budget (`--part-timeout`).
 
 The grade never depends on the environment: hypothesis loads its `ci` profile by itself whenever
 `CI` is set, so the grader builds its settings from the profile alone and applies them to every
