@@ -152,7 +152,7 @@ def connect(args: argparse.Namespace) -> None:
     """Connect this process, the driver, to the cluster at `args.ray`, or raise `NoCluster`."""
     try:
         ray.init(address=args.ray, runtime_env=runtime_env(args), log_to_driver=False)
-    except ConnectionError:
+    except (ConnectionError, ValueError):  # none at that address; an address Ray cannot read
         raise NoCluster(
             f"--ray {args.ray}: no Ray cluster was found there. Start one on this machine with "
             "`ray start --head --node-ip-address=127.0.0.1` (then --ray auto), or give the "

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import importlib.util
 import io
+import keyword
 import os
 import platform
 import sys
@@ -45,6 +46,7 @@ from grader.scoring.timing import implausible
 
 ANSWER_KEY = KIT_ROOT / "solutions"
 STUBS = KIT_ROOT / "exercises"
+SHADOWED = frozenset({"torch", "triton", "numpy", "kernels"})  # imported by the files or a script
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
 # manager: they are graded again with the kit's allocator when the candidate's fails part 1
 # (`rescore_on_the_kit_allocator`). The part's other modules grade the candidate's own code alone
@@ -113,7 +115,7 @@ def new_plugin(intake: Intake, options: Options, **fields: Any) -> GradingPlugin
     """A grading plugin for `intake` under `options`, with any of its other `fields` set."""
     return GradingPlugin(
         files=intake.files,
-        package=intake.name if intake.name.isidentifier() else "submission",
+        package=package_name(intake.name),
         reference_files=answer_key_files(),
         grading_profile=options.profile,
         seeded=options.seed is not None,
@@ -125,6 +127,14 @@ def new_plugin(intake: Intake, options: Options, **fields: Any) -> GradingPlugin
         lang=options.lang,
         **fields,
     )
+
+
+def package_name(name: str) -> str:
+    """The package the candidate's files are imported as: their folder's name, unless it is no
+    identifier or names a module their code or a counterexample imports (a folder named `torch`
+    would shadow torch), then "submission"."""
+    shadowed = name in sys.stdlib_module_names or name in SHADOWED or keyword.iskeyword(name)
+    return name if name.isidentifier() and not shadowed else "submission"
 
 
 def part_modules(parts: Iterable[str]) -> list[Path]:
@@ -178,13 +188,12 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     parts = [part for part in options.parts if PARTS[part].regraded]
     if "sharing" in parts and not all_passed(plugin, "sharing_refcounts"):
         parts.remove("sharing")  # its refcounts live in the allocator: the kit's would give them
+    if plugin.reference_files is not None:
+        parts = [part for part in parts if not stubbed(intake, part)]
     if not parts or not allocator_fails(plugin, intake, options):
         return
     if plugin.reference_files is None:
         plugin.part_notes.update(dict.fromkeys(parts, OWN_ALLOCATOR_NOTE))
-        return
-    parts = [part for part in parts if not stubbed(intake, part)]
-    if not parts:
         return
     again_line = tr(options.lang, "progress_again", parts=", ".join(parts), file=KIT_ALLOCATOR)
     print(f"  {again_line}", file=sys.stderr, flush=True)
@@ -321,8 +330,11 @@ def with_baselines(sections: dict[str, dict]) -> dict[str, dict]:
 
 def has_simulator() -> bool:
     """Whether this kit has `make simulate`'s simulator: the full kit does, the candidate bundle
-    leaves `full_kit/` out. (`find_spec("full_kit.simulate")` would raise there, not answer.)"""
-    return importlib.util.find_spec("full_kit") is not None
+    leaves `full_kit/` out (`find_spec` of a module raises where its package is missing)."""
+    try:
+        return importlib.util.find_spec("full_kit.simulate") is not None
+    except ModuleNotFoundError:
+        return False
 
 
 @functools.cache

@@ -313,7 +313,11 @@ def drive(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:
         print(f"grade-all: {error}", file=sys.stderr)
         return USAGE
-    if args.ray:
+    earlier = {
+        name: resume.kept(name, entry, args.out / name, settings) for name, entry in entries.items()
+    }
+    todo = {name: entries[name] for name, outcome in earlier.items() if outcome is None}
+    if todo and args.ray:
         from grader import cluster  # Ray is imported only here
 
         try:
@@ -322,13 +326,9 @@ def drive(args: argparse.Namespace) -> int:
             print(f"grade-all: {error}", file=sys.stderr)
             return USAGE
     with DriveProgress(len(entries), args.lang) as progress:
-        todo = {}
-        for name, entry in entries.items():
-            earlier = resume.kept(name, entry, args.out / name, settings)
-            if earlier is None:
-                todo[name] = entry
-            else:
-                progress.kept(earlier)
+        for outcome in earlier.values():
+            if outcome is not None:
+                progress.kept(outcome)
         if todo:
             grade(todo, args, progress)
     return finish(progress.outcomes, entries, args)

@@ -250,7 +250,10 @@ def syntax_blame(error: dict, lang: str) -> str:
     failed on it: decode (8), gather (8), sharing (6).". Empty when nothing did."""
     checks = error.get("checks", [])
     by_part = Counter(check_id.partition("/")[0] for check_id in checks)
-    parts = ", ".join(f"{part} ({count})" for part, count in by_part.items())
+    opened, closed = tr(lang, "open"), tr(lang, "close")
+    parts = tr(lang, "comma").join(
+        f"{part}{opened}{count}{closed}" for part, count in by_part.items()
+    )
     said = []
     if checks:
         said.append(counted(lang, "syntax_blamed", len(checks), count=len(checks), parts=parts))

@@ -170,7 +170,8 @@ STRINGS = {
         "more_failures_one": "({count} more check did not pass in this part; it is in the report.)",
         "see_counterexample": "Its counterexample, as Python that replays the failure:",
         "counterexample_in_report": (
-            "Its counterexample, {count} lines of Python that replay the failure, is in the report:"
+            "Its counterexample, {count} lines of Python that replay the failure, is too long to "
+            "show here."
         ),
         "run_in": (
             "Run it with the kit's Python ({python} in the kit's folder) in {folder}, the folder "
@@ -181,8 +182,8 @@ STRINGS = {
             "of {path} unpacked, or paste it into that Python started there."
         ),
         "run_in_archive_top": (
-            "Run it with the kit's Python ({python} in the kit's folder) in the folder {path} "
-            "unpacks into, or paste it into that Python started there."
+            "Run it with the kit's Python ({python} in the kit's folder) in the folder you unpack "
+            "{path} into, or paste it into that Python started there."
         ),
         "more_lines": "... {count} more lines in the report",
         "more_lines_one": "... {count} more line in the report",
@@ -480,7 +481,7 @@ STRINGS = {
         "more_failures_one": "（这一部分还有 {count} 项检查没有通过，在报告里。）",
         "see_counterexample": "它的反例（重放这次失败的 Python 代码）：",
         "counterexample_in_report": (
-            "它的反例（重放这次失败的 Python 代码，共 {count} 行）在报告里："
+            "它的反例（重放这次失败的 Python 代码，共 {count} 行）太长，这里不显示。"
         ),
         "run_in": (
             "在存放被评分文件的文件夹 {folder} 里用套件的 Python（套件文件夹里的 {python}）运行它，"
@@ -491,7 +492,7 @@ STRINGS = {
             "用套件的 Python（套件文件夹里的 {python}）运行它，或在那里启动这个 Python 后粘贴进去。"
         ),
         "run_in_archive_top": (
-            "在 {path} 解压出的文件夹里用套件的 Python（套件文件夹里的 {python}）运行它，"
+            "在你解压 {path} 的文件夹里用套件的 Python（套件文件夹里的 {python}）运行它，"
             "或在那里启动这个 Python 后粘贴进去。"
         ),
         "more_lines": "……报告中还有 {count} 行",

@@ -183,10 +183,11 @@ def first_failure(
 
 def counterexample_lines(script: str, runs_in: str, lang: str) -> list[str]:
     """A counterexample whole, after where it runs (`runs_in`); one longer than
-    `COUNTEREXAMPLE_LINES` only named: cut, it would lose its setup or its failing assert, and
-    a pasted part would not replay the failure. The report's link follows either way."""
+    `COUNTEREXAMPLE_LINES`, or with a line the terminal would cut (`LINE_CHARS`), only named:
+    cut, it would lose its setup or its failing assert, and a pasted part would not replay the
+    failure. The report's link follows either way."""
     lines = script.rstrip().splitlines()
-    if len(lines) > COUNTEREXAMPLE_LINES:
+    if len(lines) > COUNTEREXAMPLE_LINES or any(len(line) > LINE_CHARS for line in lines):
         return [tr(lang, "counterexample_in_report", count=len(lines))]
     return [tr(lang, "see_counterexample"), runs_in, *(f"    {line}" for line in lines)]
 

@@ -10,16 +10,19 @@ environment or source tree on their path.
   the first one's `.venv`.
 
 Every command runs as a user types it, in a shell environment without this test's Python
-(`VIRTUAL_ENV`, `PYTHONPATH`, this kit's `.venv/bin` taken off `PATH`); pip's cache is reused.
-Once the clone is set up, its gradings run beside the candidate kit's commands. A command that
-fails says which, in which kit, with the last lines of its output. Each command's only time
-limit is a safety net, not a speed goal.
+(`VIRTUAL_ENV`, `PYTHONPATH`, `GIT_*`, this kit's `.venv/bin` taken off `PATH`); pip's cache is
+reused. Once the clone is set up, its gradings run beside the candidate kit's commands. A command
+that fails says which, in which kit, with the last lines of its output. Each command's only time
+limit is a safety net, not a speed goal. The finished copy's `.venv` is a link to the stubs'
+copy's: it runs the bundle's grader from its own folder, as `python -m` does, and the editable
+install's metadata points at the other copy, which holds the same files.
 """
 
 import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tarfile
 import tempfile
@@ -41,7 +44,7 @@ REPORT_FILES = ("report.json", "report.html", "report.md")
 CANDIDATE, FINISHED = "candidate kit", "candidate kit, finished"  # the kits' names in messages
 GRADE_KEY = ("grade", "SUBMISSION=solutions")
 EXTRAS = {"grader.cluster": "ray"}  # modules that need an optional extra: the package it brings
-OUTER = ("PYTEST_", "MAKE", "MFLAGS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+OUTER = ("PYTEST_", "MAKE", "MFLAGS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "GIT_")
 
 
 @dataclass(frozen=True)
@@ -74,13 +77,21 @@ def users_environment() -> dict[str, str]:
 
 
 def make(kit: str, root: Path, *args: str) -> Made:
-    """`make ARGS` in `root`, as a user types it."""
-    done = subprocess.run(
+    """`make ARGS` in `root`, as a user types it, in a session of its own: past the safety net
+    everything it started is killed, and the step fails saying so."""
+    command = " ".join(["make", *args])
+    process = subprocess.Popen(
         ["make", "--no-print-directory", *args],
         cwd=root, env=users_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, timeout=SAFETY_NET, check=False,
+        text=True, errors="replace", start_new_session=True,
     )  # fmt: skip
-    return Made(kit, " ".join(["make", *args]), done.returncode, done.stdout)
+    try:
+        output, _ = process.communicate(timeout=SAFETY_NET)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        output += f"\n(killed after {SAFETY_NET} s, the test's safety net)"
+    return Made(kit, command, process.returncode, output)
 
 
 def clone(target: Path) -> Path:

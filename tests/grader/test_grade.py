@@ -177,3 +177,17 @@ def test_the_environment_says_which_kit_graded(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setattr(grade, "ANSWER_KEY", tmp_path / "absent")  # as in the bundle
     assert grade.answer_key_files() is None
     assert grade.environment(options)["kit"] == "candidate"
+
+
+@pytest.mark.parametrize(
+    ("folder", "package"),
+    [("buggy_sub", "buggy_sub"), ("exercises", "exercises"), ("my-sub", "submission"),
+     ("class", "submission"), ("torch", "submission"), ("types", "submission"),
+     ("kernels", "submission")],
+)  # fmt: skip
+def test_the_package_is_the_folders_name_unless_it_would_shadow_a_module(
+    folder: str, package: str
+) -> None:
+    """A folder named `torch` imported as `torch` would stand in for torch in its own code and
+    in a counterexample."""
+    assert grade.package_name(folder) == package

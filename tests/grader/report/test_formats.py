@@ -5,7 +5,7 @@ import pytest
 
 from grader.report.formats import KIT_PYTHON, run_in
 from grader.report.i18n import tr
-from grader.report.summary import COUNTEREXAMPLE_LINES, counterexample_lines
+from grader.report.summary import COUNTEREXAMPLE_LINES, LINE_CHARS, counterexample_lines
 
 
 def graded(path: str, folder: str = "") -> dict:
@@ -18,7 +18,7 @@ def graded(path: str, folder: str = "") -> dict:
         ("/home/me/buggy_sub", "", "in /home/me/buggy_sub, the folder that holds"),
         ("/home/me/cand", "submission/exercises", "in /home/me/cand/submission/exercises, the"),
         ("/home/me/cand.zip", "submission", "in the folder submission/ of /home/me/cand.zip"),
-        ("/home/me/cand.tar.gz", "", "in the folder /home/me/cand.tar.gz unpacks into"),
+        ("/home/me/cand.tar.gz", "", "in the folder you unpack /home/me/cand.tar.gz into"),
     ],
 )
 def test_a_counterexample_says_where_it_runs(path: str, folder: str, where: str) -> None:
@@ -33,6 +33,10 @@ def test_a_counterexample_too_long_for_the_terminal_is_left_to_the_report() -> N
     script = "\n".join(f"x{n} = {n}" for n in range(COUNTEREXAMPLE_LINES)) + "\nassert x0 == 1"
     assert counterexample_lines(script, "where", "en") == [
         tr("en", "counterexample_in_report", count=COUNTEREXAMPLE_LINES + 1)
+    ]
+    wide = f"x = {'1' * LINE_CHARS}\nassert x == 1"  # the terminal would cut its first line
+    assert counterexample_lines(wide, "where", "en") == [
+        tr("en", "counterexample_in_report", count=2)
     ]
     short = "x = 0\nassert x == 1"
     assert counterexample_lines(short, "where", "en") == [
