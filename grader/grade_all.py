@@ -65,6 +65,7 @@ from pathlib import Path
 from grader import KIT_ROOT, resume
 from grader import __main__ as grader_cli
 from grader.drive_progress import DriveProgress, grading_line
+from grader.intake import ARCHIVES
 from grader.parts import PARTS
 from grader.report import leaderboard
 from grader.report.compare import ReportError, load
@@ -77,7 +78,6 @@ from grader.scoring.rubric import load_rubric, parse_parts
 from grader.similarity.drive import read_drive, shown, similarity_report
 from grader.text import clean
 
-SUFFIXES = (".zip", ".tar.gz", ".tgz")
 # What grade-all writes in OUT beside the reports: the leaderboard, and the similar pairs' pages.
 OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html", "similarity")
 DEFAULT_OUT = Path("reports") / "leaderboard"
@@ -140,7 +140,7 @@ def submissions(folder: Path, out: Path) -> dict[str, Path]:
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith(".") or out.resolve().is_relative_to(entry.resolve()):
             continue  # hidden, or OUT itself (or the folder holding it)
-        if not (entry.is_dir() or entry.name.endswith(SUFFIXES)):
+        if not (entry.is_dir() or entry.name.endswith(ARCHIVES)):
             print(f"  skipping {clean(entry.name, 200)}: not a folder, .zip, .tar.gz or .tgz",
                   file=sys.stderr)  # fmt: skip
             continue
@@ -159,7 +159,7 @@ def unique_key(name: str) -> str:
 def report_name(entry: str, taken: set[str]) -> str:
     """The first of these names whose `unique_key` is not in `taken`: the entry's name without
     its archive suffix, its whole name, its whole name and `-2`, `-3`, ..."""
-    stem = next(entry.removesuffix(suffix) for suffix in (*SUFFIXES, "") if entry.endswith(suffix))
+    stem = next(entry.removesuffix(suffix) for suffix in (*ARCHIVES, "") if entry.endswith(suffix))
     candidates = itertools.chain(
         (stem, entry), (f"{entry}-{count}" for count in itertools.count(2))
     )

@@ -44,6 +44,7 @@ CLUTTER = ("__pycache__", ".DS_Store", ".git", ".venv", ".ipynb_checkpoints")
 PACKAGE_MARKER = "__init__.py"  # a package's marker, wherever it is: never listed as ignored
 KIT_MARKERS = ("exercises", "grader")  # folders that, side by side, make the kit's own folder
 TOP = PurePosixPath()
+ARCHIVES = (".zip", ".tar.gz", ".tgz")  # the submissions that are files, as `read_submission` reads
 
 
 class SubmissionRefused(ValueError):

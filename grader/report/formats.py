@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import PurePath
 
+from grader.intake import ARCHIVES
 from grader.report.i18n import STRINGS, more_points, profile_name, tr, ungraded_reason
 from grader.report.messages import translated_message
 
@@ -17,7 +18,6 @@ KITS = ("full", "candidate")  # `environment.kit`: which kit made the report
 # The engine check's figures report.md lists under its one line, where the check has them: those
 # its message does not already give (requests, tokens, steps). The page has them all.
 ENGINE_FIGURES = ("tokens_per_step", "mismatches", "peak_kv_bytes", "contiguous_kv_bytes", "device")
-ARCHIVES = (".zip", ".tar.gz", ".tgz")  # the submissions `intake.py` reads that are files
 KIT_PYTHON = ".venv/bin/python"  # in the kit's folder: where its Makefile installs the kit
 
 

@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ import pytest
 from full_kit.bundle import (
     CANDIDATE_FILES,
     FULL_KIT_FOLDERS,
-    TOP_FOLDER,
     BundleRefused,
     build,
     bundle_files,
@@ -25,6 +23,7 @@ from full_kit.bundle import (
     kit_files,
 )
 from grader import KIT_ROOT
+from tests.full_kit.test_shipped_kits import unpack
 
 SOLUTIONS = KIT_ROOT / "solutions"
 
@@ -54,10 +53,7 @@ def archive(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def kit(archive: Path, tmp_path_factory) -> Path:
     """The candidate bundle, unpacked, with the stubs in `exercises/`."""
-    place = tmp_path_factory.mktemp("unpacked")
-    with tarfile.open(archive) as bundle:
-        bundle.extractall(place, filter="data")
-    return place / TOP_FOLDER
+    return unpack(archive, tmp_path_factory.mktemp("unpacked"))
 
 
 def test_no_answer_key_is_in_the_bundle(kit: Path) -> None:

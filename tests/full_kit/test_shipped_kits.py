@@ -109,6 +109,7 @@ def clone(target: Path) -> Path:
 
 
 def unpack(archive: Path, place: Path) -> Path:
+    """The candidate kit in `archive`, unpacked under `place`: its top folder."""
     with tarfile.open(archive) as bundle:
         bundle.extractall(place, filter="data")
     return place / TOP_FOLDER
