@@ -225,7 +225,8 @@ class AllocatorMachine(RuleBasedStateMachine):
             f"allocate({n}) must give {n} distinct ids: {ids}",
             got=f"(len({name}), len(set({name})))",
         )
-        wrong = [i for i in ids if i in self.held.ids() or not 0 <= i < self.num_blocks]
+        held = self.held.ids()
+        wrong = [i for i in ids if i in held or not 0 <= i < self.num_blocks]
         expect(
             self.transcript,
             not wrong,
@@ -256,9 +257,10 @@ class AllocatorMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def free_with_a_bad_id(self, data):
-        held = sorted(self.held.ids())
+        held_set = self.held.ids()
+        held = sorted(held_set)
         good = data.draw(st.lists(st.sampled_from(held), unique=True) if held else st.just([]))
-        unheld = [i for i in range(self.num_blocks) if i not in self.held.ids()]
+        unheld = [i for i in range(self.num_blocks) if i not in held_set]
         bad = data.draw(
             st.one_of(
                 st.integers(self.num_blocks, self.num_blocks + 3),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis
+import hypothesis.core
 import pytest
 from hypothesis.internal.conjecture import engine as conjecture_engine
 
@@ -76,6 +77,11 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
         # Shrinking a failure through a worker is slow: bound it by work (`profiles.py`).
         conjecture_engine.MAX_SHRINKS = self.grading_profile.shrinks
         conjecture_engine.MAX_SHRINKING_SECONDS = SHRINK_SECONDS
+        # Hypothesis traces every line the grader runs once a property fails, only to print which
+        # lines failing cases ran (`is_coverage`: dropped); under Python 3.11's settrace that is
+        # most of a failing check's time. Its examples and its shrinking do not depend on it, and
+        # it supports turning it off this way (the note on `_should_trace` in hypothesis/core.py).
+        hypothesis.core.StateForActualGivenExecution._should_trace = lambda _: False
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -168,7 +174,9 @@ def skip_reason(report: pytest.TestReport) -> str:
 
 
 def is_coverage(note: str) -> bool:
-    """Hypothesis' explanation of which grader lines failing cases ran: no help to a candidate."""
+    """Hypothesis' explanation of which grader lines failing cases ran: no help to a candidate.
+    The grader turns its tracing off (`pytest_configure`); this drops what a Hypothesis that
+    traces anyway (a release that renames what is patched there) would write."""
     note = note.strip()
     return note.startswith(("Explanation", "These lines")) or bool(
         re.fullmatch(r"\S+\.py:\d+", note)

@@ -33,13 +33,15 @@ def raises(transcript: Transcript, kind: type[Exception], call: str) -> Iterator
     raise AssertionError(f"{call} must raise {kind.__name__}, but returned normally")
 
 
-Code = str | Callable[[], str]  # code, or what writes it (only on failure: it may name lines)
+# A counterexample's code or a failure's message, or what writes it, only on failure: code may
+# name lines the transcript has yet to write; a tensor's repr is slow, and the checks assert often.
+Code = Message = str | Callable[[], str]
 
 
 def expect(
     transcript: Transcript,
     ok: bool,
-    message: str,
+    message: Message,
     got: Code,
     expected: Code,
     op: str = "==",
@@ -49,11 +51,12 @@ def expect(
     <got> <op> <expected>` (code), and the check fails with `message`."""
     if not ok:
         transcript.fail(written(got), written(expected), op, before)
-        raise AssertionError(message)
+        raise AssertionError(written(message))
 
 
-def written(code: Code) -> str:
-    return code() if callable(code) else code
+def written(text: Code | Message) -> str:
+    """`text`, written out."""
+    return text() if callable(text) else text
 
 
 def same(
@@ -84,7 +87,7 @@ def distinct(transcript: Transcript, values: list, code: str, message: str) -> N
     )
 
 
-def a_tensor(transcript: Transcript, value: Any, code: str, message: str) -> None:
+def a_tensor(transcript: Transcript, value: Any, code: str, message: Message) -> None:
     """`value` (`code` in the counterexample) is a tensor."""
     expect(
         transcript,

@@ -86,7 +86,7 @@ def assert_tensor(
     transcript: Transcript, got: object, what: str, dtype: torch.dtype, shape: list[int], code: str
 ) -> None:
     """What `what` returned (`code` in the counterexample) is a `dtype` tensor of `shape`."""
-    a_tensor(transcript, got, code, f"{what} must return a tensor, got {got!r}")
+    a_tensor(transcript, got, code, lambda: f"{what} must return a tensor, got {got!r}")
     kind = "float32 rows" if dtype == torch.float32 else "a LongTensor (int64)"
     verb = "return" if dtype == torch.float32 else "be"
     same(
@@ -542,8 +542,11 @@ class ManagerModel:
             expect(
                 transcript,
                 kept,
-                f"after {self.last_call}, manager.physical_kv_cache must still be a tensor of "
-                f"shape [num_blocks, block_size, head_dim] = {shape}, got {pool!r:.200}",
+                lambda: (
+                    f"after {self.last_call}, manager.physical_kv_cache must still be a "
+                    f"tensor of shape [num_blocks, block_size, head_dim] = {shape}, "
+                    f"got {pool!r:.200}"
+                ),
                 got=f"list({manager}.physical_kv_cache.shape)",
                 expected=repr(shape),
             )
