@@ -68,9 +68,11 @@ def apt_install(config: pytest.Config, package: str, why: str) -> str | None:
     if os.geteuid() != 0:
         return f"{package} is missing: install it with `sudo apt-get install {package}`"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "--no-install-recommends", package]
+    # Another test process (pytest-xdist's) may be installing too: wait for its lock.
+    apt_get = ["apt-get", "-o", f"DPkg::Lock::Timeout={APT_SECONDS}"]
+    install = [*apt_get, "install", "-y", "--no-install-recommends", package]
     say(config, f"\nInstalling Debian's {package} {why} (first run only)...")
-    for before in ([], [["apt-get", "update"]]):
+    for before in ([], [[*apt_get, "update"]]):
         for command in [*before, install]:
             try:
                 done = subprocess.run(command, env=env, capture_output=True, text=True,

@@ -1,10 +1,15 @@
-"""Shared test settings: one Hypothesis profile whatever the environment, and one torch thread.
+"""Shared test settings: one Hypothesis profile whatever the environment, one torch thread, and
+one folder of gradings per test session.
 
 Hypothesis loads its own `ci` profile whenever `CI` is set; loading ours explicitly keeps a
 run on a laptop and a run in CI the same (same examples, no deadline, no example database).
 The tests' tensors are small: a torch thread pool only adds waiting, and on a busy 2-core
 machine it makes each small op and each benchmark round ten times slower at random.
+`make test` runs the test modules in several processes (pytest-xdist, a whole module per
+process); the gradings that several modules read are shared between them (`shared_gradings`).
 """
+
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +22,18 @@ settings.register_profile(
 )
 settings.load_profile("kit")
 torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def shared_gradings(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this test session that every xdist worker of it shares: the gradings that
+    several test modules read (`tests.grading.grade_shared`)."""
+    base = tmp_path_factory.getbasetemp()
+    if hasattr(pytestconfig, "workerinput"):  # an xdist worker: its base is in the session's
+        base = base.parent
+    folder = base / "shared-gradings"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 @pytest.hookimpl(trylast=True)

@@ -5,15 +5,21 @@ whole files replaced and exact text edits applied; every edit's old text must oc
 so that a table of mutants cannot rot silently when the answer key changes. The grader runs as
 the command a hiring team types (`python -m grader ...`, from the kit's root), in a subprocess
 with a timeout, and the test reads the `report.json` it wrote.
+
+A grading that several test modules read (a mutant whose verdicts test_buggy.py asserts and whose
+counterexamples test_counterexamples.py runs) is graded once per test session, in whichever
+module or xdist worker asks first (`grade_shared`).
 """
 
+import fcntl
+import hashlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,7 +36,8 @@ GRADED_PARTS = tuple(part for part in PARTS if part != "kernel")  # the CPU-quic
 CLI_TIMEOUT = 300.0
 CUT_SHORT = "time budget"  # in the message of a check cut short by --part-timeout
 NEEDS_CUDA = "needs a CUDA device"  # the message of the kernel checks skipped without one
-CONCURRENT_GRADINGS = 2  # CI has 2 cores; each grading is mostly one busy process at a time
+CONCURRENT_GRADINGS = 2  # per test module: mostly one busy process each; make test runs a
+# module per core (pytest-xdist), so a 2-core CI machine runs up to 4 gradings at a time
 
 T = TypeVar("T")
 
@@ -51,6 +58,20 @@ def apply_edit(text: str, edit: Edit) -> str:
     return text.replace(edit.old, edit.new)
 
 
+def submission_texts(
+    base: Path = SOLUTIONS,
+    files: Mapping[str, Path | str] | None = None,
+    edits: Iterable[Edit] = (),
+) -> dict[str, str]:
+    """`base`'s modules by name, some replaced (by a file or by text), then edited."""
+    texts = {path.name: path.read_text() for path in sorted(base.glob("*.py"))}
+    for name, source in (files or {}).items():
+        texts[name] = source.read_text() if isinstance(source, Path) else source
+    for edit in edits:
+        texts[edit.file] = apply_edit(texts[edit.file], edit)
+    return texts
+
+
 def build_submission(
     folder: Path,
     base: Path = SOLUTIONS,
@@ -59,12 +80,7 @@ def build_submission(
 ) -> Path:
     """`folder` holding `base`'s modules, some replaced (by a file or by text), then edited."""
     folder.mkdir(parents=True, exist_ok=True)
-    texts = {path.name: path.read_text() for path in sorted(base.glob("*.py"))}
-    for name, source in (files or {}).items():
-        texts[name] = source.read_text() if isinstance(source, Path) else source
-    for edit in edits:
-        texts[edit.file] = apply_edit(texts[edit.file], edit)
-    for name, text in texts.items():
+    for name, text in submission_texts(base, files, edits).items():
         (folder / name).write_text(text)
     return folder
 
@@ -154,6 +170,30 @@ def grade(
     assert graded.returncode == 0, f"the grader failed\n{graded}"
     assert graded.report, f"the grader wrote no report\n{graded}"
     return graded
+
+
+def grade_shared(
+    shared: Path,
+    name: str,
+    options: Sequence[str],
+    files: Mapping[str, Path | str] | None = None,
+    edits: Iterable[Edit] = (),
+) -> Graded:
+    """The answer key with `files` and `edits`, in a folder `name`, graded with `options` once
+    per `shared` folder (the `shared_gradings` fixture: one per test session, every xdist
+    worker's): the first caller grades it while holding its lock, every later one, in any
+    process, reads what that grading left. The same inputs make the same key. A grading that
+    fails leaves nothing: the next caller grades again, and fails the same way."""
+    inputs = [name, submission_texts(SOLUTIONS, files, edits), list(options)]
+    key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:16]
+    saved = shared / key / "graded.json"
+    with (shared / f"{key}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its process dies
+        if saved.is_file():
+            return Graded(**json.loads(saved.read_text()))
+        graded = grade(build_submission(shared / key / name, files=files, edits=edits), *options)
+        saved.write_text(json.dumps(asdict(graded)))
+        return graded
 
 
 def concurrently(jobs: Mapping[str, Callable[[], T]]) -> dict[str, Future[T]]:

@@ -33,6 +33,7 @@ from tests.grading import (
     build_submission,
     concurrently,
     grade,
+    grade_shared,
     module_items,
 )
 from tests.grading import selected_params as selected
@@ -218,22 +219,27 @@ def timing_check_ids(part: str) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future[Graded]]:
-    """Every selected mutant (all of them for the cascade test) graded on every CPU part, two
-    at a time (keyed by id), and each mutant of the time budget test graded on its part with a
-    tight budget (keyed by id + "-cut")."""
+def graded(
+    request: pytest.FixtureRequest, tmp_path_factory, shared_gradings: Path
+) -> dict[str, Future[Graded]]:
+    """Every selected mutant (all of them for the cascade test) graded on every CPU part it
+    reaches, two at a time (keyed by id; test_counterexamples.py reads some of the same
+    gradings), and each mutant of the time budget test graded on its part with a tight budget
+    (keyed by id + "-cut")."""
     root: Path = tmp_path_factory.mktemp("mutants")
 
-    def job(mutant: Mutant, name: str, *options: str):
-        folder = build_submission(root / name, edits=mutant.edits)
-        return lambda: grade(folder, *options)
+    def job(mutant: Mutant):
+        return lambda: grade_shared(shared_gradings, mutant.id, mutant.options, edits=mutant.edits)
+
+    def cut_short(mutant: Mutant):
+        folder = build_submission(root / f"{mutant.id}-cut", edits=mutant.edits)
+        return lambda: grade(folder, "--parts", mutant.part, "--part-timeout", "4")
 
     cascade_test = any(item.originalname == test_bugs_stay_in_their_part.__name__
                        for item in module_items(request))  # fmt: skip
     mutants = MUTANTS if cascade_test else selected(request, "mutant")
-    jobs = {m.id: job(m, m.id, *m.options) for m in mutants}
-    for m in selected(request, "shrinking"):
-        jobs[f"{m.id}-cut"] = job(m, f"{m.id}-cut", "--parts", m.part, "--part-timeout", "4")
+    jobs = {m.id: job(m) for m in mutants}
+    jobs |= {f"{m.id}-cut": cut_short(m) for m in selected(request, "shrinking")}
     return concurrently(jobs)
 
 

@@ -2,12 +2,13 @@
 candidate runs it on their files, and passes on the answer key's.
 
 Mutants of the other end-to-end tests (test_buggy.py, test_scheduler.py, test_kernel.py), one
-or two per part, each graded on its own part with the quick profile. For each failed check (up
-to a mutant's `limit`) the counterexample is written into a copy of the kit's layout, the
-mutant's files as the package it imports (the graded folder's name), and run with `python`: it
-must stop with an exception raised by its last line (its final assert, or the candidate's own
-exception). With the answer key's files as that package it must exit 0; and pasted into the REPL
-line by line, it must read with no SyntaxError.
+or two per part, each graded as that test grades it (the same grading, graded once: its parts,
+the quick profile). For each failed check of the mutant's own part (up to a mutant's `limit`)
+the counterexample is written into a copy of the kit's layout, the mutant's files as the package
+it imports (the graded folder's name), and run with `python`: it must stop with an exception
+raised by its last line (its final assert, or the candidate's own exception). With the answer
+key's files as that package it must exit 0; and pasted into the REPL line by line, it must read
+with no SyntaxError.
 
 The allocator's cost growth counterexample is timed: it runs the workload on a small and a large
 pool and holds the growth to 3 times the reference's (the mutant's growth is about 15x, the
@@ -15,7 +16,7 @@ answer key's about 1x, both measured in the same run).
 """
 
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ import pytest
 from tests.end_to_end.test_buggy import MUTANTS_BY_ID
 from tests.end_to_end.test_kernel import BUGGY
 from tests.end_to_end.test_scheduler import MUTANTS as SCHEDULER_MUTANTS
-from tests.grading import SOLUTIONS, Edit, build_submission, concurrently, grade
+from tests.end_to_end.test_scheduler import OPTIONS as SCHEDULER_OPTIONS
+from tests.grading import SOLUTIONS, Edit, concurrently, grade_shared
 from tests.replay import Ran, assert_pastes_into_the_repl, kit, run
 
 KERNELS = {buggy.id: buggy for buggy in BUGGY}
@@ -34,22 +36,24 @@ SCHEDULERS = {mutant.id: mutant for mutant in SCHEDULER_MUTANTS}
 class Mutant:
     id: str
     part: str
+    options: tuple[str, ...]  # as its own test grades it
     edits: tuple[Edit, ...] = ()
-    replaced_by: Path | None = None  # a whole paged_attention.py
+    files: dict[str, Path] = field(default_factory=dict)  # whole files in place of the key's
     limit: int = 8  # the counterexamples run, at most (each runs twice)
 
 
 def of_test_buggy(mutant_id: str, part: str) -> Mutant:
-    return Mutant(mutant_id, part, MUTANTS_BY_ID[mutant_id].edits)
+    mutant = MUTANTS_BY_ID[mutant_id]
+    return Mutant(mutant_id, part, mutant.options, mutant.edits)
 
 
 def of_test_scheduler(mutant_id: str) -> Mutant:
-    return Mutant(mutant_id, "scheduler", SCHEDULERS[mutant_id].edits)
+    return Mutant(mutant_id, "scheduler", SCHEDULER_OPTIONS, SCHEDULERS[mutant_id].edits)
 
 
 def of_test_kernel(buggy_id: str, limit: int) -> Mutant:
     buggy = KERNELS[buggy_id]
-    return Mutant(buggy.id, "kernel", buggy.edits, buggy.replaced_by, limit)
+    return Mutant(buggy.id, "kernel", buggy.options, buggy.edits, buggy.files, limit)
 
 
 MUTANTS = [
@@ -89,12 +93,12 @@ class Replayed:
         return [f"{self.check}: {problem}\n{self.script}" for problem in found]
 
 
-def replay_all(mutant: Mutant, root: Path) -> list[Replayed]:
-    """`mutant` graded on its part, and each of its counterexamples (up to its limit) run."""
-    files = {"paged_attention.py": mutant.replaced_by} if mutant.replaced_by else {}
-    folder = build_submission(root / mutant.id, files=files, edits=mutant.edits)
-    graded = grade(folder, "--parts", mutant.part, out=root / f"{mutant.id}-report")
+def replay_all(mutant: Mutant, root: Path, shared: Path) -> list[Replayed]:
+    """`mutant` graded (in `shared`), and each of its part's counterexamples (up to its limit)
+    run."""
+    graded = grade_shared(shared, mutant.id, mutant.options, mutant.files, mutant.edits)
     graded.assert_clean()
+    folder = Path(graded.report["submission"]["path"])
     checks = [check for check in graded.part(mutant.part)["checks"] if check["counterexample"]]
     replayed = []
     for check in checks[: mutant.limit]:
@@ -107,10 +111,11 @@ def replay_all(mutant: Mutant, root: Path) -> list[Replayed]:
 
 
 @pytest.fixture(scope="module")
-def replayed(tmp_path_factory) -> dict[str, Future[list[Replayed]]]:
+def replayed(tmp_path_factory, shared_gradings: Path) -> dict[str, Future[list[Replayed]]]:
     root: Path = tmp_path_factory.mktemp("counterexamples")
     return concurrently({
-        mutant.id: lambda mutant=mutant: replay_all(mutant, root) for mutant in MUTANTS
+        mutant.id: lambda mutant=mutant: replay_all(mutant, root, shared_gradings)
+        for mutant in MUTANTS
     })  # fmt: skip
 
 

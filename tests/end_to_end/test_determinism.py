@@ -1,15 +1,15 @@
 """The grade is a function of the submission and the seed: rerunning gives the same report, and
-a private seed (`--seed N`, fresh hidden examples) still gives the answer key full marks and
-still finds a bug that only a random example reaches."""
+a private seed (`--seed N`, fresh hidden examples) still gives the answer key full marks (its
+golden report's grading, at seed 7) and still finds a bug that only a random example reaches."""
 
 from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
+from tests.end_to_end.test_golden_reports import grade_case
 from tests.grading import (
     GRADED_PARTS,
-    SOLUTIONS,
     Edit,
     Graded,
     build_submission,
@@ -28,15 +28,14 @@ WRAPPING_IDS = Edit(
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict[str, Future[Graded]]:
+def graded(tmp_path_factory, shared_gradings: Path) -> dict[str, Future[Graded]]:
     root: Path = tmp_path_factory.mktemp("determinism")
     buggy = build_submission(root / "buggy", edits=[WRAPPING_IDS])
     seeded = ("--parts", "allocator", "--seed", "7")
-    all_parts = ("--parts", ",".join(GRADED_PARTS))
     return concurrently({
         "first": lambda: grade(buggy, *seeded),
         "again": lambda: grade(buggy, *seeded, out=root / "again"),
-        "answer key": lambda: grade(SOLUTIONS, *all_parts, "--seed", "7", out=root / "solutions"),
+        "answer key": lambda: grade_case("answer_key", shared_gradings),
     })  # fmt: skip
 
 
@@ -53,6 +52,7 @@ def test_a_private_seed_still_finds_the_bug(graded: dict[str, Future[Graded]]) -
 
 def test_a_private_seed_gives_the_answer_key_full_marks(graded: dict[str, Future[Graded]]):
     result = graded["answer key"].result()
+    assert result.report["environment"]["seed"] == 7
     assert not result.report["errors"], result.report["errors"]
     for part in GRADED_PARTS:
         assert 0 < result.score(part) == result.max_score(part), result.describe(part)

@@ -19,7 +19,7 @@ import pytest
 
 from grader.parts import PARTS
 from grader.scoring.rubric import load_rubric
-from tests.grading import Edit, Graded, build_submission, concurrently, grade
+from tests.grading import Edit, Graded, concurrently, grade_shared
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SEED = ("--seed", "7", "--profile", "quick")
@@ -86,16 +86,18 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def grade_case(name: str, root: Path) -> Graded:
+def grade_case(name: str, shared: Path) -> Graded:
+    """The case `name` graded once per `shared` folder (test_determinism.py reads the answer
+    key's grading)."""
     edits, parts = CASES[name]
-    folder = build_submission(root / name / "submission", edits=edits)
-    return grade(folder, "--parts", parts, *SEED, out=root / name / "report")
+    return grade_shared(shared, "submission", ("--parts", parts, *SEED), edits=edits)
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict[str, Future[Graded]]:
-    root = tmp_path_factory.mktemp("golden")
-    return concurrently({name: lambda name=name: grade_case(name, root) for name in CASES})
+def graded(shared_gradings: Path) -> dict[str, Future[Graded]]:
+    return concurrently({
+        name: lambda name=name: grade_case(name, shared_gradings) for name in CASES
+    })  # fmt: skip
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -27,9 +27,9 @@ from tests.grading import (
     SOLUTIONS,
     Edit,
     Graded,
-    build_submission,
     concurrently,
     grade,
+    grade_shared,
     module_items,
 )
 from tests.grading import selected_params as selected
@@ -62,6 +62,10 @@ class Buggy:
     says: tuple[str, ...] = ()  # what every kernel check must fail saying (each of them)
     scores_nothing: bool = False  # its kernel part must score 0
     uncaught: str = ""  # why no kernel check catches it yet: its test is an expected failure
+
+    @property
+    def files(self) -> dict[str, Path]:
+        return {PART_FILE: self.replaced_by} if self.replaced_by else {}
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -144,15 +148,18 @@ BOOKKEEPING_EDITS = (
 
 
 @pytest.fixture(scope="module")
-def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future[Graded]]:
-    """Every selected buggy kernel graded (keyed by id), and the answer key, the ESCAPE fixture
-    and the BOOKKEEPING wrapper when their tests run (keyed so), two at a time."""
+def graded(
+    request: pytest.FixtureRequest, tmp_path_factory, shared_gradings: Path
+) -> dict[str, Future[Graded]]:
+    """Every selected buggy kernel graded (keyed by id; test_counterexamples.py reads some of
+    the same gradings), and the answer key, the ESCAPE fixture and the BOOKKEEPING wrapper when
+    their tests run (keyed so), two at a time."""
     root: Path = tmp_path_factory.mktemp("kernels")
 
     def job(buggy: Buggy):
-        files = {"paged_attention.py": buggy.replaced_by} if buggy.replaced_by else {}
-        folder = build_submission(root / buggy.id, files=files, edits=buggy.edits)
-        return lambda: grade(folder, *buggy.options)
+        return lambda: grade_shared(
+            shared_gradings, buggy.id, buggy.options, buggy.files, buggy.edits
+        )
 
     jobs = {buggy.id: job(buggy) for buggy in selected(request, "buggy")}
     tests = {item.function for item in module_items(request)}

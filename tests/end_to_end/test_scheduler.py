@@ -18,10 +18,12 @@ from tests.grading import (
     build_submission,
     concurrently,
     grade,
+    grade_shared,
 )
 from tests.grading import selected_params as selected
 
 PART = "scheduler"
+OPTIONS = ("--parts", PART)
 INVARIANTS = (
     "add_request_refuses_what_can_never_run",
     "every_request_gets_exactly_its_tokens",
@@ -119,9 +121,12 @@ MUTANTS = [
 
 
 @pytest.fixture(scope="module")
-def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future[Graded]]:
-    """The answer key, every selected mutant, the stub and the part-2-less submission, each
-    graded on part 5 alone, two at a time."""
+def graded(
+    request: pytest.FixtureRequest, tmp_path_factory, shared_gradings: Path
+) -> dict[str, Future[Graded]]:
+    """The answer key, every selected mutant (test_counterexamples.py reads some of the same
+    gradings), the stub and the part-2-less submission, each graded on part 5 alone, two at a
+    time."""
     root: Path = tmp_path_factory.mktemp("scheduler")
     broken = root / "without_a_manager"
     build_submission(broken, files={"kv_cache_manager.py": "this is not Python ("})
@@ -131,12 +136,14 @@ def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future
         "stub": build_submission(root / "stub", files={"scheduler.py": EXERCISES / "scheduler.py"}),
         "without_a_manager": broken,
     }
-    for mutant in selected(request, "mutant"):
-        folders[mutant.id] = build_submission(root / mutant.id, edits=mutant.edits)
-    return concurrently({
-        name: lambda folder=folder: grade(folder, "--parts", PART)
-        for name, folder in folders.items()
-    })  # fmt: skip
+    jobs = {name: lambda folder=folder: grade(folder, *OPTIONS) for name, folder in folders.items()}
+    jobs |= {
+        mutant.id: lambda mutant=mutant: grade_shared(
+            shared_gradings, mutant.id, OPTIONS, edits=mutant.edits
+        )
+        for mutant in selected(request, "mutant")
+    }
+    return concurrently(jobs)
 
 
 def check_statuses(result: Graded) -> dict[str, str]:
