@@ -54,7 +54,7 @@ def expect(
         raise AssertionError(written(message))
 
 
-def written(text: Code | Message) -> str:
+def written(text: Code) -> str:
     """`text`, written out."""
     return text() if callable(text) else text
 
