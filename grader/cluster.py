@@ -1,6 +1,6 @@
 """`grade-all --ray ADDRESS`: each submission graded by a Ray task, on the cluster at ADDRESS.
 
-The driver (this process) sends each submission's files to a task as bytes (`pack`); the task
+The driver (this process) sends each submission's files to a task as bytes (`tarball`); the task
 runs the same isolated grading as a local grade-all, `grade_all.grade_one` (`python -m grader`
 in a process group of its own, with the timeout), in a temporary folder on its node, and returns
 the outcome and the report folder as bytes, which the driver writes under OUT. The kit reaches
@@ -18,9 +18,7 @@ submission says so, and one that fails twice gets a row that says why.
 """
 
 import argparse
-import io
 import sys
-import tarfile
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -34,6 +32,7 @@ from grader.grade_all import LOG_LINES, grade_one
 from grader.parts import PARTS
 from grader.report.leaderboard import Outcome
 from grader.resume import clear
+from grader.tarball import pack, unpack
 
 MAX_RETRIES = 1  # so a submission's task runs at most twice
 EXCLUDES = ["/tests", "/docs", "/reports", "/dist", "/build", "/submissions"]
@@ -49,21 +48,6 @@ class Attempts:
     def start(self, name: str) -> int:
         self.counts[name] = self.counts.get(name, 0) + 1
         return self.counts[name]
-
-
-def pack(path: Path) -> bytes:
-    """`path` (a folder or a file) as a .tar.gz holding it under its own name."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as bundle:
-        bundle.add(path, arcname=path.name)
-    return buffer.getvalue()
-
-
-def unpack(data: bytes, into: Path) -> None:
-    """Extract a `pack`ed .tar.gz into the folder `into` (nothing may land outside it)."""
-    into.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as bundle:
-        bundle.extractall(into, filter="data")
 
 
 @ray.remote(max_retries=MAX_RETRIES, retry_exceptions=True)

@@ -24,7 +24,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from full_kit.bundle import DEFAULT_OUT, TOP_FOLDER, kit_files
-from grader import KIT_ROOT
+from grader import KIT_ROOT, tarball
 from grader.parts import PARTS
 from tests.grading import NEEDS_CUDA, Graded
 
@@ -110,8 +109,7 @@ def clone(target: Path) -> Path:
 
 def unpack(archive: Path, place: Path) -> Path:
     """The candidate kit in `archive`, unpacked under `place`: its top folder."""
-    with tarfile.open(archive) as bundle:
-        bundle.extractall(place, filter="data")
+    tarball.unpack(archive.read_bytes(), place)
     return place / TOP_FOLDER
 
 
