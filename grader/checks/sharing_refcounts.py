@@ -25,7 +25,7 @@ from hypothesis.stateful import (
 
 from grader.checks.allocator import new_allocator
 from grader.checks.support.expect import Held, expect, int_list, plain_int, raises
-from grader.sandbox.proxy import Shown, Submission
+from grader.sandbox.proxy import Shown, Submission, method, read
 
 pytestmark = pytest.mark.part("sharing")
 
@@ -54,13 +54,16 @@ class Counts:
         """Every block's ref_count, and num_free (kept out of the counterexample: the failed
         assertion's message gives them)."""
         with self.transcript.quiet():
+            blocks = range(self.num_blocks)
+            reads = self.submission.batch([
+                *(method(self.allocator, "ref_count", block) for block in blocks),
+                read(self.allocator, "num_free"),
+            ])  # fmt: skip
             counts = {
-                block: plain_int(
-                    self.transcript, self.allocator.ref_count(block), f"ref_count({block})"
-                )
-                for block in range(self.num_blocks)
+                block: plain_int(self.transcript, next(reads), f"ref_count({block})")
+                for block in blocks
             }
-            return counts, plain_int(self.transcript, self.allocator.num_free, "num_free")
+            return counts, plain_int(self.transcript, next(reads), "num_free")
 
     def held(self) -> dict[int, int]:
         return {block: count for block, count in self.counts.items() if count}

@@ -415,12 +415,52 @@ class Submission:
         decoded, or the candidate's exception raised."""
         reply = self.sandbox.request(message, seconds or self.sandbox.limits.call_seconds)
         if "error" in reply:
-            info = reply["error"]
-            if info.get("builtin") == "NotImplementedError":
-                raise NotImplementedInSubmission(f"{description} raises NotImplementedError")
-            raise remote_error(info)
+            raise self.raised(reply["error"], description)
+        return self.decoded(reply["ok"], description)
+
+    def batch(self, requests: list[tuple[dict, str]]) -> Iterator[Any]:
+        """`requests` (each a message and its line in the transcript, as `read`, `length` and
+        `method` make them) in one round trip, run in order up to the first that raises.
+
+        The values come one by one, each entered in the transcript when it is taken, as its own
+        `remote_call` would enter it then; the request that raised raises when its turn comes.
+        So a check that takes them in order leaves the same transcript as one request each."""
+        message = {"op": "batch", "requests": [request for request, _ in requests]}
+        reply = self.sandbox.request(message, self.sandbox.limits.call_seconds)
+        if "error" in reply:
+            raise self.raised(reply["error"], requests[0][1].split("(")[0])
+        match reply["ok"]:
+            case [list(values), None] if len(values) == len(requests):
+                error = None
+            case [list(values), dict(error)] if len(values) < len(requests):
+                pass
+            case _:
+                self.sandbox.fail(BadReply("the worker's reply to a batch is malformed"))
+        lines = [line for _, line in requests]
+        values = [self.decoded(value, line) for value, line in zip(values, lines, strict=False)]
+        return self.taken(requests, values, error)
+
+    def taken(self, requests: list[tuple[dict, str]], values: list, error: dict | None) -> Iterator:
+        """`batch`'s values, each entered in the transcript as it is taken; then its error."""
+        for (request, line), value in zip(requests, values, strict=False):
+            name_hint = request["name"] if request["op"] == "getattr" else None
+            yield self.entered(request, line, value, name_hint)
+        if error is not None:
+            line = requests[len(values)][1]
+            failure = self.raised(error, line.split("(")[0])
+            if isinstance(failure, RemoteError):
+                self.entered_error(line, failure)
+            raise failure
+
+    def raised(self, info: dict, description: str) -> Exception | SubmissionFailure:
+        """What the candidate's code raised in the worker (`info`), to raise here."""
+        if info.get("builtin") == "NotImplementedError":
+            return NotImplementedInSubmission(f"{description} raises NotImplementedError")
+        return remote_error(info)
+
+    def decoded(self, value: Any, description: str) -> Any:
         try:
-            return self.decode(reply["ok"])
+            return self.decode(value)
         except Exception as error:  # every malformed value is the worker's doing
             self.sandbox.fail(
                 BadReply(f"the worker's reply to {description} is malformed: {error}")
@@ -480,13 +520,18 @@ class Submission:
     ) -> Any:
         """A request that goes into the transcript as `line` (`call`: the same as an expression,
         where `line` is a statement), with its result or exception."""
-        transcript, read = self.transcript, message["op"] in READS
         try:
             value = self.call(message, line.split("(")[0], seconds)
         except RemoteError as error:
-            recorded = transcript.record(line, f"raises {error}", call=call, raised=True)
-            error.recorded = (transcript, recorded)
+            self.entered_error(line, error, call)
             raise
+        return self.entered(message, line, value, name_hint, call)
+
+    def entered(
+        self, message: dict, line: str, value: Any, name_hint: str | None = None, call: str = ""
+    ) -> Any:
+        """`value`, what `message` returned, entered in the transcript as `line`."""
+        transcript = self.transcript
         if isinstance(value, Remote):
             variable = transcript.variable(name_hint or value._type)
             object.__setattr__(value, "_name", variable)
@@ -495,8 +540,14 @@ class Submission:
             transcript.record(line, call=call)
         else:
             outcome = f"-> {transcript.code(value)}"
-            transcript.record(line, outcome, value=value, read=read)
+            transcript.record(line, outcome, value=value, read=message["op"] in READS)
         return value
+
+    def entered_error(self, line: str, error: RemoteError, call: str = "") -> RemoteError:
+        """`error`, what the request on `line` raised, entered in the transcript."""
+        recorded = self.transcript.record(line, f"raises {error}", call=call, raised=True)
+        error.recorded = (self.transcript, recorded)
+        return error
 
 
 class RemoteModule:
@@ -634,6 +685,27 @@ class RemoteMethod:
         handle = object.__getattribute__(self.owner, "_handle")
         message = submission.call_message("call", args, kwargs, handle=handle, name=self.name)
         return submission.remote_call(message, line)
+
+
+def read(remote: Remote, name: str) -> tuple[dict, str]:
+    """`remote.name`, as a request for `Submission.batch`."""
+    handle = object.__getattribute__(remote, "_handle")
+    shown = object.__getattribute__(remote, "_name")
+    return {"op": "getattr", "handle": handle, "name": name}, f"{shown}.{name}"
+
+
+def length(remote: Remote, name: str) -> tuple[dict, str]:
+    """`len(remote.name)`, as a request for `Submission.batch`."""
+    message, line = read(remote, name)
+    return message | {"op": "len"}, f"len({line})"
+
+
+def method(remote: Remote, name: str, *args: Any) -> tuple[dict, str]:
+    """`remote.name(*args)`, as a request for `Submission.batch`."""
+    message, line = read(remote, name)
+    submission = object.__getattribute__(remote, "_submission")
+    message |= submission.call_message("call", args, {})
+    return message, f"{line}({submission.transcript.arguments(args, {})})"
 
 
 def sandbox_of(remote: Remote) -> Sandbox:

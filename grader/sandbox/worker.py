@@ -169,6 +169,14 @@ class Worker:
             with count_kernel_launches() as launches, torch_ops_outside_kernels(args) as ops:
                 value = getattr(module, request["name"])(*args, **kwargs)
             return {"$tuple": [len(launches), list(ops), self.encode(value)]}
+        if op == "batch":  # several requests in one round trip, up to the first that raises
+            values = []
+            for each in request["requests"]:
+                try:
+                    values.append(self.run(each))
+                except BaseException as error:  # the candidate's exception is the result
+                    return [values, error_reply(error)]
+            return [values, None]
         target = self.objects[request["handle"]]
         if op == "call":
             return self.encode(getattr(target, request["name"])(*args, **kwargs))
@@ -186,7 +194,7 @@ class Worker:
             target[args[0]] = args[1]
             return None
         if op == "len":
-            return len(target)
+            return len(getattr(target, request["name"]) if "name" in request else target)
         if op == "workload":
             return WORKLOADS[request["name"]](target, *args, **kwargs)
         raise ValueError(f"unknown op {op!r}")

@@ -36,7 +36,16 @@ from hypothesis.stateful import (
 )
 
 from grader.checks.support.expect import a_tensor, distinct, expect, plain_int, raises, same
-from grader.sandbox.proxy import Remote, RemoteError, Shown, Submission, Transcript, transcript_of
+from grader.sandbox.proxy import (
+    Remote,
+    RemoteError,
+    Shown,
+    Submission,
+    Transcript,
+    length,
+    read,
+    transcript_of,
+)
 from kernels.reference import cdiv, token_slots
 
 RAISED = "a call that raises must leave everything as it was"
@@ -66,14 +75,23 @@ def num_free(manager: Remote) -> int:
 
 
 def seq_len_of(req: Remote, name: str) -> int:
-    return plain_int(transcript_of(req), req.seq_len, f"{name}.seq_len")
+    return checked_seq_len(transcript_of(req), req.seq_len, name)
 
 
 def table_of(req: Remote, name: str) -> list[int]:
-    table = req.block_table
+    return checked_table(transcript_of(req), req.block_table, name)
+
+
+def checked_seq_len(transcript: Transcript, seq_len: object, name: str) -> int:
+    """`seq_len`, read from the request `name`, checked to be an int."""
+    return plain_int(transcript, seq_len, f"{name}.seq_len")
+
+
+def checked_table(transcript: Transcript, table: object, name: str) -> list[int]:
+    """`table`, read from the request `name`, checked to be a list of ints."""
     ints = type(table) is list and all(type(block) is int for block in table)
     expect(
-        transcript_of(req),
+        transcript,
         ints,
         f"{name}.block_table must be a list of ints, got {table!r}",
         got=f"[type(block).__name__ for block in {name}.block_table]",
@@ -206,6 +224,10 @@ class ManagerModel:
         self.last_call = f"KVCacheManager({num_blocks}, {block_size}, {head_dim})"
         self.hint = OTHERS
 
+    def seq_len_and_table(self, req: Remote) -> Iterator:
+        """`req.seq_len` and `req.block_table`, read in one round trip (`Submission.batch`)."""
+        return self.submission.batch([read(req, "seq_len"), read(req, "block_table")])
+
     # -- the model's view -------------------------------------------------------------------------
 
     def held(self) -> Counter[int]:
@@ -255,7 +277,9 @@ class ManagerModel:
             with raises(self.transcript, RuntimeError, why):
                 self.manager.allocate_for_prefill(req)
             self.done(f"{call} (which raised)", RAISED)
-            got = (seq_len_of(req, name), table_of(req, name))
+            reads = self.seq_len_and_table(req)
+            got = (checked_seq_len(self.transcript, next(reads), name),
+                   checked_table(self.transcript, next(reads), name))  # fmt: skip
             same(
                 self.transcript,
                 got,
@@ -342,7 +366,8 @@ class ManagerModel:
             self.manager.allocate_for_decode(tracked.req)
         self.done(call)
         name, transcript = tracked.name, self.transcript
-        got = seq_len_of(tracked.req, name)
+        reads = self.seq_len_and_table(tracked.req)
+        got = checked_seq_len(transcript, next(reads), name)
         same(
             transcript,
             got,
@@ -350,7 +375,7 @@ class ManagerModel:
             f"{call} must add one to seq_len ({position} -> {position + 1}), got {got}",
             got=f"{name}.seq_len",
         )
-        new_table = table_of(tracked.req, name)
+        new_table = checked_table(transcript, next(reads), name)
         new = f"{name}.block_table"
 
         def old() -> str:
@@ -496,8 +521,13 @@ class ManagerModel:
         """Every live request's seq_len and block table, and the free count, match the model."""
         transcript = self.transcript
         with transcript.quiet():
+            reads = self.submission.batch([
+                *(request for tracked in self.live.values()
+                  for request in (read(tracked.req, "seq_len"), read(tracked.req, "block_table"))),
+                length(self.manager, "free_blocks"),
+            ])  # fmt: skip
             for tracked in self.live.values():
-                got = seq_len_of(tracked.req, tracked.name)
+                got = checked_seq_len(transcript, next(reads), tracked.name)
                 same(
                     transcript,
                     got,
@@ -506,7 +536,7 @@ class ManagerModel:
                     f"expected {tracked.seq_len} ({self.hint})",
                     got=f"{tracked.name}.seq_len",
                 )
-                table = table_of(tracked.req, tracked.name)
+                table = checked_table(transcript, next(reads), tracked.name)
                 if table != tracked.table:
                     expected = self.table_code(tracked)
                     expect(
@@ -517,7 +547,7 @@ class ManagerModel:
                         got=f"{tracked.name}.block_table",
                         expected=expected,
                     )
-            held, free = len(self.held()), num_free(self.manager)
+            held, free = len(self.held()), next(reads)
             live = [f"*{tracked.name}.block_table" for tracked in self.live.values()]
             expect(
                 transcript,

@@ -17,7 +17,15 @@ from grader.sandbox.process import (
     Sandbox,
     WorkerCrashed,
 )
-from grader.sandbox.proxy import Iter, RemoteError, Submission, remote_error
+from grader.sandbox.proxy import (
+    Iter,
+    RemoteError,
+    Submission,
+    length,
+    method,
+    read,
+    remote_error,
+)
 from grader.sandbox.wire import TENSOR_DTYPES, tensor_from_wire, tensor_to_wire
 
 PROBE = b"""
@@ -66,6 +74,10 @@ class Box:
 
     def consume(self, iterable):
         return [item * 2 for item in iterable]
+
+    @property
+    def broken(self):
+        raise KeyError("gone")
 """
 
 
@@ -132,6 +144,31 @@ def test_values_handles_and_iterators_cross(probe):
     assert "box.pool[1, ...] = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float32)" in (
         probe.transcript.render()
     )
+
+
+def test_a_batch_gives_what_one_request_each_gives_and_the_same_transcript(probe):
+    """Requests sent together come back in order, each entered in the transcript as it is taken,
+    as its own request enters it; the first that raises ends the batch, and raises in its turn."""
+    box, lines = probe.module("probe").Box(), probe.transcript.lines
+    start = len(lines)
+    alone = [box.items, len(box.ref("items")), box.echo(1, (2, 3))]
+    middle = len(lines)
+    batch = [read(box, "items"), length(box, "items"), method(box, "echo", 1, (2, 3))]
+    assert list(probe.batch(batch)) == alone
+    assert [str(line) for line in lines[middle:]] == [str(line) for line in lines[start:middle]]
+    assert str(lines[-1]) == "box.echo(1, (2, 3))  # -> (1, (2, 3))"
+
+    with pytest.raises(KeyError, match="gone"):
+        box.broken  # noqa: B018 (a read, as a check makes it)
+    raised = str(lines[-1])
+    taken = probe.batch([read(box, "items"), read(box, "broken"), read(box, "items")])
+    assert len(lines) == middle + 4  # nothing entered before it is taken
+    assert next(taken) == [1, 2]
+    with pytest.raises(KeyError, match="gone"):
+        next(taken)
+    assert str(lines[-1]) == raised
+    with pytest.raises(StopIteration):
+        next(taken)
 
 
 def test_a_kit_tool_runs_on_the_submission_modules_from_its_own_copy(probe, tmp_path, monkeypatch):
