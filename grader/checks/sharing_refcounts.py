@@ -25,7 +25,7 @@ from hypothesis.stateful import (
 
 from grader.checks.allocator import new_allocator
 from grader.checks.support.expect import Held, expect, int_list, plain_int, raises
-from grader.sandbox.proxy import Shown, Submission, method, read
+from grader.sandbox.proxy import Shown, Submission, attribute, method
 
 pytestmark = pytest.mark.part("sharing")
 
@@ -57,7 +57,7 @@ class Counts:
             blocks = range(self.num_blocks)
             reads = self.submission.batch([
                 *(method(self.allocator, "ref_count", block) for block in blocks),
-                read(self.allocator, "num_free"),
+                attribute(self.allocator, "num_free"),
             ])  # fmt: skip
             counts = {
                 block: plain_int(self.transcript, next(reads), f"ref_count({block})")

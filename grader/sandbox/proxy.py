@@ -418,47 +418,50 @@ class Submission:
             raise self.raised(reply["error"], description)
         return self.decoded(reply["ok"], description)
 
-    def batch(self, requests: list[tuple[dict, str]]) -> Iterator[Any]:
-        """`requests` (each a message and its line in the transcript, as `read`, `length` and
-        `method` make them) in one round trip, run in order up to the first that raises.
+    def batch(self, requests: list["Batched"]) -> Iterator[Any]:
+        """`requests` (as `attribute`, `length`, `method` and `fields_of_earlier` make them) in
+        one round trip, run in order up to the first that raises.
 
-        The values come one by one, each entered in the transcript when it is taken, as its own
-        `remote_call` would enter it then; the request that raised raises when its turn comes.
-        So a check that takes them in order leaves the same transcript as one request each."""
-        message = {"op": "batch", "requests": [request for request, _ in requests]}
+        Their values come one by one, each decoded and entered in the transcript when the check
+        takes it, as its own request would be then; the request that raised raises in its turn.
+        A check that takes them in order, of attributes and methods the object has, leaves the
+        transcript one request each would. The limits of one request hold for the whole batch:
+        its time, its reply's size and the integrity events it may add."""
+        if not requests:
+            raise ValueError("a batch of no requests")
+        message = {"op": "batch", "requests": [request.message for request in requests]}
         reply = self.sandbox.request(message, self.sandbox.limits.call_seconds)
-        if "error" in reply:
-            raise self.raised(reply["error"], requests[0][1].split("(")[0])
-        match reply["ok"]:
+        match reply.get("ok"):
             case [list(values), None] if len(values) == len(requests):
                 error = None
             case [list(values), dict(error)] if len(values) < len(requests):
                 pass
             case _:
                 self.sandbox.fail(BadReply("the worker's reply to a batch is malformed"))
-        lines = [line for _, line in requests]
-        values = [self.decoded(value, line) for value, line in zip(values, lines, strict=False)]
         return self.taken(requests, values, error)
 
-    def taken(self, requests: list[tuple[dict, str]], values: list, error: dict | None) -> Iterator:
-        """`batch`'s values, each entered in the transcript as it is taken; then its error."""
-        for (request, line), value in zip(requests, values, strict=False):
-            name_hint = request["name"] if request["op"] == "getattr" else None
-            yield self.entered(request, line, value, name_hint)
+    def taken(self, requests: list["Batched"], values: list, error: dict | None) -> Iterator[Any]:
+        """`batch`'s values, each decoded and entered in the transcript as it is taken; then the
+        error of the request that raised."""
+        for request, value in zip(requests, values, strict=False):
+            decoded = self.decoded(value, request.description)
+            name_hint = request.message["name"] if request.message["op"] == "getattr" else None
+            yield self.entered(request.message, request.line, decoded, name_hint)
         if error is not None:
-            line = requests[len(values)][1]
-            failure = self.raised(error, line.split("(")[0])
+            request = requests[len(values)]
+            failure = self.raised(error, request.description)
             if isinstance(failure, RemoteError):
-                self.entered_error(line, failure)
+                self.entered_error(request.line, failure)
             raise failure
 
-    def raised(self, info: dict, description: str) -> Exception | SubmissionFailure:
+    def raised(self, info: dict, description: str) -> RemoteError | NotImplementedInSubmission:
         """What the candidate's code raised in the worker (`info`), to raise here."""
         if info.get("builtin") == "NotImplementedError":
             return NotImplementedInSubmission(f"{description} raises NotImplementedError")
         return remote_error(info)
 
     def decoded(self, value: Any, description: str) -> Any:
+        """`value` as the worker encoded it, decoded; a malformed one fails the check."""
         try:
             return self.decode(value)
         except Exception as error:  # every malformed value is the worker's doing
@@ -543,11 +546,10 @@ class Submission:
             transcript.record(line, outcome, value=value, read=message["op"] in READS)
         return value
 
-    def entered_error(self, line: str, error: RemoteError, call: str = "") -> RemoteError:
+    def entered_error(self, line: str, error: RemoteError, call: str = "") -> None:
         """`error`, what the request on `line` raised, entered in the transcript."""
         recorded = self.transcript.record(line, f"raises {error}", call=call, raised=True)
         error.recorded = (self.transcript, recorded)
-        return error
 
 
 class RemoteModule:
@@ -570,7 +572,7 @@ class RemoteModule:
         try:
             reply = submission.call(message, function)
         except RemoteError as error:
-            error.recorded = (transcript, transcript.record(line, f"raises {error}", raised=True))
+            submission.entered_error(line, error)
             raise
         match reply:
             case (int(launches), list(ops), value) if all(type(op) is str for op in ops):
@@ -642,8 +644,7 @@ class Remote:
         try:
             value = self._submission.call(message, line)
         except RemoteError as error:  # the read is the counterexample's last line
-            transcript = self._submission.transcript
-            error.recorded = (transcript, transcript.record(line, f"raises {error}", raised=True))
+            self._submission.entered_error(line, error)
             raise
         object.__setattr__(value, "_name", line)
         return value
@@ -687,25 +688,43 @@ class RemoteMethod:
         return submission.remote_call(message, line)
 
 
-def read(remote: Remote, name: str) -> tuple[dict, str]:
-    """`remote.name`, as a request for `Submission.batch`."""
+@dataclass(frozen=True)
+class Batched:
+    """A request for `Submission.batch`: its message, its line in the transcript, and what a
+    failure calls it (`manager.free_blocks` raises NotImplementedError)."""
+
+    message: dict
+    line: str
+    description: str
+
+
+def attribute(remote: Remote, name: str) -> Batched:
+    """`remote.name`, read."""
     handle = object.__getattribute__(remote, "_handle")
-    shown = object.__getattribute__(remote, "_name")
-    return {"op": "getattr", "handle": handle, "name": name}, f"{shown}.{name}"
+    shown = f"{object.__getattribute__(remote, '_name')}.{name}"
+    return Batched({"op": "getattr", "handle": handle, "name": name}, shown, shown)
 
 
-def length(remote: Remote, name: str) -> tuple[dict, str]:
-    """`len(remote.name)`, as a request for `Submission.batch`."""
-    message, line = read(remote, name)
-    return message | {"op": "len"}, f"len({line})"
+def length(remote: Remote, name: str) -> Batched:
+    """`len(remote.name)`."""
+    read = attribute(remote, name)
+    return Batched(read.message | {"op": "len"}, f"len({read.line})", read.description)
 
 
-def method(remote: Remote, name: str, *args: Any) -> tuple[dict, str]:
-    """`remote.name(*args)`, as a request for `Submission.batch`."""
-    message, line = read(remote, name)
+def method(remote: Remote, name: str, *args: Any) -> Batched:
+    """`remote.name(*args)`."""
+    read = attribute(remote, name)
     submission = object.__getattribute__(remote, "_submission")
-    message |= submission.call_message("call", args, {})
-    return message, f"{line}({submission.transcript.arguments(args, {})})"
+    message = read.message | submission.call_message("call", args, {})
+    line = f"{read.line}({submission.transcript.arguments(args, {})})"
+    return Batched(message, line, read.description)
+
+
+def fields_of_earlier(index: int, shown: str, *names: str) -> Batched:
+    """`(shown.name, ...)`: the attributes `names` of what request `index` of the same batch
+    returned, shown as `shown`."""
+    line = f"({', '.join(f'{shown}.{name}' for name in names)})"
+    return Batched({"op": "getattrs", "handle": {"$earlier": index}, "names": [*names]}, line, line)
 
 
 def sandbox_of(remote: Remote) -> Sandbox:

@@ -19,6 +19,10 @@ The `launch` op calls a kernel's wrapper and replies `(Triton kernel launches, t
 outside them that no wrapper needs, its value)`: a torch dispatch mode watches the call, and what
 it refuses (`wrapper_may_run`) is attention computed by torch.
 
+The `batch` op runs several requests in turn, up to the first that raises, and replies `[their
+values, that one's error or null]`; a request of the batch may take what an earlier one returned
+as its object (`"handle": {"$earlier": index}`).
+
 This file runs in the untrusted process and imports nothing from the kit by name: the codec
 (`wire.py`) is loaded from the copy beside it. The grading process never imports this file.
 Nothing this process says is evidence: the grader checks every value it is sent, and what it
@@ -173,6 +177,11 @@ class Worker:
             values = []
             for each in request["requests"]:
                 try:
+                    if isinstance(each.get("handle"), dict):  # what an earlier request returned
+                        returned = values[each["handle"]["$earlier"]]
+                        if not (isinstance(returned, dict) and "$handle" in returned):
+                            raise TypeError(f"{returned!r:.80} is a value, not an object here")
+                        each["handle"] = returned["$handle"]
                     values.append(self.run(each))
                 except BaseException as error:  # the candidate's exception is the result
                     return [values, error_reply(error)]

@@ -42,8 +42,8 @@ from grader.sandbox.proxy import (
     Shown,
     Submission,
     Transcript,
+    attribute,
     length,
-    read,
     transcript_of,
 )
 from kernels.reference import cdiv, token_slots
@@ -224,9 +224,9 @@ class ManagerModel:
         self.last_call = f"KVCacheManager({num_blocks}, {block_size}, {head_dim})"
         self.hint = OTHERS
 
-    def seq_len_and_table(self, req: Remote) -> Iterator:
+    def seq_len_and_table(self, req: Remote) -> Iterator[object]:
         """`req.seq_len` and `req.block_table`, read in one round trip (`Submission.batch`)."""
-        return self.submission.batch([read(req, "seq_len"), read(req, "block_table")])
+        return self.submission.batch([attribute(req, "seq_len"), attribute(req, "block_table")])
 
     # -- the model's view -------------------------------------------------------------------------
 
@@ -521,9 +521,9 @@ class ManagerModel:
         """Every live request's seq_len and block table, and the free count, match the model."""
         transcript = self.transcript
         with transcript.quiet():
+            reqs = [tracked.req for tracked in self.live.values()]
             reads = self.submission.batch([
-                *(request for tracked in self.live.values()
-                  for request in (read(tracked.req, "seq_len"), read(tracked.req, "block_table"))),
+                *(attribute(req, name) for req in reqs for name in ("seq_len", "block_table")),
                 length(self.manager, "free_blocks"),
             ])  # fmt: skip
             for tracked in self.live.values():
@@ -547,7 +547,8 @@ class ManagerModel:
                         got=f"{tracked.name}.block_table",
                         expected=expected,
                     )
-            held, free = len(self.held()), next(reads)
+            held = len(self.held())
+            free = plain_int(transcript, next(reads), "len(manager.free_blocks)")
             live = [f"*{tracked.name}.block_table" for tracked in self.live.values()]
             expect(
                 transcript,

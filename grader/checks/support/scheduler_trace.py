@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from grader.checks.support.expect import expect
-from grader.sandbox.proxy import Line, Remote, Submission, Transcript, rename
+from grader.sandbox.proxy import (
+    Line,
+    Remote,
+    Submission,
+    Transcript,
+    fields_of_earlier,
+    method,
+    rename,
+)
 from kernels.reference import cdiv
 
 
@@ -178,9 +186,10 @@ FIELDS = ("scheduled", "preempted", "finished")
 
 def run_step(submission: Submission, scheduler: Remote, number: int) -> Step:
     """`scheduler.step()`, step `number`, kept in the counterexample's `steps`; its fields read
-    quietly and shown as a comment on its line."""
-    transcript = submission.transcript
-    out = scheduler.step()
+    quietly, in the same round trip, and shown as a comment on its line."""
+    transcript, shown = submission.transcript, f"steps[{number}]"
+    reads = submission.batch([method(scheduler, "step"), fields_of_earlier(0, shown, *FIELDS)])
+    out = next(reads)
     line = transcript.lines[-1]
     expect(
         transcript,
@@ -191,11 +200,11 @@ def run_step(submission: Submission, scheduler: Remote, number: int) -> Step:
         expected="'StepOutput'",
     )
     line.code = f"steps.append({line.expression})"
-    rename(out, f"steps[{number}]")
+    rename(out, shown)
     with transcript.quiet():
         step = Step(*(
-            request_ids(transcript, value, f"scheduler.step().{name}", f"steps[{number}].{name}")
-            for name, value in zip(FIELDS, out.fields(*FIELDS), strict=True)
+            request_ids(transcript, value, f"scheduler.step().{name}", f"{shown}.{name}")
+            for name, value in zip(FIELDS, next(reads), strict=True)
         ))  # fmt: skip
     line.outcome = str(step)
     return step

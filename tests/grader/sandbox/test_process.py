@@ -19,11 +19,13 @@ from grader.sandbox.process import (
 )
 from grader.sandbox.proxy import (
     Iter,
+    Remote,
     RemoteError,
     Submission,
+    attribute,
+    fields_of_earlier,
     length,
     method,
-    read,
     remote_error,
 )
 from grader.sandbox.wire import TENSOR_DTYPES, tensor_from_wire, tensor_to_wire
@@ -72,12 +74,19 @@ class Box:
     def echo(self, *args):
         return args
 
+    def itself(self):
+        return self
+
     def consume(self, iterable):
         return [item * 2 for item in iterable]
 
     @property
     def broken(self):
         raise KeyError("gone")
+
+    @property
+    def missing(self):
+        raise NotImplementedError
 """
 
 
@@ -153,22 +162,76 @@ def test_a_batch_gives_what_one_request_each_gives_and_the_same_transcript(probe
     start = len(lines)
     alone = [box.items, len(box.ref("items")), box.echo(1, (2, 3))]
     middle = len(lines)
-    batch = [read(box, "items"), length(box, "items"), method(box, "echo", 1, (2, 3))]
+    batch = [attribute(box, "items"), length(box, "items"), method(box, "echo", 1, (2, 3))]
     assert list(probe.batch(batch)) == alone
     assert [str(line) for line in lines[middle:]] == [str(line) for line in lines[start:middle]]
     assert str(lines[-1]) == "box.echo(1, (2, 3))  # -> (1, (2, 3))"
 
+    chained = probe.batch([method(box, "itself"), fields_of_earlier(0, "same", "items", "items")])
+    assert isinstance(next(chained), Remote)
+    assert next(chained) == [[1, 2], [1, 2]]
+    assert str(lines[-1]) == "(same.items, same.items)  # -> [[1, 2], [1, 2]]"
+    chained = probe.batch([method(box, "echo"), fields_of_earlier(0, "echoed", "items")])
+    assert next(chained) == ()
+    with pytest.raises(TypeError):  # a tuple came back, not an object the worker keeps
+        next(chained)
+
     with pytest.raises(KeyError, match="gone"):
         box.broken  # noqa: B018 (a read, as a check makes it)
     raised = str(lines[-1])
-    taken = probe.batch([read(box, "items"), read(box, "broken"), read(box, "items")])
-    assert len(lines) == middle + 4  # nothing entered before it is taken
+    taken = probe.batch([attribute(box, name) for name in ("items", "broken", "items")])
+    entered = len(lines)
     assert next(taken) == [1, 2]
+    assert len(lines) == entered + 1  # entered when taken, not before
     with pytest.raises(KeyError, match="gone"):
         next(taken)
     assert str(lines[-1]) == raised
     with pytest.raises(StopIteration):
         next(taken)
+
+
+def test_a_batch_says_which_read_is_not_implemented(probe):
+    box = probe.module("probe").Box()
+    taken = probe.batch([length(box, "items"), length(box, "missing")])
+    assert next(taken) == 2
+    with pytest.raises(NotImplementedInSubmission, match=r"^box\.missing raises NotImplemented"):
+        next(taken)
+
+
+class CannedSandbox:
+    """A sandbox whose worker replies `reply` to every request."""
+
+    def __init__(self, reply: dict) -> None:
+        self.reply, self.extra_env, self.limits = reply, {}, Limits()
+
+    def request(self, message: dict, seconds: float) -> dict:
+        return self.reply
+
+    def fail(self, failure: BaseException) -> None:
+        raise failure
+
+    def release(self, handle: int) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"error": {"type": "ValueError", "builtin": "ValueError", "message": "", "traceback": ""}},
+        {"ok": None},
+        {"ok": [[1], None]},  # fewer values than requests, and no error
+        {"ok": [[1, 2, 3], None]},
+        {"ok": [[1, 2], {"type": "KeyError"}]},  # an error after every request answered
+        {"ok": [[1], "KeyError"]},
+        {"ok": [[{"$handle": 1, "type": "not a name", "methods": []}, 2], None]},
+    ],
+    ids=["error", "null", "short", "long", "error-after-all", "error-not-a-dict", "bad-handle"],
+)
+def test_a_malformed_batch_reply_fails_the_check_as_a_bad_reply(reply: dict) -> None:
+    submission = Submission(CannedSandbox(reply), "candidate")
+    box = Remote(submission, 1, "Box", [])
+    with pytest.raises(BadReply):
+        list(submission.batch([attribute(box, "items"), attribute(box, "pool")]))
 
 
 def test_a_kit_tool_runs_on_the_submission_modules_from_its_own_copy(probe, tmp_path, monkeypatch):
