@@ -1,4 +1,4 @@
-"""Worker processes: start one for a part, send it requests, and survive whatever it does.
+"""Worker processes: start one, send it requests, and survive whatever it does.
 
 A `Sandbox` owns at most one live worker (`worker.py`) at a time. The worker runs in namespaces
 of its own (`isolation.py`) where the system allows it, with its own copy of the submission's
@@ -159,7 +159,8 @@ def sourceless(name: str, source: bytes) -> tuple[str, bytes]:
 
 
 class Sandbox:
-    """The worker of one part: lazily started, restarted after a crash, stopped by `close()`."""
+    """A worker: lazily started, restarted after a crash, stopped by `close()`; its `part_deadline`
+    is the budget of the part it now serves."""
 
     def __init__(
         self,

@@ -364,7 +364,7 @@ class Iter:
 
 
 class Submission:
-    """The candidate's package in one part's worker: modules to build objects from."""
+    """The candidate's package in a worker: modules to build objects from."""
 
     def __init__(self, sandbox: Sandbox, package: str) -> None:
         self.sandbox = sandbox
@@ -374,7 +374,7 @@ class Submission:
         self.imported: set[str] = set()
 
     def module(self, name: str) -> "RemoteModule":
-        """`submission.<name>`, imported in the worker once; a failed import sticks for the part."""
+        """`submission.<name>`, imported in the worker once; a failed import sticks."""
         if not {f"{name}.py", f"{name}.pyc"} & self.sandbox.files.keys():
             raise NotSubmitted(f"{name}.py was not submitted")
         if name in self.import_failures:

@@ -1,10 +1,14 @@
 """The grading plugin's fixtures: the workers a check talks to, and what it records for the report.
 
-`submission` is the candidate's package in a fresh worker, one per check module; `reference` the
-kit's answer key in a worker of its own, for timing and for comparing traces (the check is
-skipped where the answer key is not shipped); `profile` the grading profile; `record_benchmark` a
-timing and `record_section` any other JSON data, for the report. Every worker of a part shares the
-part's wall-clock budget (`Limits.part_seconds`), and runs in the part's environment.
+`submission` is the candidate's package in a worker, `reference` the kit's answer key in a worker
+of its own, for timing and for comparing traces (the check is skipped where the answer key is not
+shipped); `profile` the grading profile; `record_benchmark` a timing and `record_section` any
+other JSON data, for the report. A grading starts one worker per package, set of files and
+environment, and every check and part that runs that code there shares it (`worker`): a worker
+costs a second of CPU to start (it imports torch), a check often less to run. Each check starts
+with an empty transcript, and with a fresh worker where the previous check left it crashed or
+timed out; each part has its own wall-clock budget (`Limits.part_seconds`), counted from its
+first check, and the integrity events of a check's requests are the part's.
 
 A part built on other parts (its `swapped` files in `grader/parts.toml`) is scored apart from
 them: its worker gets the answer key's modules for those parts in place of the candidate's, where
@@ -14,6 +18,7 @@ was scored with. A plugin made with `swapped` does the same for every part it gr
 """
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,25 +55,40 @@ class WorkerFixtures:
     part_notes: dict[str, str] = field(default_factory=dict)  # what a part was scored with
     deadlines: dict[str, float] = field(default_factory=dict)  # by part, on the monotonic clock
 
-    @pytest.fixture(scope="module")
-    def submission(self, request: pytest.FixtureRequest) -> Any:
-        part = part_of(request)
-        sandbox = self.sandbox_for(part, self.files_for(part))
+    @pytest.fixture(scope="session")
+    def workers(self) -> Iterator[dict[tuple, Submission]]:
+        """The grading's workers, by package, files and environment; all stopped at its end."""
+        workers: dict[tuple, Submission] = {}
         try:
-            yield Submission(sandbox, self.package)
+            yield workers
         finally:
-            sandbox.close()
-            self.events.setdefault(part, []).extend(sandbox.events)
+            for worker in workers.values():
+                worker.sandbox.close()
 
-    @pytest.fixture(scope="module")
-    def reference(self, request: pytest.FixtureRequest) -> Any:
+    @pytest.fixture
+    def submission(self, request: pytest.FixtureRequest, workers: dict) -> Submission:
+        part = part_of(request)
+        return self.worker(workers, part, self.files_for(part), self.package)
+
+    @pytest.fixture
+    def reference(self, request: pytest.FixtureRequest, workers: dict) -> Submission:
         if self.reference_files is None:
             pytest.skip("runs only in the full kit: the answer key it is compared with is absent")
-        sandbox = self.sandbox_for(part_of(request), self.reference_files)
-        try:
-            yield Submission(sandbox, "solutions")
-        finally:
-            sandbox.close()
+        return self.worker(workers, part_of(request), self.reference_files, "solutions")
+
+    def worker(
+        self, workers: dict[tuple, Submission], part: str, files: dict[str, bytes], package: str
+    ) -> Submission:
+        """The worker that runs `files` as `package` in `part`'s environment, started on its
+        first request, now within `part`'s budget."""
+        env = self.worker_env[part]
+        deadline = self.deadlines.setdefault(part, time.monotonic() + self.limits.part_seconds)
+        key = (package, tuple(sorted(files.items())), tuple(sorted(env.items())))
+        if key not in workers:
+            sandbox = Sandbox(files, self.limits, env, deadline, self.isolation)
+            workers[key] = Submission(sandbox, package)
+        workers[key].sandbox.part_deadline = deadline
+        return workers[key]
 
     def files_for(self, part: str) -> dict[str, bytes]:
         """The candidate's files, with those `part` builds on, and `swapped`, replaced by the
@@ -86,11 +106,6 @@ class WorkerFixtures:
             return self.files
         files = {name: content for name, content in self.files.items() if name not in replaced}
         return files | dict(sourceless(name, self.reference_files[name]) for name in replaced)
-
-    def sandbox_for(self, part: str, files: dict[str, bytes]) -> Sandbox:
-        """A worker for `part`; all of a part's workers share its wall-clock budget."""
-        deadline = self.deadlines.setdefault(part, time.monotonic() + self.limits.part_seconds)
-        return Sandbox(files, self.limits, self.worker_env[part], deadline, self.isolation)
 
     @pytest.fixture
     def profile(self) -> Profile:
@@ -125,10 +140,16 @@ class WorkerFixtures:
         return record
 
     @pytest.fixture(autouse=True)
-    def fresh_check(self, request: pytest.FixtureRequest) -> None:
-        """Before each check: a working worker and an empty transcript."""
-        for name in ("submission", "reference"):
-            if name in request.fixturenames:
-                workers = request.getfixturevalue(name)
-                workers.sandbox.next_check()
-                workers.transcript.reset()
+    def fresh_check(self, request: pytest.FixtureRequest) -> Iterator[None]:
+        """Before each check: a working worker and an empty transcript. After it: the events
+        the candidate's worker sent during the check, recorded as the part's."""
+        used = {name: request.getfixturevalue(name) for name in ("submission", "reference")
+                if name in request.fixturenames}  # fmt: skip
+        for worker in used.values():
+            worker.sandbox.next_check()
+            worker.transcript.reset()
+        yield
+        if "submission" in used:
+            sandbox = used["submission"].sandbox
+            self.events.setdefault(part_of(request), []).extend(sandbox.events)
+            sandbox.events.clear()
