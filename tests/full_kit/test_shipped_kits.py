@@ -2,8 +2,11 @@
 environment or source tree on their path.
 
 - The full kit: a `git clone` of this repository (the work tree's uncommitted changes laid over
-  it, so that what is tested is what would be committed), set up by its own Makefile; `make
-  grade` on the stubs and `make grade SUBMISSION=solutions`.
+  it, so that what is tested is what would be committed); `make candidate-kit`, `make grade` on
+  the stubs and `make grade SUBMISSION=solutions`. Its `.venv` is a link to this kit's, which
+  `make test` has just set up by the same Makefile from the same pins (a CI run of `make test`
+  starts from a clean clone: that is the full kit's own set-up, tested); where this kit has none,
+  the clone sets itself up.
 - The candidate kit: built by that clone's `make candidate-kit`, unpacked into an empty folder,
   set up by its own Makefile; `make test` and `make grade` on the stubs, and on a finished
   submission (the answer key copied into `exercises/`), in a second unpacked copy that shares
@@ -11,11 +14,12 @@ environment or source tree on their path.
 
 Every command runs as a user types it, in a shell environment without this test's Python
 (`VIRTUAL_ENV`, `PYTHONPATH`, `GIT_*`, this kit's `.venv/bin` taken off `PATH`); pip's cache is
-reused. Once the clone is set up, its gradings run beside the candidate kit's commands. A command
-that fails says which, in which kit, with the last lines of its output. Each command's only time
-limit is a safety net, not a speed goal. The finished copy's `.venv` is a link to the stubs'
-copy's: it runs the bundle's grader from its own folder, as `python -m` does, and the editable
-install's metadata points at the other copy, which holds the same files.
+reused. Once the clone has built the candidate kit, its gradings run beside the candidate kit's
+commands. A command that fails says which, in which kit, with the last lines of its output. Each
+command's only time limit is a safety net, not a speed goal. A linked `.venv` is used with `make
+-o .venv/.installed` (set up: not again); the copy runs its own grader from its own folder, as
+`python -m` does, and the editable install's metadata points at the other copy, which holds the
+same files (the finished candidate copy's `.venv` is the stubs' copy's).
 """
 
 import contextlib
@@ -42,6 +46,7 @@ LAST_LINES = 40
 REPORT_FILES = ("report.json", "report.html", "report.md")
 CANDIDATE, FINISHED = "candidate kit", "candidate kit, finished"  # the kits' names in messages
 GRADE_KEY = ("grade", "SUBMISSION=solutions")
+SET_UP = ("-o", ".venv/.installed")  # make's arguments in a copy whose linked .venv is set up
 EXTRAS = {"grader.cluster": "ray"}  # modules that need an optional extra: the package it brings
 OUTER = ("PYTEST_", "MAKE", "MFLAGS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "GIT_")
 
@@ -142,10 +147,15 @@ class Shipped:
     finished: Path  # the candidate kit, the answer key in its exercises/
 
 
-def steps(kit: str, root: Path, *commands: tuple[str, ...]) -> dict[str, Made]:
-    """Each of `commands` (make's arguments) run in `root` in turn, by step."""
-    made = [make(kit, root, *command) for command in commands]
-    return {f"{kit}: {done.command}": done for done in made}
+def steps(
+    kit: str, root: Path, *commands: tuple[str, ...], set_up: tuple[str, ...] = ()
+) -> dict[str, Made]:
+    """Each of `commands` (make's arguments, after `set_up`'s) run in `root` in turn, by step
+    ("full kit: make grade", without `set_up`)."""
+    return {
+        f"{kit}: {' '.join(['make', *command])}": make(kit, root, *set_up, *command)
+        for command in commands
+    }
 
 
 @pytest.fixture(scope="module")
@@ -154,21 +164,30 @@ def shipped() -> Iterator[Shipped]:
         pytest.skip("the full kit is tested from a git clone: this kit is not a git repository")
     with empty_folder("full-kit-") as full_place, empty_folder("candidate-kit-") as place:
         full = clone(full_place / "kit")
-        made = steps("full kit", full, ("candidate-kit",))  # sets the clone up first
+        linked = SET_UP if link_this_kits_venv(full) else ()
+        made = steps("full kit", full, ("candidate-kit",), set_up=linked)  # or sets it up
         made["full kit: make candidate-kit"].assert_ok()
         stubs = unpack(full / DEFAULT_OUT, place / "stubs")
         finished = unpack(full / DEFAULT_OUT, place / "finished")
         for path in sorted((full / "solutions").glob("*.py")):
             shutil.copyfile(path, finished / "exercises" / path.name)
         (finished / ".venv").symlink_to(stubs / ".venv", target_is_directory=True)
-        shared = ("-o", ".venv/.installed")  # set up by the stubs' copy: not again
         with ThreadPoolExecutor(2) as pool:
-            full_kit = pool.submit(steps, "full kit", full, ("grade",), GRADE_KEY)
+            full_kit = pool.submit(steps, "full kit", full, ("grade",), GRADE_KEY, set_up=linked)
             made |= steps(CANDIDATE, stubs, ("grade",))  # the first command sets it up
-            done = pool.submit(steps, FINISHED, finished, (*shared, "grade"), (*shared, "test"))
+            done = pool.submit(steps, FINISHED, finished, ("grade",), ("test",), set_up=SET_UP)
             made |= steps(CANDIDATE, stubs, ("test",))
             made |= full_kit.result() | done.result()
         yield Shipped(made, full, stubs, finished)
+
+
+def link_this_kits_venv(copy: Path) -> bool:
+    """Whether `copy` now has this kit's set-up `.venv` (a link to it), if there is one."""
+    venv = KIT_ROOT / ".venv"
+    if not (venv / ".installed").is_file():
+        return False
+    (copy / ".venv").symlink_to(venv, target_is_directory=True)
+    return True
 
 
 STEPS = [
@@ -177,8 +196,8 @@ STEPS = [
     "full kit: make grade SUBMISSION=solutions",
     "candidate kit: make grade",
     "candidate kit: make test",
-    "candidate kit, finished: make -o .venv/.installed grade",
-    "candidate kit, finished: make -o .venv/.installed test",
+    "candidate kit, finished: make grade",
+    "candidate kit, finished: make test",
 ]
 
 
