@@ -12,6 +12,7 @@ Three commands share the entry point: `python -m grader grade-all FOLDER` (`grad
 """
 
 import argparse
+import gc
 import importlib
 import math
 import sys
@@ -113,6 +114,8 @@ def grade_submission(args: argparse.Namespace) -> int:
     from grader.grade import Options, grade  # torch and pytest: grading only
     from grader.report.summary import print_summary
     from grader.report.writers import write_all
+
+    gc.freeze()  # torch's objects, and the rest imported, are never garbage: not scanned again
 
     limits = Limits(
         memory_bytes=int(args.memory_limit_gb * (1 << 30)),
