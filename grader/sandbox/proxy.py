@@ -374,7 +374,8 @@ class Submission:
         self.imported: set[str] = set()
 
     def module(self, name: str) -> "RemoteModule":
-        """`submission.<name>`, imported in the worker once; a failed import sticks."""
+        """`submission.<name>`, imported in the worker once; a failed import fails every later
+        use of the module in this grading, in every part the worker serves, restarts included."""
         if not {f"{name}.py", f"{name}.pyc"} & self.sandbox.files.keys():
             raise NotSubmitted(f"{name}.py was not submitted")
         if name in self.import_failures:

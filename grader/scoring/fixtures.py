@@ -3,12 +3,17 @@
 `submission` is the candidate's package in a worker, `reference` the kit's answer key in a worker
 of its own, for timing and for comparing traces (the check is skipped where the answer key is not
 shipped); `profile` the grading profile; `record_benchmark` a timing and `record_section` any
-other JSON data, for the report. A grading starts one worker per package, set of files and
-environment, and every check and part that runs that code there shares it (`worker`): a worker
-costs a second of CPU to start (it imports torch), a check often less to run. Each check starts
-with an empty transcript, and with a fresh worker where the previous check left it crashed or
-timed out; each part has its own wall-clock budget (`Limits.part_seconds`), counted from its
-first check, and the integrity events of a check's requests are the part's.
+other JSON data, for the report.
+
+A worker costs a second of CPU to start (it imports torch), a check often less to run: a
+grading starts one candidate's worker and one reference worker per set of files and environment
+(`worker`), and the checks of every part that runs those files there share it. On a CPU, parts
+1, 2, 3, 4 and 6 share one candidate's worker, which imports each module once: what a candidate's
+code keeps in module-level state lives on from part to part, as it does from check to check. Each
+check starts with an empty transcript, and with a fresh worker where the previous check left it
+crashed or timed out. Each part has its own wall-clock budget (`Limits.part_seconds`), counted
+from its first check that asks for a worker. An integrity event is the part's whose check's
+request brought it: an event of a module's import comes once, in the first part that imports it.
 
 A part built on other parts (its `swapped` files in `grader/parts.toml`) is scored apart from
 them: its worker gets the answer key's modules for those parts in place of the candidate's, where
@@ -30,6 +35,8 @@ from grader.sandbox.process import Limits, Sandbox, sourceless
 from grader.sandbox.proxy import Submission
 from grader.scoring.profiles import Profile
 from grader.scoring.timing import RecordBenchmark, implausible
+
+Workers = dict[tuple, Submission]  # by role, package, files and environment (`worker`)
 
 
 def part_of(request: pytest.FixtureRequest) -> str:
@@ -54,11 +61,12 @@ class WorkerFixtures:
     sections: dict[str, dict] = field(default_factory=dict)
     part_notes: dict[str, str] = field(default_factory=dict)  # what a part was scored with
     deadlines: dict[str, float] = field(default_factory=dict)  # by part, on the monotonic clock
+    part_files: dict[str, dict[str, bytes]] = field(default_factory=dict)  # `files_for`, by part
 
     @pytest.fixture(scope="session")
-    def workers(self) -> Iterator[dict[tuple, Submission]]:
-        """The grading's workers, by package, files and environment; all stopped at its end."""
-        workers: dict[tuple, Submission] = {}
+    def workers(self) -> Iterator[Workers]:
+        """The grading's workers (`worker`); all stopped at its end."""
+        workers: Workers = {}
         try:
             yield workers
         finally:
@@ -66,24 +74,25 @@ class WorkerFixtures:
                 worker.sandbox.close()
 
     @pytest.fixture
-    def submission(self, request: pytest.FixtureRequest, workers: dict) -> Submission:
+    def submission(self, request: pytest.FixtureRequest, workers: Workers) -> Submission:
         part = part_of(request)
-        return self.worker(workers, part, self.files_for(part), self.package)
+        return self.worker(workers, "candidate", part, self.files_for(part), self.package)
 
     @pytest.fixture
-    def reference(self, request: pytest.FixtureRequest, workers: dict) -> Submission:
+    def reference(self, request: pytest.FixtureRequest, workers: Workers) -> Submission:
         if self.reference_files is None:
             pytest.skip("runs only in the full kit: the answer key it is compared with is absent")
-        return self.worker(workers, part_of(request), self.reference_files, "solutions")
+        return self.worker(workers, "reference", part_of(request), self.reference_files,
+                           "solutions")  # fmt: skip
 
     def worker(
-        self, workers: dict[tuple, Submission], part: str, files: dict[str, bytes], package: str
+        self, workers: Workers, role: str, part: str, files: dict[str, bytes], package: str
     ) -> Submission:
-        """The worker that runs `files` as `package` in `part`'s environment, started on its
-        first request, now within `part`'s budget."""
+        """The `role` worker ("candidate" or "reference") that runs `files` as `package` in
+        `part`'s environment, started on its first request, now within `part`'s budget."""
         env = self.worker_env[part]
         deadline = self.deadlines.setdefault(part, time.monotonic() + self.limits.part_seconds)
-        key = (package, tuple(sorted(files.items())), tuple(sorted(env.items())))
+        key = (role, package, tuple(sorted(files.items())), tuple(sorted(env.items())))
         if key not in workers:
             sandbox = Sandbox(files, self.limits, env, deadline, self.isolation)
             workers[key] = Submission(sandbox, package)
@@ -92,7 +101,9 @@ class WorkerFixtures:
 
     def files_for(self, part: str) -> dict[str, bytes]:
         """The candidate's files, with those `part` builds on, and `swapped`, replaced by the
-        answer key's (where the kit ships it)."""
+        answer key's (where the kit ships it); made once per part."""
+        if part in self.part_files:
+            return self.part_files[part]
         built_on = PARTS[part].swapped
         if built_on:
             names = " and ".join(built_on)
@@ -102,10 +113,10 @@ class WorkerFixtures:
                 else f"scored with the kit's reference {names} in place of yours"
             )
         replaced = (*built_on, *self.swapped) if self.reference_files is not None else ()
-        if not replaced:
-            return self.files
         files = {name: content for name, content in self.files.items() if name not in replaced}
-        return files | dict(sourceless(name, self.reference_files[name]) for name in replaced)
+        files |= dict(sourceless(name, self.reference_files[name]) for name in replaced)
+        self.part_files[part] = files
+        return files
 
     @pytest.fixture
     def profile(self) -> Profile:

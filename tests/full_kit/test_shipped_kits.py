@@ -182,11 +182,15 @@ def shipped() -> Iterator[Shipped]:
 
 
 def link_this_kits_venv(copy: Path) -> bool:
-    """Whether `copy` now has this kit's set-up `.venv` (a link to it), if there is one."""
+    """Whether `copy` now has this kit's set-up `.venv` (a link to it), if there is one. Its
+    `pyproject.toml` is dated back to the set-up's: even a `make` without `SET_UP` leaves this
+    kit's `.venv` alone."""
     venv = KIT_ROOT / ".venv"
     if not (venv / ".installed").is_file():
         return False
     (copy / ".venv").symlink_to(venv, target_is_directory=True)
+    installed = (venv / ".installed").stat()
+    os.utime(copy / "pyproject.toml", ns=(installed.st_atime_ns, installed.st_mtime_ns))
     return True
 
 
