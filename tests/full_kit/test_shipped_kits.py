@@ -16,10 +16,11 @@ Every command runs as a user types it, in a shell environment without this test'
 (`VIRTUAL_ENV`, `PYTHONPATH`, `GIT_*`, this kit's `.venv/bin` taken off `PATH`); pip's cache is
 reused. Once the clone has built the candidate kit, its gradings run beside the candidate kit's
 commands. A command that fails says which, in which kit, with the last lines of its output. Each
-command's only time limit is a safety net, not a speed goal. A linked `.venv` is used with `make
--o .venv/.installed` (set up: not again); the copy runs its own grader from its own folder, as
-`python -m` does, and the editable install's metadata points at the other copy, which holds the
-same files (the finished candidate copy's `.venv` is the stubs' copy's).
+command's only time limit is a safety net, not a speed goal. A copy whose `.venv` is a link to a
+set-up one (`link_venv`; the finished candidate copy's is the stubs' copy's) has its
+`pyproject.toml` dated back to that set-up, so that its `make` sets nothing up again; it runs its
+own grader from its own folder, as `python -m` does, and the editable install's metadata points
+at the other copy, which holds the same files.
 """
 
 import contextlib
@@ -46,7 +47,6 @@ LAST_LINES = 40
 REPORT_FILES = ("report.json", "report.html", "report.md")
 CANDIDATE, FINISHED = "candidate kit", "candidate kit, finished"  # the kits' names in messages
 GRADE_KEY = ("grade", "SUBMISSION=solutions")
-SET_UP = ("-o", ".venv/.installed")  # make's arguments in a copy whose linked .venv is set up
 EXTRAS = {"grader.cluster": "ray"}  # modules that need an optional extra: the package it brings
 OUTER = ("PYTEST_", "MAKE", "MFLAGS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "GIT_")
 
@@ -147,15 +147,10 @@ class Shipped:
     finished: Path  # the candidate kit, the answer key in its exercises/
 
 
-def steps(
-    kit: str, root: Path, *commands: tuple[str, ...], set_up: tuple[str, ...] = ()
-) -> dict[str, Made]:
-    """Each of `commands` (make's arguments, after `set_up`'s) run in `root` in turn, by step
-    ("full kit: make grade", without `set_up`)."""
-    return {
-        f"{kit}: {' '.join(['make', *command])}": make(kit, root, *set_up, *command)
-        for command in commands
-    }
+def steps(kit: str, root: Path, *commands: tuple[str, ...]) -> dict[str, Made]:
+    """Each of `commands` (make's arguments) run in `root` in turn, by step."""
+    made = [make(kit, root, *command) for command in commands]
+    return {f"{kit}: {done.command}": done for done in made}
 
 
 @pytest.fixture(scope="module")
@@ -164,34 +159,31 @@ def shipped() -> Iterator[Shipped]:
         pytest.skip("the full kit is tested from a git clone: this kit is not a git repository")
     with empty_folder("full-kit-") as full_place, empty_folder("candidate-kit-") as place:
         full = clone(full_place / "kit")
-        linked = SET_UP if link_this_kits_venv(full) else ()
-        made = steps("full kit", full, ("candidate-kit",), set_up=linked)  # or sets it up
+        link_venv(full, KIT_ROOT / ".venv")
+        made = steps("full kit", full, ("candidate-kit",))  # sets it up where not linked
         made["full kit: make candidate-kit"].assert_ok()
         stubs = unpack(full / DEFAULT_OUT, place / "stubs")
         finished = unpack(full / DEFAULT_OUT, place / "finished")
         for path in sorted((full / "solutions").glob("*.py")):
             shutil.copyfile(path, finished / "exercises" / path.name)
-        (finished / ".venv").symlink_to(stubs / ".venv", target_is_directory=True)
         with ThreadPoolExecutor(2) as pool:
-            full_kit = pool.submit(steps, "full kit", full, ("grade",), GRADE_KEY, set_up=linked)
+            full_kit = pool.submit(steps, "full kit", full, ("grade",), GRADE_KEY)
             made |= steps(CANDIDATE, stubs, ("grade",))  # the first command sets it up
-            done = pool.submit(steps, FINISHED, finished, ("grade",), ("test",), set_up=SET_UP)
+            link_venv(finished, stubs / ".venv")
+            done = pool.submit(steps, FINISHED, finished, ("grade",), ("test",))
             made |= steps(CANDIDATE, stubs, ("test",))
             made |= full_kit.result() | done.result()
         yield Shipped(made, full, stubs, finished)
 
 
-def link_this_kits_venv(copy: Path) -> bool:
-    """Whether `copy` now has this kit's set-up `.venv` (a link to it), if there is one. Its
-    `pyproject.toml` is dated back to the set-up's: even a `make` without `SET_UP` leaves this
-    kit's `.venv` alone."""
-    venv = KIT_ROOT / ".venv"
-    if not (venv / ".installed").is_file():
-        return False
-    (copy / ".venv").symlink_to(venv, target_is_directory=True)
-    installed = (venv / ".installed").stat()
-    os.utime(copy / "pyproject.toml", ns=(installed.st_atime_ns, installed.st_mtime_ns))
-    return True
+def link_venv(copy: Path, venv: Path) -> None:
+    """`copy`'s `.venv`: a link to `venv` where that is set up, with `copy`'s `pyproject.toml`
+    dated back to the set-up, so that `copy`'s `make` sets nothing up again; else none."""
+    installed = venv / ".installed"
+    if installed.is_file():
+        (copy / ".venv").symlink_to(venv, target_is_directory=True)
+        when = installed.stat()
+        os.utime(copy / "pyproject.toml", ns=(when.st_atime_ns, when.st_mtime_ns))
 
 
 STEPS = [
