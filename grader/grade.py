@@ -7,8 +7,9 @@ worker is gone. Whatever happens half-way, a report is made, with the failure as
 (Ctrl-C aside: `interrupt.py`).
 
 A bug costs points in its own part: where the candidate's allocator fails part 1, the parts that
-reach it through the manager are graded again with the kit's allocator, and each keeps its
-better grading (`run_checks`; the report's `rescored` gives both scores, the part's note says so).
+reach it through the manager and lost points there are graded again with the kit's allocator, and
+each keeps its better grading (`run_checks`; the report's `rescored` gives both scores, the part's
+note says so).
 """
 
 import contextlib
@@ -184,10 +185,16 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     points, noting it; `plugin.rescored` records both. The part's other modules keep
     their first grading. Without the answer key (the candidate bundle) the parts keep the
     candidate's allocator, and their note says so. A part whose own files are the untouched
-    stubs is not graded again (`stubbed`). Same options, so the same examples."""
+    stubs is not graded again (`stubbed`), nor is one whose `regraded` checks all passed: it
+    has nothing to gain. Same options, so the same examples."""
     parts = [part for part in options.parts if PARTS[part].regraded]
     if "sharing" in parts and not all_passed(plugin, "sharing_refcounts"):
         parts.remove("sharing")  # its refcounts live in the allocator: the kit's would give them
+    parts = [
+        part
+        for part in parts
+        if not all(all_passed(plugin, module) for module in PARTS[part].regraded)
+    ]
     if plugin.reference_files is not None:
         parts = [part for part in parts if not stubbed(intake, part)]
     if not parts or not allocator_fails(plugin, intake, options):

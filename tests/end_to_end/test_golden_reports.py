@@ -25,7 +25,7 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 SEED = ("--seed", "7", "--profile", "quick")
 CASES: dict[str, tuple[tuple[Edit, ...], str]] = {
     "answer_key": ((), "allocator,decode,gather,scheduler,sharing"),
-    # Part 1 broken: decode and sharing are graded again on the kit's allocator.
+    # Part 1 broken, yet decode and sharing pass every check on it: neither is graded again.
     "negative_id_wraps": (
         (
             Edit(
@@ -104,6 +104,19 @@ def graded(shared_gradings: Path) -> dict[str, Future[Graded]]:
 def test_report_matches_the_saved_one(name: str, graded: dict[str, Future[Graded]]) -> None:
     saved = json.loads((GOLDEN / f"{name}.json").read_text())
     assert stable(graded[name].result().report) == saved
+
+
+def test_a_part_with_nothing_to_gain_is_not_graded_on_the_kits_allocator(
+    graded: dict[str, Future[Graded]],
+) -> None:
+    """The candidate's allocator fails part 1, but decode and sharing lose no point on it: the
+    kit's allocator could not raise their scores, so they are graded once."""
+    result = graded["negative_id_wraps"].result()
+    assert result.score("allocator") < result.max_score("allocator"), result.describe("allocator")
+    for part in ("decode", "sharing"):
+        assert result.score(part) == result.max_score(part), result.describe(part)
+    assert result.report["rescored"] == {}, result.report["rescored"]
+    assert "again, with the kit's" not in result.stderr, result.stderr
 
 
 def test_every_check_id_of_a_report_may_be_weighed_in_a_rubric(tmp_path: Path) -> None:
