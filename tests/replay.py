@@ -3,11 +3,12 @@
 A candidate runs a counterexample with the kit's Python in the folder that holds their files,
 whatever its name (the script makes it the package they were graded in), or pastes it into the
 Python REPL started there. `kit` makes such a folder with any implementation's files, `run` runs a
-script there, and `assert_pastes_into_the_repl` feeds a script to the REPL's compiler line by
-line.
+script there (`ForkedRuns` many scripts, without starting Python for each), and
+`assert_pastes_into_the_repl` feeds a script to the REPL's compiler line by line.
 """
 
 import code
+import json
 import os
 import shutil
 import subprocess
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SCRIPT = "counterexample.py"
-RUN_TIMEOUT = 300.0  # a safety net: a counterexample runs in seconds
+FORK_SERVER = Path(__file__).resolve().parent / "fork_server.py"
+RUN_TIMEOUT = 300  # seconds, a safety net: a counterexample runs in seconds
 
 
 def kit(folder: Path, files: Path) -> Path:
@@ -45,20 +47,58 @@ class Ran:
         return f"exit status {self.returncode}\n{self.stderr[-3000:]}"
 
 
+def environment() -> dict[str, str]:
+    """The kit's Python's environment, as a candidate's shell has it: no PYTHONPATH."""
+    return {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+
 def run(folder: Path, script: str) -> Ran:
     """`python counterexample.py` in `folder`, holding `script`."""
     (folder / SCRIPT).write_text(script)
-    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     done = subprocess.run(
         [sys.executable, SCRIPT],
         cwd=folder,
-        env=environment,
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT,
         check=False,
     )
     return Ran(done.returncode, done.stderr, len(script.splitlines()))
+
+
+class ForkedRuns:
+    """`run` for many scripts: each runs as `python counterexample.py` would, in a child forked
+    from one Python that has imported torch (`fork_server.py`), so that no script pays for that
+    import. A context manager: the server ends with it."""
+
+    def __init__(self) -> None:
+        self.server = subprocess.Popen(
+            [sys.executable, str(FORK_SERVER)],
+            env=environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    def run(self, folder: Path, script: str) -> Ran:
+        (folder / SCRIPT).write_text(script)
+        request = {"folder": str(folder.resolve()), "script": SCRIPT, "timeout": RUN_TIMEOUT}
+        self.server.stdin.write(json.dumps(request) + "\n")
+        self.server.stdin.flush()
+        line = self.server.stdout.readline()
+        assert line, f"the fork server ended (exit status {self.server.wait()})"
+        reply = json.loads(line)
+        return Ran(reply["returncode"], reply["stderr"], len(script.splitlines()))
+
+    def __enter__(self) -> "ForkedRuns":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stdin.close()
+        try:
+            self.server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.server.kill()
+            self.server.wait()
+        self.server.stdout.close()
 
 
 class Compiler(code.InteractiveConsole):

@@ -8,7 +8,8 @@ the counterexample is written into a copy of the kit's layout, the mutant's file
 it imports (the graded folder's name), and run with `python`: it must stop with an exception
 raised by its last line (its final assert, or the candidate's own exception). With the answer
 key's files as that package it must exit 0; and pasted into the REPL line by line, it must read
-with no SyntaxError.
+with no SyntaxError. (Each run is a child forked from a Python that has imported torch,
+`tests/fork_server.py`: the script runs as `python` runs it, without paying for that import.)
 
 The allocator's cost growth counterexample is timed: it runs the workload on a small and a large
 pool and holds the growth to 3 times the reference's (the mutant's growth is about 15x, the
@@ -26,7 +27,7 @@ from tests.end_to_end.test_kernel import BUGGY
 from tests.end_to_end.test_scheduler import MUTANTS as SCHEDULER_MUTANTS
 from tests.end_to_end.test_scheduler import OPTIONS as SCHEDULER_OPTIONS
 from tests.grading import SOLUTIONS, Edit, concurrently, grade_shared
-from tests.replay import Ran, assert_pastes_into_the_repl, kit, run
+from tests.replay import ForkedRuns, Ran, assert_pastes_into_the_repl, kit
 
 KERNELS = {buggy.id: buggy for buggy in BUGGY}
 SCHEDULERS = {mutant.id: mutant for mutant in SCHEDULER_MUTANTS}
@@ -101,12 +102,13 @@ def replay_all(mutant: Mutant, root: Path, shared: Path) -> list[Replayed]:
     folder = Path(graded.report["submission"]["path"])
     checks = [check for check in graded.part(mutant.part)["checks"] if check["counterexample"]]
     replayed = []
-    for check in checks[: mutant.limit]:
-        script = check["counterexample"]
-        layout = root / f"{mutant.id}-files"
-        on_the_mutant = run(kit(layout, folder), script)
-        on_the_answer_key = run(kit(layout, SOLUTIONS), script)
-        replayed.append(Replayed(check["id"], script, on_the_mutant, on_the_answer_key))
+    with ForkedRuns() as runs:
+        for check in checks[: mutant.limit]:
+            script = check["counterexample"]
+            layout = root / f"{mutant.id}-files"
+            on_the_mutant = runs.run(kit(layout, folder), script)
+            on_the_answer_key = runs.run(kit(layout, SOLUTIONS), script)
+            replayed.append(Replayed(check["id"], script, on_the_mutant, on_the_answer_key))
     return replayed
 
 
