@@ -8,16 +8,18 @@ from pathlib import Path
 import pytest
 
 from grader.report.i18n import tr
+from tests.end_to_end.test_buggy import MUTANTS_BY_ID
 from tests.end_to_end.test_golden_reports import CASES
 from tests.grader.report.english import english_words, markdown_kit_words, summary_kit_words
 from tests.grader.report.punctuation import slips
 from tests.grading import Graded, build_submission, concurrently, grade
 
-# The golden reports' mutants (`test_golden_reports.CASES`): each breaks one part's rules, and
-# their parts grade again on the kit's allocator (part 1), or on the kit's manager (part 5),
-# which their notes say. The second joins two of them, for more kinds of message in one report.
+# Mutants that break one part's rules each, whose other parts grade again on the kit's allocator
+# (part 1: the duplicate ids cost decode points), or on the kit's manager (part 5), which their
+# notes and progress lines say. The second joins two golden ones (`test_golden_reports.CASES`),
+# for more kinds of message in one report.
 MUTANTS = {
-    "negative_id_wraps": CASES["negative_id_wraps"],
+    "duplicate_ids": (MUTANTS_BY_ID["allocate_returns_a_duplicate"].edits, "allocator,decode"),
     "decode_and_fork": (
         CASES["tutorial_decode_rule"][0] + CASES["fork_without_incref"][0],
         "decode,scheduler,sharing",
