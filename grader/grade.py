@@ -49,9 +49,10 @@ ANSWER_KEY = KIT_ROOT / "solutions"
 STUBS = KIT_ROOT / "exercises"
 SHADOWED = frozenset({"torch", "triton", "numpy", "kernels"})  # imported by the files or a script
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
-# manager: they are graded again with the kit's allocator when the candidate's fails part 1
-# (`rescore_on_the_kit_allocator`). The part's other modules grade the candidate's own code alone
-# (the allocator's reference counts in `sharing_refcounts.py`) and are not graded again.
+# manager: they are graded again with the kit's allocator when the candidate's fails part 1 and
+# they lost points (`rescore_on_the_kit_allocator`). The part's other modules grade the
+# candidate's own code alone (the allocator's reference counts in `sharing_refcounts.py`) and are
+# not graded again.
 # Part 3's checks build their requests from plain data: its allocator never matters.
 ALLOCATOR = "allocator"  # the part whose failure triggers the second grading
 (KIT_ALLOCATOR,) = PARTS[ALLOCATOR].files  # its one file, the answer key's in the second grading
@@ -99,8 +100,9 @@ def device_environment(part: str | None = None) -> dict[str, str]:
 
 def run_checks(intake: Intake, options: Options) -> GradingPlugin:
     """Run the check modules of the chosen parts in this process, with the grading plugin; where
-    the candidate's allocator fails part 1, grade the parts built on it again with the kit's
-    (`rescore_on_the_kit_allocator`), so that an allocator bug costs points in part 1 only."""
+    the candidate's allocator fails part 1, grade the parts built on it that lost points again
+    with the kit's (`rescore_on_the_kit_allocator`), so that an allocator bug costs points in
+    part 1 only."""
     plugin = new_plugin(intake, options)
     run_modules(plugin, part_modules(options.parts), options)
     try:
@@ -183,7 +185,7 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     each chosen part a second time, with the answer key's `block_allocator.py` in place of the
     candidate's (bytecode, as for `swapped` files), and keep in `plugin` the grading with more
     points, noting it; `plugin.rescored` records both. The part's other modules keep
-    their first grading. Without the answer key (the candidate bundle) the parts keep the
+    their first grading. Without the answer key (the candidate bundle) those parts keep the
     candidate's allocator, and their note says so. A part whose own files are the untouched
     stubs is not graded again (`stubbed`), nor is one whose `regraded` checks all passed: it
     has nothing to gain. Same options, so the same examples."""
@@ -237,7 +239,8 @@ def allocator_fails(plugin: GradingPlugin, intake: Intake, options: Options) -> 
 
 
 def all_passed(plugin: GradingPlugin, module: str) -> bool:
-    """Whether every check of `module` (in `CHECKS_DIR`) that `plugin` ran passed."""
+    """Whether every check of `module` (in `CHECKS_DIR`) that `plugin` ran passed or was skipped
+    (true where none ran)."""
     names = check_names(module)
     ran = [result for result in plugin.results.values() if result.name in names]
     return all(result.status in ("passed", "skipped") for result in ran)

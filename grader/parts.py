@@ -23,7 +23,8 @@ class Part:
     weight: float
     checks: tuple[str, ...]  # module names in grader/checks/, in the order they run
     swapped: tuple[str, ...] = ()  # other parts' files, always the answer key's when graded
-    regraded: tuple[str, ...] = ()  # its check modules graded again on the kit's allocator
+    regraded: tuple[str, ...] = ()  # its check modules graded again on the kit's allocator, where
+    # the candidate's fails part 1 and they lost points
     engine: bool = False  # the engine check serves a trace through it
 
     def titled(self, lang: str) -> str:

@@ -3,7 +3,8 @@ from this process, which has imported torch once (about 2 s of CPU a script save
 
 Each line on stdin is a JSON request `{"folder", "script", "timeout"}`: a child moves into
 `folder`, puts it first on `sys.path`, runs the file `script` there as `__main__`, and exits
-as Python does (1 after printing an uncaught exception's traceback; a `SystemExit`'s status).
+with Python's status (1 after printing an uncaught exception's traceback; a `SystemExit`'s
+status), without Python's exit steps (no atexit, no wait for other threads).
 Its stdin is empty and its stdout dropped; the reply, one JSON line on stdout, is
 `{"returncode", "stderr"}`, a signal's death as a negative status. A child still running after
 `timeout` seconds gets SIGALRM. Only the main thread forks: the server runs no other thread.
@@ -21,6 +22,14 @@ import traceback
 import torch  # noqa: F401  (the import every child inherits)
 
 
+def exit_status(stop: SystemExit) -> int:
+    """The exit status Python gives for `stop` uncaught (a message is printed, and gives 1)."""
+    if stop.code is None or isinstance(stop.code, int):
+        return stop.code or 0
+    print(stop.code, file=sys.stderr)
+    return 1
+
+
 def child(folder: str, script: str, timeout: int, stderr: int) -> None:
     """In the forked child: run `script` in `folder`, then exit with Python's status; never
     return to the server's loop."""
@@ -36,10 +45,7 @@ def child(folder: str, script: str, timeout: int, stderr: int) -> None:
         runpy.run_path(script, run_name="__main__")
         status = 0
     except SystemExit as stop:
-        if stop.code is None or isinstance(stop.code, int):
-            status = stop.code or 0
-        else:
-            print(stop.code, file=sys.stderr)
+        status = exit_status(stop)
     except BaseException:
         traceback.print_exc()
     finally:

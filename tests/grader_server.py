@@ -1,33 +1,134 @@
-"""`python -m tests.grader_server SOCKET`, from the kit's root: run `python -m grader ARGS`,
-each grading in a child forked from this process, which has imported the grader (torch, pytest,
-hypothesis) once: about 1.6 s of CPU a grading saves. Started by `tests/grading.py`, for the
-tests' gradings only.
+"""Gradings forked from a warm grader: the tests' `python -m grader ARGS`, each run in a child
+forked from one process that has imported the grader (torch, pytest, hypothesis) once, which
+saves about 1.6 s of CPU a grading. `GraderServer` starts and asks it (`tests/grading.py`, for
+the gradings that leave the environment as it is); `serve` is the server,
+`python -m tests.grader_server NAME` from the kit's root, as `python -m grader` runs.
 
-A client connects to the Unix socket SOCKET and sends one JSON line `{"argv", "cwd", "env",
-"stdout", "stderr"}`. The child forked for it answers its pid in a line, then runs the grader's
-command line (`grader.__main__.main`, as `python -m grader` does) in `cwd`, with exactly `env`
-as its environment, stdin empty and stdout and stderr written to the files named; its last line
-is its exit status, the one `python -m grader` would give (1 for an uncaught exception, after
-its traceback). The server forks from its main thread and runs no other Python thread; it
-stops when the process that started it is gone.
+The server listens on the abstract Unix socket NAME. A client sends one JSON line `{"argv",
+"cwd", "env", "stdout", "stderr"}`; the child forked for it answers its pid in a line, runs the
+grader's command line (`grader.__main__.main`) in `cwd` with exactly `env` as its environment,
+stdin empty and stdout and stderr written to the files named, and answers its exit status in a
+last line: the one `python -m grader` gives (`exit_status`; 1 for an uncaught exception, after its
+traceback). A child that dies without one (killed) gives no last line.
+
+What the server's imports print fails its start: a grading's output must hold what a fresh
+`python -m grader` prints. The server forks only from its one Python thread; it ends when its
+stdin (a pipe from the test process) closes, and its children die with it.
 """
 
+import contextlib
 import gc
 import importlib
 import json
 import os
+import secrets
+import select
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
+import threading
 import traceback
+from collections.abc import Sequence
+from pathlib import Path
 
-import grader.__main__ as cli
+from tests.fork_server import exit_status
 
-GRADING_IMPORTS = ("grader.grade", "grader.report.summary", "grader.report.writers")
+# What `python -m grader` imports before it grades (`grader.__main__.grade_submission`).
+GRADING_IMPORTS = (
+    "grader.__main__",
+    "grader.grade",
+    "grader.report.summary",
+    "grader.report.writers",
+)
+CLI_TIMEOUT = 300  # seconds, a safety net for one grading (and for the server's start)
+
+
+class GraderServer:
+    """The server of this test process, started by the first `shared()` and stopped when this
+    process exits (the server sees its stdin close)."""
+
+    _shared: "GraderServer | None" = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.name = f"grader-server-{os.getpid()}-{secrets.token_hex(4)}"
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115  (closed by `stop`)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.grader_server", self.name],
+            cwd=Path(__file__).resolve().parents[1], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.log, process_group=0,
+        )  # fmt: skip
+        ready, _, _ = select.select([self.process.stdout], [], [], CLI_TIMEOUT)
+        if not ready or self.process.stdout.readline() != b"ready\n":
+            self.stop()
+            raise RuntimeError(f"the grader server did not start:\n{self.errors()}")
+
+    @classmethod
+    def shared(cls) -> "GraderServer":
+        """This process's server; fails with its output where it has died."""
+        with cls._lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            if cls._shared.process.poll() is not None:
+                raise RuntimeError(f"the grader server died:\n{cls._shared.errors()}")
+            return cls._shared
+
+    def run(self, argv: Sequence[str], cwd: Path) -> tuple[int, str, str]:
+        """`python -m grader ARGV` in `cwd`, with this process's environment: its exit status
+        (-1 where it died without one), stdout and stderr. Past `CLI_TIMEOUT`, or on any error
+        here, the grading is killed; a timeout raises `subprocess.TimeoutExpired`, as
+        `subprocess.run` does."""
+        with (
+            tempfile.TemporaryDirectory() as outputs,
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection,
+        ):
+            stdout, stderr = Path(outputs, "stdout"), Path(outputs, "stderr")
+            stdout.touch()
+            stderr.touch()
+            connection.connect(f"\0{self.name}")
+            request = {"argv": list(argv), "cwd": str(cwd), "env": dict(os.environ),
+                       "stdout": str(stdout), "stderr": str(stderr)}  # fmt: skip
+            connection.sendall(json.dumps(request).encode() + b"\n")
+            connection.settimeout(CLI_TIMEOUT)
+            replies = connection.makefile()
+            pid = int(replies.readline())
+            try:
+                status = replies.readline()
+            except BaseException as error:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                if isinstance(error, TimeoutError):
+                    command = ["python", "-m", "grader", *argv]
+                    raise subprocess.TimeoutExpired(command, CLI_TIMEOUT) from None
+                raise
+            output, errors = stdout.read_text(), stderr.read_text()
+            if not status:
+                return -1, output, f"{errors}\n(the grading process {pid} died without a status)"
+            return int(status), output, errors
+
+    def errors(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.log):
+            stream.close()
+
+
+# -- the server ---------------------------------------------------------------------------------
 
 
 def grading(connection: socket.socket) -> int:
     """In the forked child: run the request's grading; its exit status."""
+    from grader.__main__ import main
+    from grader.sandbox.process import die_with_the_grader
+
+    die_with_the_grader()  # with the server: its parent
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the grader waits for its workers
     request = json.loads(connection.makefile().readline())
     connection.sendall(f"{os.getpid()}\n".encode())
@@ -39,42 +140,70 @@ def grading(connection: socket.socket) -> int:
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
         with open(path, "w") as stream:
             os.dup2(stream.fileno(), fd)
-    status = 1
     try:
-        status = cli.main(request["argv"])
+        return main(request["argv"])
     except SystemExit as stop:
-        status = stop.code if isinstance(stop.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
+        return exit_status(stop)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-    connection.sendall(f"{status}\n".encode())
-    return status
 
 
-def serve(path: str) -> None:
-    for module in GRADING_IMPORTS:  # what `grade_submission` imports, imported once here
-        importlib.import_module(module)
+def fork_grading(connection: socket.socket) -> None:
+    """In the forked child: grade, answer the exit status, and exit with it."""
+    status = 1
+    try:
+        status = grading(connection)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+    finally:
+        with contextlib.suppress(OSError):
+            connection.sendall(f"{status}\n".encode())
+        os._exit(status)
+
+
+def import_quietly() -> None:
+    """The grading imports, done once; what they print fails the start."""
+    with tempfile.TemporaryFile() as printed:
+        saved = os.dup(1), os.dup(2)
+        os.dup2(printed.fileno(), 1)
+        os.dup2(printed.fileno(), 2)
+        try:
+            for module in GRADING_IMPORTS:
+                importlib.import_module(module)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+        printed.seek(0)
+        text = printed.read().decode(errors="replace")
+    if text:
+        sys.exit(f"the grading imports print, as every python -m grader would:\n{text}")
+    if threading.active_count() != 1:
+        sys.exit(f"the grading imports started Python threads: {threading.enumerate()}")
+
+
+def serve(name: str) -> None:
+    """Listen on the abstract socket `name` and fork a grading for each connection, until stdin
+    closes."""
+    import_quietly()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    listener.bind(f"\0{name}")
     listener.listen()
-    listener.settimeout(1.0)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the children reap themselves
     gc.freeze()  # what the imports made is never collected: children do not copy it by scanning
-    parent = os.getppid()
-    while os.getppid() == parent:  # it ends with the test process that started it
-        try:
-            connection, _ = listener.accept()
-        except TimeoutError:
-            continue
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while True:
+        readable, _, _ = select.select([listener, sys.stdin], [], [])
+        if sys.stdin in readable:
+            return  # the test process is gone (or done)
+        connection, _ = listener.accept()
         if os.fork() == 0:
             listener.close()
-            status = 1
-            try:
-                status = grading(connection)
-            finally:
-                os._exit(status)
+            fork_grading(connection)
         connection.close()
 
 

@@ -5,27 +5,19 @@ whole files replaced and exact text edits applied; every edit's old text must oc
 so that a table of mutants cannot rot silently when the answer key changes. The grader runs as
 the command a hiring team types (`python -m grader ...`, from the kit's root), with a timeout,
 and the test reads the `report.json` it wrote: in a child forked from a grader that has done its
-imports (`GraderServer`, `grader_server.py`), or, where the test changes the environment, as a
-fresh process.
+imports (`grader_server.py`), or, where the test changes the environment, as a fresh process.
 
 A grading that several test modules read (a mutant whose verdicts test_buggy.py asserts and whose
 counterexamples test_counterexamples.py runs) is graded once per test session, in whichever
 module or xdist worker asks first (`grade_shared`).
 """
 
-import atexit
 import fcntl
 import hashlib
 import json
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -36,13 +28,13 @@ import pytest
 
 from grader import KIT_ROOT
 from grader.parts import PARTS
+from tests.grader_server import CLI_TIMEOUT, GraderServer
 
 SOLUTIONS = KIT_ROOT / "solutions"
 EXERCISES = KIT_ROOT / "exercises"
 FIXTURES = Path(__file__).resolve().parent / "submissions"
 CHECKS_DIR = KIT_ROOT / "grader" / "checks"
 GRADED_PARTS = tuple(part for part in PARTS if part != "kernel")  # the CPU-quick parts
-CLI_TIMEOUT = 300.0
 CUT_SHORT = "time budget"  # in the message of a check cut short by --part-timeout
 NEEDS_CUDA = "needs a CUDA device"  # the message of the kernel checks skipped without one
 CONCURRENT_GRADINGS = 2  # per test module: mostly one busy process each; make test runs a
@@ -154,89 +146,33 @@ class Graded:
 def run_grader(
     submission: Path, out: Path, *options: str, env: Mapping[str, str] | None = None
 ) -> Graded:
-    """`python -m grader SUBMISSION --out OUT OPTIONS...`, run from the kit's root, with `env`
-    added to the environment. Without `env`, in a child forked from a grader that has done its
-    imports (`GraderServer`); with it, as a fresh process, since modules read the environment
-    when they are imported."""
+    """`python -m grader SUBMISSION --out OUT OPTIONS...`, run from the kit's root; with `env`
+    (added to the environment) as a fresh process, since modules read the environment when they
+    are imported; without, in a child forked from a grader that has done its imports
+    (`GraderServer`)."""
     argv = [str(submission), "--out", str(out), *options]
-    if env:
-        done = subprocess.run(
-            [sys.executable, "-m", "grader", *argv],
-            cwd=KIT_ROOT,
-            env=os.environ | dict(env),
-            capture_output=True,
-            text=True,
-            timeout=CLI_TIMEOUT,
-            check=False,
-        )
-        returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
+    if env is None:
+        returncode, stdout, stderr = GraderServer.shared().run(argv, KIT_ROOT)
     else:
-        returncode, stdout, stderr = GraderServer.shared().run(argv)
+        returncode, stdout, stderr = run_fresh(argv, env)
     report_path = out / "report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
     return Graded(returncode, stdout, stderr, report)
 
 
-class GraderServer:
-    """`tests/grader_server.py`, started once per test process (`shared`) and stopped when it
-    exits: `run` grades as `python -m grader ARGV` does, run from the kit's root with this
-    process's environment, in a child forked from a Python that has imported the grader, so
-    that no grading pays for those imports."""
-
-    _shared: "GraderServer | None" = None
-    _lock = threading.Lock()
-
-    def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="grader-server-"))
-        self.socket = self.folder / "socket"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.grader_server", str(self.socket)], cwd=KIT_ROOT,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        while not self.socket.exists():
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the grader server failed:\n{self.process.stderr.read()}")
-            time.sleep(0.05)
-        atexit.register(self.stop)
-
-    @classmethod
-    def shared(cls) -> "GraderServer":
-        with cls._lock:
-            if cls._shared is None:
-                cls._shared = cls()
-            return cls._shared
-
-    def run(self, argv: Sequence[str]) -> tuple[int, str, str]:
-        """The grading's exit status, stdout and stderr; past `CLI_TIMEOUT` it is killed and
-        `subprocess.TimeoutExpired` raised, as `subprocess.run` does."""
-        with (
-            tempfile.TemporaryDirectory(dir=self.folder) as outputs,
-            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection,
-        ):
-            stdout, stderr = Path(outputs, "stdout"), Path(outputs, "stderr")
-            connection.connect(str(self.socket))
-            request = {"argv": list(argv), "cwd": str(KIT_ROOT), "env": dict(os.environ),
-                       "stdout": str(stdout), "stderr": str(stderr)}  # fmt: skip
-            connection.sendall(json.dumps(request).encode() + b"\n")
-            connection.settimeout(CLI_TIMEOUT)
-            replies = connection.makefile()
-            pid = int(replies.readline())
-            try:
-                status = replies.readline()
-            except TimeoutError:
-                os.kill(pid, signal.SIGKILL)
-                command = ["python", "-m", "grader", *argv]
-                raise subprocess.TimeoutExpired(command, CLI_TIMEOUT) from None
-            output, errors = stdout.read_text(errors="replace"), stderr.read_text(errors="replace")
-            if not status:
-                return -1, output, f"{errors}\n(the grading process {pid} died)"
-            return int(status), output, errors
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
-        self.process.stderr.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+def run_fresh(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, str]:
+    """`python -m grader ARGV` as a new process, `env` added to the environment: its exit
+    status, stdout and stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", *argv],
+        cwd=KIT_ROOT,
+        env=os.environ | dict(env),
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT,
+        check=False,
+    )
+    return done.returncode, done.stdout, done.stderr
 
 
 def grade(

@@ -8,9 +8,11 @@ script there (`ForkedRuns` many scripts, without starting Python for each), and
 """
 
 import code
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -70,15 +72,18 @@ def run(folder: Path, script: str) -> Ran:
 class ForkedRuns:
     """`run` for many scripts: each runs as `python counterexample.py` would, in a child forked
     from one Python that has imported torch (`fork_server.py`), so that no script pays for that
-    import. A context manager: the server ends with it."""
+    import. One thread at a time; a context manager: the server, and any script still running,
+    end with it."""
 
     def __init__(self) -> None:
         self.server = subprocess.Popen(
             [sys.executable, str(FORK_SERVER)],
             env=environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            process_group=0,
         )  # fmt: skip
 
     def run(self, folder: Path, script: str) -> Ran:
+        """`run(folder, script)`, forked."""
         (folder / SCRIPT).write_text(script)
         request = {"folder": str(folder.resolve()), "script": SCRIPT, "timeout": RUN_TIMEOUT}
         self.server.stdin.write(json.dumps(request) + "\n")
@@ -92,12 +97,10 @@ class ForkedRuns:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.server.pid, signal.SIGKILL)  # and a script still running
+        self.server.wait()
         self.server.stdin.close()
-        try:
-            self.server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.server.kill()
-            self.server.wait()
         self.server.stdout.close()
 
 

@@ -4,8 +4,8 @@ Each call is checked at once for what exercises/README.md says must follow (see 
 many blocks a request holds, that a new block was free, that a refused call changed nothing, and
 that the free count adds up. No check depends on which free block the candidate hands out.
 
-The manager reaches the candidate's allocator: where that allocator fails part 1, this module is
-graded a second time with the kit's allocator in its place (it is `regraded` in
+The manager reaches the candidate's allocator: where that allocator fails part 1 and this module
+lost points, it is graded a second time with the kit's allocator in its place (it is `regraded` in
 `grader/parts.toml`), and the part keeps the better grading, so that an allocator bug costs points
 in part 1 only.
 """

@@ -9,8 +9,9 @@ A bug costs points in its own part: the model leaves part 2's rules to part 2 (`
 with `sharing`), prompts fill whole blocks (prefill rounding up or down agree; the partly filled
 blocks that copy-on-write needs come from decoding), and blocks hold at least 2 tokens (with 1, no
 block is ever partly filled, nothing is copied, and decoding is part 2's alone). Where the
-candidate's allocator fails part 1, this module is graded a second time with the kit's allocator
-(its `regraded` modules in `grader/parts.toml`), and the part keeps the better grading.
+candidate's allocator fails part 1 and this module lost points, it is graded a second time with
+the kit's allocator (its `regraded` modules in `grader/parts.toml`), and the part keeps the
+better grading.
 """
 
 import itertools

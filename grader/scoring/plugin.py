@@ -8,8 +8,8 @@ collection, so a check that never gets to run still counts in the maximum score.
 `GradingPlugin` is one plugin made of three concerns: this module's (collection, points,
 outcomes as `CheckResult`s), the fixtures and the workers behind them (`fixtures.py`), and the
 progress lines (`progress.py`). `grade.run_checks` grades the parts built on the candidate's
-allocator a second time, with a plugin made with `swapped`, when that allocator fails part 1,
-and keeps per part the better grading (`rescored` records both).
+allocator that lost points a second time, with a plugin made with `swapped`, when that allocator
+fails part 1, and keeps per part the better grading (`rescored` records both).
 
 A check fails when the submission made it fail: an assertion, an exception from its code, or a
 `SubmissionFailure` (not submitted, not implemented, crashed, timed out). Any other exception is

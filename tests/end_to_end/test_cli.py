@@ -14,6 +14,7 @@ import pytest
 
 from grader.parts import PARTS as KIT_PARTS
 from grader.report.i18n import tr
+from tests.end_to_end.test_golden_reports import stable
 from tests.grading import KIT_ROOT, SOLUTIONS, Graded, concurrently, grade, run_grader
 
 PARTS = ("--parts", "allocator")
@@ -191,3 +192,25 @@ def test_the_grade_does_not_depend_on_pytest_settings_in_the_environment(tmp_pat
     result = grade(SOLUTIONS, *PARTS, out=tmp_path / "report", env=outer)
     result.assert_clean()
     assert result.score("allocator") == result.max_score("allocator") == 15, result
+
+
+@pytest.mark.parametrize("case", ["graded", "refused"])
+def test_a_forked_grading_gives_what_a_fresh_python_m_grader_gives(case: str, tmp_path: Path):
+    """These tests' gradings run forked from a grader that has done its imports
+    (`tests/grader_server.py`); a fresh `python -m grader` gives the same exit status, output
+    and report, times and report folders aside."""
+    submission = SOLUTIONS if case == "graded" else tmp_path / "missing"
+    forked = run_grader(submission, tmp_path / "out", *PARTS, "--seed", "7")
+    shutil.rmtree(tmp_path / "out", ignore_errors=True)
+    fresh = run_grader(submission, tmp_path / "out", *PARTS, "--seed", "7", env={})
+
+    def shown(text: str) -> str:
+        return re.sub(r"\d+(\.\d+)? s\b", "N s", text)
+
+    assert forked.returncode == fresh.returncode == (0 if case == "graded" else 2), fresh
+    assert shown(forked.stdout) == shown(fresh.stdout)
+    assert shown(forked.stderr) == shown(fresh.stderr)
+    if case == "graded":
+        assert stable(forked.report) == stable(fresh.report)
+    else:
+        assert forked.report == fresh.report == {}

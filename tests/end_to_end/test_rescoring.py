@@ -1,8 +1,9 @@
 """An allocator bug costs points in part 1 only: where the candidate's allocator fails an allocator
 check, the parts built on it through the manager (their `regraded` modules in `grader/parts.toml`)
-are graded again with the kit's allocator in its place, and keep the better grading, with a note
-saying so. The kit must ship the answer key for that: without it (the candidate bundle) the parts
-keep the candidate's allocator, and the note says that too.
+that lost points are graded again with the kit's allocator in its place, and keep the better
+grading, with a note saying so (`test_golden_reports`: one that lost none is graded once). The
+kit must ship the answer key for that: without it (the candidate bundle) the parts keep the
+candidate's allocator, and the note says that too.
 
 Each submission is graded on part 2 alone, so the allocator's checks run only to decide (and are
 not reported); `test_buggy` grades every part together.

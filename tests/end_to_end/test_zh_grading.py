@@ -44,6 +44,17 @@ def report_md(graded: Graded) -> str:
     return (Path(graded.report["submission"]["path"]).parent / "report" / "report.md").read_text()
 
 
+def test_the_kit_allocator_note_and_line_are_in_the_graded_text(
+    graded: dict[str, Future[Graded]],
+) -> None:
+    """The duplicate ids cost decode points on the candidate's allocator: decode is graded again
+    on the kit's, which its note and a progress line say (checked above for English words)."""
+    result = graded["duplicate_ids"].result()
+    assert result.report["rescored"]["decode"]["kept"] == "kit", result.report["rescored"]
+    again = tr("zh", "progress_again", parts="decode", file="block_allocator.py")
+    assert again in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("name", MUTANTS)
 def test_a_chinese_report_has_no_english_words(
     name: str, graded: dict[str, Future[Graded]]
