@@ -4,10 +4,11 @@ from this process, which has imported torch once (about 2 s of CPU a script save
 Each line on stdin is a JSON request `{"folder", "script", "timeout"}`: a child moves into
 `folder`, puts it first on `sys.path`, runs the file `script` there as `__main__`, and exits
 with Python's status (1 after printing an uncaught exception's traceback; a `SystemExit`'s
-status), without Python's exit steps (no atexit, no wait for other threads).
-Its stdin is empty and its stdout dropped; the reply, one JSON line on stdout, is
-`{"returncode", "stderr"}`, a signal's death as a negative status. A child still running after
-`timeout` seconds gets SIGALRM. Only the main thread forks: the server runs no other thread.
+status), without Python's exit steps (no atexit, no wait for other threads). Its stdin is empty
+and its stdout dropped; the reply, one JSON line on stdout, is `{"returncode", "stderr"}`, a
+signal's death as a negative status. A child still running after `timeout` seconds gets SIGALRM.
+The server forks from its one Python thread (torch's import starts a native one; forking after
+that import is what torch's own DataLoader workers do).
 """
 
 import gc

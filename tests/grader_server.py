@@ -12,8 +12,9 @@ last line: the one `python -m grader` gives (`exit_status`; 1 for an uncaught ex
 traceback). A child that dies without one (killed) gives no last line.
 
 What the server's imports print fails its start: a grading's output must hold what a fresh
-`python -m grader` prints. The server forks only from its one Python thread; it ends when its
-stdin (a pipe from the test process) closes, and its children die with it.
+`python -m grader` prints. The server forks only from its one Python thread (torch's import
+starts a native one; forking after that import is what torch's DataLoader workers do); it ends
+when its stdin (a pipe from the test process) closes, and its children die with it.
 """
 
 import contextlib

@@ -1,6 +1,6 @@
-"""`ForkedRuns` runs a script as `python SCRIPT` does: the same exit status, the same frame at
-the top of its traceback, for scripts that pass, fail at their last line or earlier, exit with
-a status or a message, read stdin, print, or die of a signal."""
+"""`ForkedRuns` runs a script as `python SCRIPT` does: the same exit status, the same last line
+on stderr, and a failure at the same line, for scripts that pass, fail at their last line or
+earlier, exit with a status or a message, read stdin, print, or die of a signal."""
 
 from pathlib import Path
 
