@@ -20,13 +20,11 @@ import sys
 import tempfile
 import traceback
 
-import torch  # noqa: F401  (the import every child inherits)
-
 
 def exit_status(stop: SystemExit) -> int:
     """The exit status Python gives for `stop` uncaught (a message is printed, and gives 1)."""
     if stop.code is None or isinstance(stop.code, int):
-        return stop.code or 0
+        return int(stop.code or 0) & 0xFF
     print(stop.code, file=sys.stderr)
     return 1
 
@@ -43,7 +41,8 @@ def child(folder: str, script: str, timeout: int, stderr: int) -> None:
         os.dup2(stderr, 2)
         os.chdir(folder)
         sys.path[0] = folder
-        runpy.run_path(script, run_name="__main__")
+        sys.argv[:] = [script]
+        runpy.run_path(os.path.join(folder, script), run_name="__main__")
         status = 0
     except SystemExit as stop:
         status = exit_status(stop)
@@ -56,6 +55,9 @@ def child(folder: str, script: str, timeout: int, stderr: int) -> None:
 
 
 def serve() -> None:
+    """Import torch, then answer each request on stdin with a forked run, until stdin closes."""
+    import torch  # noqa: F401  (the import every child inherits)
+
     gc.freeze()  # what the import made is never collected: children do not copy it by scanning
     replies = sys.stdout
     for line in sys.stdin:

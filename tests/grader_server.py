@@ -4,12 +4,14 @@ saves about 1.6 s of CPU a grading. `GraderServer` starts and asks it (`tests/gr
 the gradings that leave the environment as it is); `serve` is the server,
 `python -m tests.grader_server NAME` from the kit's root, as `python -m grader` runs.
 
-The server listens on the abstract Unix socket NAME. A client sends one JSON line `{"argv",
-"cwd", "env", "stdout", "stderr"}`; the child forked for it answers its pid in a line, runs the
-grader's command line (`grader.__main__.main`) in `cwd` with exactly `env` as its environment,
-stdin empty and stdout and stderr written to the files named, and answers its exit status in a
-last line: the one `python -m grader` gives (`exit_status`; 1 for an uncaught exception, after its
-traceback). A child that dies without one (killed) gives no last line.
+The server listens on the abstract Unix socket NAME, and serves only the process that started it
+(the peer's pid, from the kernel). A client sends one JSON line `{"argv", "env", "stdout",
+"stderr"}`; the child forked for it answers its pid in a line, runs the grader's command line
+(`grader.__main__.main`) in the kit's root with exactly `env` as its environment, stdin empty and
+stdout and stderr written to the files named, and answers its exit status in a last line: the
+one `python -m grader` gives (`exit_status`; 1 for an uncaught exception, after its traceback).
+A child that dies without one (killed) gives no last line. The child skips Python's exit steps
+(atexit, finalizers): the grader has none to run once its report is written.
 
 What the server's imports print fails its start: a grading's output must hold what a fresh
 `python -m grader` prints. The server forks only from its one Python thread (torch's import
@@ -26,6 +28,7 @@ import secrets
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -43,6 +46,7 @@ GRADING_IMPORTS = (
     "grader.report.summary",
     "grader.report.writers",
 )
+PEER_CREDENTIALS = (socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))  # pid, uid, gid
 CLI_TIMEOUT = 300  # seconds, a safety net for one grading (and for the server's start)
 
 
@@ -63,8 +67,9 @@ class GraderServer:
         )  # fmt: skip
         ready, _, _ = select.select([self.process.stdout], [], [], CLI_TIMEOUT)
         if not ready or self.process.stdout.readline() != b"ready\n":
+            errors = self.errors()
             self.stop()
-            raise RuntimeError(f"the grader server did not start:\n{self.errors()}")
+            raise RuntimeError(f"the grader server did not start:\n{errors}")
 
     @classmethod
     def shared(cls) -> "GraderServer":
@@ -76,10 +81,10 @@ class GraderServer:
                 raise RuntimeError(f"the grader server died:\n{cls._shared.errors()}")
             return cls._shared
 
-    def run(self, argv: Sequence[str], cwd: Path) -> tuple[int, str, str]:
-        """`python -m grader ARGV` in `cwd`, with this process's environment: its exit status
-        (-1 where it died without one), stdout and stderr. Past `CLI_TIMEOUT`, or on any error
-        here, the grading is killed; a timeout raises `subprocess.TimeoutExpired`, as
+    def run(self, argv: Sequence[str]) -> tuple[int, str, str]:
+        """`python -m grader ARGV` from the kit's root, with this process's environment: its
+        exit status (-1 where it died without one), stdout and stderr. Past `CLI_TIMEOUT`, or on
+        any error here, the grading is killed; a timeout raises `subprocess.TimeoutExpired`, as
         `subprocess.run` does."""
         with (
             tempfile.TemporaryDirectory() as outputs,
@@ -88,22 +93,24 @@ class GraderServer:
             stdout, stderr = Path(outputs, "stdout"), Path(outputs, "stderr")
             stdout.touch()
             stderr.touch()
+            connection.settimeout(CLI_TIMEOUT)
             connection.connect(f"\0{self.name}")
-            request = {"argv": list(argv), "cwd": str(cwd), "env": dict(os.environ),
+            request = {"argv": list(argv), "env": dict(os.environ),
                        "stdout": str(stdout), "stderr": str(stderr)}  # fmt: skip
             connection.sendall(json.dumps(request).encode() + b"\n")
-            connection.settimeout(CLI_TIMEOUT)
-            replies = connection.makefile()
-            pid = int(replies.readline())
-            try:
-                status = replies.readline()
-            except BaseException as error:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                if isinstance(error, TimeoutError):
-                    command = ["python", "-m", "grader", *argv]
-                    raise subprocess.TimeoutExpired(command, CLI_TIMEOUT) from None
-                raise
+            pid = None
+            with connection.makefile() as replies:
+                try:
+                    pid = int(replies.readline())
+                    status = replies.readline()
+                except BaseException as error:
+                    if pid is not None:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                    if isinstance(error, TimeoutError):
+                        command = ["python", "-m", "grader", *argv]
+                        raise subprocess.TimeoutExpired(command, CLI_TIMEOUT) from None
+                    raise
             output, errors = stdout.read_text(), stderr.read_text()
             if not status:
                 return -1, output, f"{errors}\n(the grading process {pid} died without a status)"
@@ -127,20 +134,16 @@ class GraderServer:
 def grading(connection: socket.socket) -> int:
     """In the forked child: run the request's grading; its exit status."""
     from grader.__main__ import main
-    from grader.sandbox.process import die_with_the_grader
 
-    die_with_the_grader()  # with the server: its parent
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the grader waits for its workers
     request = json.loads(connection.makefile().readline())
-    connection.sendall(f"{os.getpid()}\n".encode())
-    os.environ.clear()
-    os.environ.update(request["env"])
-    os.chdir(request["cwd"])
     with open(os.devnull) as stdin:
         os.dup2(stdin.fileno(), 0)
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
         with open(path, "w") as stream:
             os.dup2(stream.fileno(), fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
     try:
         return main(request["argv"])
     except SystemExit as stop:
@@ -150,11 +153,18 @@ def grading(connection: socket.socket) -> int:
         sys.stderr.flush()
 
 
-def fork_grading(connection: socket.socket) -> None:
-    """In the forked child: grade, answer the exit status, and exit with it."""
+def fork_grading(connection: socket.socket, server: int) -> None:
+    """In the child forked by `server`: say its pid, grade, answer the exit status, and exit
+    with it (Python's exit steps skipped: the grader registers none)."""
+    from grader.sandbox.process import die_with_the_grader
+
     status = 1
     try:
-        status = grading(connection)
+        die_with_the_grader()  # with the server, its parent
+        if os.getppid() != server:  # it died before that
+            return
+        connection.sendall(f"{os.getpid()}\n".encode())
+        status = grading(connection) & 0xFF
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()
@@ -176,8 +186,9 @@ def import_quietly() -> None:
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
+            for fd, copy in enumerate(saved, start=1):
+                os.dup2(copy, fd)
+                os.close(copy)
         printed.seek(0)
         text = printed.read().decode(errors="replace")
     if text:
@@ -197,14 +208,16 @@ def serve(name: str) -> None:
     gc.freeze()  # what the imports made is never collected: children do not copy it by scanning
     sys.stdout.write("ready\n")
     sys.stdout.flush()
+    server = os.getpid()
     while True:
         readable, _, _ = select.select([listener, sys.stdin], [], [])
         if sys.stdin in readable:
             return  # the test process is gone (or done)
         connection, _ = listener.accept()
-        if os.fork() == 0:
+        peer, _, _ = struct.unpack("3i", connection.getsockopt(*PEER_CREDENTIALS))
+        if peer == os.getppid() and os.fork() == 0:  # only the test process that started it
             listener.close()
-            fork_grading(connection)
+            fork_grading(connection, server)
         connection.close()
 
 

@@ -152,7 +152,7 @@ def run_grader(
     (`GraderServer`)."""
     argv = [str(submission), "--out", str(out), *options]
     if env is None:
-        returncode, stdout, stderr = GraderServer.shared().run(argv, KIT_ROOT)
+        returncode, stdout, stderr = GraderServer.shared().run(argv)
     else:
         returncode, stdout, stderr = run_fresh(argv, env)
     report_path = out / "report.json"

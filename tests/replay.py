@@ -11,6 +11,7 @@ import code
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -88,6 +89,8 @@ class ForkedRuns:
         request = {"folder": str(folder.resolve()), "script": SCRIPT, "timeout": RUN_TIMEOUT}
         self.server.stdin.write(json.dumps(request) + "\n")
         self.server.stdin.flush()
+        replied, _, _ = select.select([self.server.stdout], [], [], RUN_TIMEOUT + 60)
+        assert replied, f"no reply in {RUN_TIMEOUT + 60} s (the script's alarm was cancelled?)"
         line = self.server.stdout.readline()
         assert line, f"the fork server ended (exit status {self.server.wait()})"
         reply = json.loads(line)
