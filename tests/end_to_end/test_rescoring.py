@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.end_to_end.test_buggy import MUTANTS_BY_ID
 from tests.grading import (
     CLI_TIMEOUT,
     EXERCISES,
@@ -28,13 +29,8 @@ from tests.grading import (
     grade,
 )
 
-# test_buggy's allocate_returns_a_duplicate: allocate(n) hands out its first id twice.
-DUPLICATE = Edit(
-    "block_allocator.py",
-    "        block_ids = [self._free.popitem()[0] for _ in range(n)]\n",
-    "        block_ids = [self._free.popitem()[0] for _ in range(n)]\n"
-    "        if n > 1:\n            block_ids[1] = block_ids[0]\n",
-)
+# allocate(n) hands out its first id twice.
+(DUPLICATE,) = MUTANTS_BY_ID["allocate_returns_a_duplicate"].edits
 WITHOUT_THE_KEY = (
     "import sys, grader.grade\n"
     "grader.grade.answer_key_files = lambda: None\n"
