@@ -2,7 +2,11 @@
 
 `command` wraps a worker's command line in `bwrap`. The worker then has fresh mount, PID, IPC,
 UTS, network and (where the system allows) user and cgroup namespaces, every capability
-dropped, its own session, and dies with the grader. The root it sees holds, read-only, only:
+dropped, its own session, and dies with the grader. It is never root. Run by an ordinary user,
+bwrap maps it to that user in a user namespace of its own. Run by root, bwrap would map it to
+root, so it makes no user namespace and leaves the worker CAP_SETUID and CAP_SETGID alone, with
+which the worker becomes `NOBODY` before anything else runs (`worker_user`); changing its uid
+takes them away. The root it sees holds, read-only, only:
 
 - the system's `/usr` (shared libraries; on a GPU machine the driver's), `/etc/ld.so.cache`;
 - the Python runtime (its executable, standard library and shared libraries), when it lives
@@ -11,10 +15,11 @@ dropped, its own session, and dies with the grader. The root it sees holds, read
 - its own folder at `/sandbox`: its copy of the submission, the kit tools it needs, the worker;
 - a GPU worker also gets the NVIDIA device nodes and `/sys`.
 
-Its one writable place is a private tmpfs at `/tmp` (its cwd and HOME; bounded in size where
-the bwrap allows, 0.10 and later: `probe` prefers such a one). It sees only its own processes,
-no network, and neither the kit (masked wherever a bound folder holds it), nor the grader's
-files, nor any other worker.
+Its `/proc` (its own processes; no sysctl it could write) and `/dev` are read-only too. Its one
+writable place is a private tmpfs at `/tmp` (its cwd and HOME; bounded in size where the bwrap
+allows, 0.10 and later: `probe` prefers such a one). It sees only its own processes, no
+network, and neither the kit (masked wherever a bound folder holds it), nor the grader's files,
+nor any other worker.
 
 `probe` checks once per grading process that such a sandbox can be made (user namespaces may be
 disabled; macOS and Windows have none): where it cannot, workers run unisolated and every report
@@ -41,6 +46,10 @@ TMP = "/tmp"
 TMPFS_BYTES = 1 << 30  # the tmpfs's size, where bwrap can bound it (0.10 and later)
 UNISOLATED = "not isolated: not for a hiring decision"
 MODES = ("auto", "bwrap", "none")
+BINDS = ("--ro-bind", "--ro-bind-try", "--symlink")  # bwrap's operations with a mount point
+NOBODY = 65534  # the uid and gid a worker takes where the grader runs as root
+NAMESPACES_AS_ROOT = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                      "--unshare-cgroup-try"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,17 @@ def site_binds(site: list[str]) -> list[str]:
     return args
 
 
+def open_parents(binds: list[str]) -> list[str]:
+    """A folder any user may enter for each folder above a mount point of `binds` (bwrap's own
+    are 0700, which a worker that became `NOBODY` could not enter), outermost first."""
+    points = [binds[index + 2] for index, arg in enumerate(binds) if arg in BINDS]
+    parents = {str(parent) for point in points for parent in Path(point).parents}
+    args = []
+    for parent in sorted(parents - {"/"}, key=lambda path: path.count("/")):
+        args += ["--perms", "0755", "--dir", parent]
+    return args
+
+
 def gpu_binds() -> list[str]:
     """What CUDA needs beyond `/usr`: the NVIDIA device nodes and `/sys` (read-only)."""
     args = []
@@ -139,29 +159,43 @@ def gpu_binds() -> list[str]:
     return [*args, "--ro-bind-try", "/sys", "/sys"]
 
 
+def worker_user() -> int | None:
+    """The uid (and gid) a sandboxed worker must become first thing: `NOBODY` where the grader
+    runs as root; None elsewhere, where the user namespace already makes it the grader's user."""
+    return NOBODY if os.geteuid() == 0 else None
+
+
+def privileges() -> list[str]:
+    """Every namespace and no capability, as an ordinary user; as root, no user namespace (it would
+    map the worker to root) and only the two capabilities that let it become `NOBODY`."""
+    if worker_user() is None:
+        return ["--unshare-all", "--cap-drop", "ALL"]
+    return [*NAMESPACES_AS_ROOT, "--cap-drop", "ALL",
+            "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # fmt: skip
+
+
 def command(
     isolation: Isolation, home: Path, site: list[str], argv: list[str], gpu: bool = False
 ) -> list[str]:
     """`argv` (written with the inside paths: `HOME`, `SITE`/N, `TMP`) run in a sandbox that sees
     `home` read-only at `HOME` and the folders `site` at `SITE`/0, `SITE`/1, ..."""
+    binds = [*system_binds(), "--ro-bind", str(home), HOME, *site_binds(site)]
     args = [
         isolation.bwrap,
-        "--unshare-all",
+        *privileges(),
         "--die-with-parent",
         "--new-session",
-        "--cap-drop", "ALL",
-        *system_binds(),
-        "--ro-bind", str(home), HOME,
-        *site_binds(site),
+        *open_parents(binds),
+        *binds,
         "--proc", "/proc",
         "--dev", "/dev",
     ]  # fmt: skip
     if gpu:
         args += gpu_binds()
-    args += ["--remount-ro", "/dev"]  # /dev is a tmpfs: no writable place but /tmp
+    args += ["--remount-ro", "/dev", "--remount-ro", "/proc"]  # no writable place but /tmp
     if isolation.sized_tmpfs:
         args += ["--size", str(TMPFS_BYTES)]
-    args += ["--tmpfs", TMP, "--chdir", TMP, "--", *argv]
+    args += ["--perms", "1777", "--tmpfs", TMP, "--chdir", TMP, "--", *argv]
     return args
 
 
@@ -185,7 +219,7 @@ def probe(mode: str = "auto") -> Isolation:
 
 
 def try_sandbox(bwrap: str) -> Isolation:
-    """A sandbox that runs the worker's interpreter once, or why none can be made."""
+    """A sandbox that runs the worker's interpreter once, not as root, or why none can be made."""
     try:
         version = subprocess.run(
             [bwrap, "--version"], capture_output=True, text=True, timeout=60
@@ -197,8 +231,13 @@ def try_sandbox(bwrap: str) -> Isolation:
     except (OSError, subprocess.SubprocessError) as error:
         return Isolation(None, reason=f"{bwrap} does not run: {error}")
     candidate = Isolation(bwrap, version or "bubblewrap", sized)
+    code, user = ["import os"], worker_user()
+    if user is not None:  # as the worker does first (`worker.become`)
+        code.append(f"os.setgroups([]); os.setresgid({user}, {user}, {user}); "
+                    f"os.setresuid({user}, {user}, {user})")  # fmt: skip
+    code.append("print(os.getuid() != 0 and len(os.listdir('/proc')) > 0)")
     with tempfile.TemporaryDirectory(prefix="grader-probe-") as home:
-        argv = [runtime(), "-S", "-c", "import os; print(len(os.listdir('/proc')) > 0)"]
+        argv = [runtime(), "-S", "-c", "\n".join(code)]
         try:
             done = subprocess.run(
                 command(candidate, Path(home), [], argv),

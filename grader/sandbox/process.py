@@ -158,6 +158,14 @@ def sourceless(name: str, source: bytes) -> tuple[str, bytes]:
     return f"{stem}.pyc", importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
 
 
+def open_to(home: Path) -> None:
+    """Let a worker that is not its owner (`isolation.worker_user`) read `home`: any user may
+    enter it (not list it) and read what is in it, whatever the grader's umask."""
+    for path in home.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    home.chmod(0o711)
+
+
 class Sandbox:
     """A worker: lazily started, restarted after a crash, stopped by `close()`; its `part_deadline`
     is the budget of the part it now serves."""
@@ -199,6 +207,8 @@ class Sandbox:
                     shutil.copyfile(path, self.home / folder / path.name)
         if not self.isolation.isolated:
             (self.home / "cwd").mkdir()
+        elif isolation.worker_user() is not None:
+            open_to(self.home)
         self.log = tempfile.TemporaryFile(prefix="grader-worker-log-")  # noqa: SIM115 (close())
         self.process = subprocess.Popen(
             self.command(),
@@ -228,7 +238,12 @@ class Sandbox:
             root, inside_site = str(self.home), site_packages()
         tools = {name: f"{root}/tools/{path.name}" for name, path in TOOLS.items()
                  if (self.home / "tools" / path.name).is_file()}  # fmt: skip
-        config = {"site": inside_site, "package_parent": f"{root}/package", "tools": tools}
+        config = {
+            "site": inside_site,
+            "package_parent": f"{root}/package",
+            "tools": tools,
+            "user": isolation.worker_user() if self.isolation.isolated else None,
+        }
         python = isolation.runtime() if self.isolation.isolated else sys.executable
         argv = [python, "-S", "-s", "-P", f"{root}/kit/worker.py", json.dumps(config)]
         if not self.isolation.isolated:

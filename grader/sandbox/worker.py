@@ -2,8 +2,9 @@
 
 The grader starts it as `python -S -s -P worker.py CONFIG_JSON` (`process.py`), inside its own
 namespaces (`isolation.py`), so neither site-packages' `.pth` files nor the kit's folders are
-on its import path; it adds just the folders torch and triton live in, then the folder holding
-its private copy of the submission, imported as the package `submission`.
+on its import path. Where it starts as root it first becomes the user it is told (`become`);
+then it adds just the folders torch and triton live in, and the folder holding its private copy
+of the submission, imported as the package `submission`.
 
 It answers one JSON request per line on stdin with one JSON reply per line on the channel that
 was its stdout; the candidate's own prints go to stderr (a log file the grader reads on a crash).
@@ -434,8 +435,21 @@ WORKLOADS: dict[str, Callable[..., Any]] = {
 }
 
 
+def become(user: int) -> None:
+    """Become `user` (uid and gid, no other group) before any other code runs. The grader runs as
+    root, and bubblewrap left this process root with its capabilities dropped but the two that
+    allow this, which changing the uid takes away."""
+    os.setgroups([])
+    os.setresgid(user, user, user)
+    os.setresuid(user, user, user)
+    if 0 in os.getresuid():
+        raise SystemExit("the worker could not give up root, so it runs no submission")
+
+
 def main() -> None:
     config = json.loads(sys.argv[1])
+    if config["user"] is not None:
+        become(config["user"])
     channel_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
     channel_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)

@@ -116,9 +116,10 @@ HOSTILES = [
     Hostile(
         "writes_fake_reports",
         at_import(
-            "from pathlib import Path\n\n"
+            "import contextlib\nfrom pathlib import Path\n\n"
             "for folder in (Path.cwd(), Path.cwd().parent):\n"
-            f"    (folder / 'report.json').write_text({FAKE_REPORT!r})",
+            "    with contextlib.suppress(OSError):  # where it may write\n"
+            f"        (folder / 'report.json').write_text({FAKE_REPORT!r})",
             stub=True,
         ),
         zero=("decode",),

@@ -56,6 +56,21 @@ def connect(port):
         return type(error).__name__
     return "connected"
 
+def privileges():
+    status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines())
+    ids = [*os.getresuid(), *os.getresgid(), *os.getgroups()]
+    return ids, int(status["CapEff"], 16), int(status["CapPrm"], 16)
+
+def writable(path):
+    return os.access(path, os.W_OK)
+
+def writable_under(folder):
+    found = []
+    for root, _, names in os.walk(folder):
+        found += [os.path.join(root, name) for name in names
+                  if os.access(os.path.join(root, name), os.W_OK)]
+    return found
+
 def leave_a_daemon(marker):
     if os.fork() == 0:
         os.setsid()
@@ -72,13 +87,28 @@ def command(gpu: bool = False) -> list[str]:
     return isolation.command(FAKE, Path("/tmp/home"), ["/venv/site"], ["python", "w.py"], gpu=gpu)
 
 
-def test_the_command_line_makes_every_namespace_and_drops_every_capability():
+def test_the_command_line_makes_every_namespace_and_drops_every_capability(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     args = command()
     assert args[0] == "/usr/bin/bwrap"
     for flag in ("--unshare-all", "--die-with-parent", "--new-session"):
         assert flag in args
     assert args[args.index("--cap-drop") + 1] == "ALL"
+    assert "--cap-add" not in args
     assert args[-3:] == ["--", "python", "w.py"]
+
+
+def test_as_root_the_command_line_makes_no_user_namespace_and_keeps_only_setuid(monkeypatch):
+    """A user namespace made by root maps the worker to root: none is made, and the worker
+    becomes `NOBODY` with the only two capabilities it keeps."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    args = command()
+    for flag in ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"):
+        assert flag in args
+    assert not any(arg.startswith("--unshare-user") or arg == "--unshare-all" for arg in args)
+    added = [args[index + 1] for index, arg in enumerate(args) if arg == "--cap-add"]
+    assert args.index("--cap-drop") < args.index("--cap-add")
+    assert sorted(added) == ["CAP_SETGID", "CAP_SETUID"]
 
 
 def test_the_worker_sees_its_folder_and_site_packages_read_only_and_writes_only_tmp():
@@ -105,10 +135,11 @@ def test_a_kit_inside_a_bound_folder_is_masked(monkeypatch):
     assert f"--tmpfs {KIT_ROOT}" in args
 
 
-def test_dev_is_read_only():
+def test_dev_and_proc_are_read_only():
     args = command(gpu=True)
-    assert args.index("--remount-ro") > max(i for i, arg in enumerate(args) if arg == "--dev-bind"
-                                            or arg == "--dev")  # fmt: skip
+    remounts = {args[index + 1]: index for index, arg in enumerate(args) if arg == "--remount-ro"}
+    assert remounts["/dev"] > max(i for i, arg in enumerate(args) if arg in ("--dev-bind", "--dev"))
+    assert remounts["/proc"] > args.index("--proc")
 
 
 def test_only_a_gpu_worker_gets_the_devices_and_sys():
@@ -158,6 +189,17 @@ def test_a_worker_sees_no_kit_file_and_writes_only_its_tmpfs(worker, tmp_path):
     assert module.write("/sandbox/package/submission/probe.py") == "OSError"
     assert module.write(str(tmp_path / "x")) in ("FileNotFoundError", "OSError")
     assert module.write("/tmp/scratch") == "written"
+
+
+def test_a_worker_is_never_root_and_can_change_no_setting_of_the_host(worker):
+    """Whoever runs the grader, root included (as CI does): no uid or gid 0, no capability, and
+    no file of `/proc/sys` (sysctls such as kernel.core_pattern) or `sysrq-trigger` writable."""
+    module, _ = worker
+    ids, effective, permitted = module.privileges()
+    assert 0 not in ids, ids
+    assert (effective, permitted) == (0, 0)
+    assert module.writable_under("/proc/sys") == []
+    assert not module.writable("/proc/sysrq-trigger")
 
 
 def test_a_worker_reaches_no_network(worker):
