@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import isolation
+from grader.sandbox import isolation, seccomp
 from grader.sandbox.isolation import Isolation, probe
 from grader.text import clean
 
 HERE = Path(__file__).resolve().parent
-WORKER_FILES = (HERE / "worker.py", HERE / "wire.py")  # what runs the worker, copied beside it
+WORKER_FILES = (HERE / "worker.py", HERE / "wire.py", HERE / "seccomp.py")  # copied beside it
 # The kit's standalone helpers (torch only, no kit imports) that checks may run in the worker
 # (`Submission.tool`): each is copied into the worker's folder, never imported from the kit.
 TOOLS = {name: HERE / "tools" / f"{name}.py" for name in ("gpu_timing", "engine")}
@@ -134,6 +134,12 @@ def uses_cuda(extra_env: dict[str, str]) -> bool:
     """Whether a worker may use CUDA: the GPU is not hidden from it and it runs Triton natively."""
     hidden = extra_env.get("CUDA_VISIBLE_DEVICES") == ""
     return not hidden and extra_env.get("TRITON_INTERPRET") != "1"
+
+
+def may_not_fork(extra_env: dict[str, str]) -> bool:
+    """Whether a worker may start no process (`seccomp.py`): unless it may use CUDA, where Triton
+    runs a compiler; on Linux on x86-64 and arm64 (elsewhere the filter cannot run)."""
+    return not uses_cuda(extra_env) and seccomp.supported()
 
 
 def memory_rlimit(extra_env: dict[str, str]) -> int:
@@ -243,6 +249,7 @@ class Sandbox:
             "package_parent": f"{root}/package",
             "tools": tools,
             "user": isolation.worker_user() if self.isolation.isolated else None,
+            "no_children": may_not_fork(self.extra_env),
         }
         python = isolation.runtime() if self.isolation.isolated else sys.executable
         argv = [python, "-S", "-s", "-P", f"{root}/kit/worker.py", json.dumps(config)]

@@ -2,9 +2,10 @@
 
 The grader starts it as `python -S -s -P worker.py CONFIG_JSON` (`process.py`), inside its own
 namespaces (`isolation.py`), so neither site-packages' `.pth` files nor the kit's folders are
-on its import path. Where it starts as root it first becomes the user it is told (`become`);
-then it adds just the folders torch and triton live in, and the folder holding its private copy
-of the submission, imported as the package `submission`.
+on its import path. Where it starts as root it first becomes the user it is told (`become`),
+and where it is told so it forbids itself new processes (`seccomp.py`). Then it adds just the
+folders torch and triton live in, and the folder holding its private copy of the submission,
+imported as the package `submission`.
 
 It answers one JSON request per line on stdin with one JSON reply per line on the channel that
 was its stdout; the candidate's own prints go to stderr (a log file the grader reads on a crash).
@@ -450,6 +451,8 @@ def main() -> None:
     config = json.loads(sys.argv[1])
     if config["user"] is not None:
         become(config["user"])
+    if config["no_children"]:
+        load_sibling("seccomp").forbid_processes()
     channel_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
     channel_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)

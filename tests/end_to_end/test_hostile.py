@@ -126,6 +126,26 @@ HOSTILES = [
         says="not implemented",
         on_stub=True,
     ),
+    Hostile(  # bounded: 64 children at most, each exits at once, should the filter let them
+        "forks_processes",
+        at_import(
+            "import os\n\n"
+            "started = 0\n"
+            "for _ in range(64):\n"
+            "    try:\n"
+            "        if os.fork() == 0:\n"
+            "            os._exit(0)\n"
+            "    except OSError:  # refused: the worker of a CPU part starts no process\n"
+            "        break\n"
+            "    started += 1\n"
+            "if started:\n"
+            "    raise RuntimeError(f'started {started} processes')",
+            stub=True,
+        ),
+        zero=("decode",),
+        says="not implemented",
+        on_stub=True,
+    ),
 ]
 
 
