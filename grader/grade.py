@@ -39,7 +39,7 @@ from grader.parts import ENGINE_PARTS, PARTS
 from grader.report.batching import static_batching
 from grader.report.i18n import tr, ungraded_reason
 from grader.sandbox.isolation import Isolation
-from grader.sandbox.process import NO_CUDA, ImportFailed, Limits
+from grader.sandbox.process import NO_CUDA, Events, ImportFailed, Limits
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
 from grader.scoring.rubric import Rubric
@@ -213,6 +213,17 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
         keep_the_better(plugin, again, part, options)
 
 
+def worker_flags(events: dict[str, Events]) -> list[dict]:
+    """Each part's integrity events as flags: the first few distinct ones, then how many more."""
+    flags = []
+    for part, sent in events.items():
+        flags += [{"part": part, "source": "worker", "message": event} for event in sent.shown]
+        if sent.others:
+            message = f"and {sent.others} more events from this part's workers"
+            flags.append({"part": part, "source": "worker", "message": message})
+    return flags
+
+
 def stubbed(intake: Intake, part: str) -> bool:
     """Whether `part`'s own files, its allocator aside, are missing or the kit's stubs as they
     ship (`STUBS`): graded on the kit's allocator they would still fail, so they are not."""
@@ -259,7 +270,7 @@ def keep_the_better(
     kit = score_parts(list(kit_results.values()), only_part)[part]["score"]
     kept = "kit" if kit > own else "own"
     plugin.rescored[part] = {"with": [KIT_ALLOCATOR], "own": own, "kit": kit, "kept": kept}
-    plugin.events.setdefault(part, []).extend(again.events.get(part, []))
+    plugin.events.setdefault(part, Events()).merge(again.events.get(part, Events()))
     if kept == "kit":
         plugin.results.update(rescored)
         plugin.part_notes[part] = KIT_ALLOCATOR_NOTE.format(own=own)
@@ -460,11 +471,7 @@ def grade(intake: Intake, options: Options) -> dict:
         report["benchmarks"] = plugin.benchmarks
         report["rescored"] = plugin.rescored
         report["sections"] = with_baselines(plugin.sections)
-        report["integrity"] += [
-            {"part": part, "source": "worker", "message": event}
-            for part, events in plugin.events.items()
-            for event in dict.fromkeys(events)
-        ]
+        report["integrity"] += worker_flags(plugin.events)
         report["integrity"] += [
             {
                 "part": bench["part"],

@@ -1,7 +1,8 @@
 """The batch's leaderboard: `leaderboard.csv` and `leaderboard.html`, one row per submission.
 
-A row holds the candidate, the total and each part's score, the integrity flags (never part of
-the score), the kernel's timing ratio (the geometric mean of the kernel part's benchmark ratios),
+A row holds the candidate, the total and each part's score, the number of integrity flags (never
+part of the score) and the first of them (all are in the report: a flood of them cannot fill the
+board), the kernel's timing ratio (the geometric mean of the kernel part's benchmark ratios),
 the time the grading took, a relative link to the report and the entry it was graded from (its
 path, as grade-all was given it: the CSV's `entry` column, the page's tooltip on the name); a
 submission the grader could not grade gets a row saying why. Rows are sorted by score, best
@@ -111,17 +112,20 @@ def kernel_ratio(report: dict, lang: str = "en") -> str:
     return tr(lang, "board_ratio_not_timed")
 
 
-def flags(report: dict) -> list[str]:
-    return [f"{origin(flag)}: {flag['message']}" for flag in report["integrity"]]
+def first_flag(report: dict) -> str:
+    """The first integrity flag, where it comes from and what it says; "" where there is none. A
+    row shows it beside the count (every flag is in the report)."""
+    return "".join(f"{origin(flag)}: {flag['message']}" for flag in report["integrity"][:1])
 
 
-def shown_flags(report: dict, lang: str) -> list[dict]:
-    """The integrity flags as the page shows them: where each comes from, and its message in
-    `lang`."""
-    return [
-        {"origin": origin(flag), "message": translated_message(lang, flag["message"])}
-        for flag in report["integrity"]
-    ]
+def shown_flag(report: dict, lang: str) -> dict | None:
+    """The first integrity flag as the page shows it: where it comes from, and its message in
+    `lang`; None where there is none."""
+    return next(
+        ({"origin": origin(flag), "message": translated_message(lang, flag["message"])}
+         for flag in report["integrity"]),
+        None,
+    )  # fmt: skip
 
 
 def notes(outcome: Outcome) -> list[str]:
@@ -189,7 +193,8 @@ def cell(value: object) -> str:
 def render_csv(outcomes: list[Outcome]) -> str:
     parts = parts_of(outcomes)
     header = ["rank", "candidate", "entry", "status", "score", "max_score", *parts,
-              "integrity_flags", "flags", "kernel_ratio", "seconds", "report", "note"]  # fmt: skip
+              "integrity_flags", "first_flag", "kernel_ratio", "seconds", "report",
+              "note"]  # fmt: skip
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
@@ -202,7 +207,7 @@ def render_csv(outcomes: list[Outcome]) -> str:
                 r["parts"][p]["score"] if r["parts"].get(p, {}).get("checks") else "" for p in parts
             ]
             scores = [r["score"], r["max_score"], *part_scores, len(r["integrity"]),
-                      "; ".join(flags(r)), kernel_ratio(r)]  # fmt: skip
+                      first_flag(r), kernel_ratio(r)]  # fmt: skip
         status = "graded" if r else "not graded"
         row = [rank or "", o.name, o.entry, status, *scores, round(o.seconds, 1), report_path(o),
                "; ".join(notes(o))]  # fmt: skip
@@ -289,7 +294,8 @@ def html_row(
         "score": points(r["score"]),
         "max_score": points(r["max_score"]),
         "parts": [part_cell(r["parts"].get(part)) for part in parts],
-        "flags": shown_flags(r, lang),
+        "flag_count": len(r["integrity"]),
+        "first_flag": shown_flag(r, lang),
         "kernel_ratio": kernel_ratio(r, lang),
         "note": separator.join(notes),
     }

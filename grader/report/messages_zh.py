@@ -531,6 +531,7 @@ GRADER = {
         "换用套件的分配器重新评分时出错：{traceback}"
     ),
     "implausibly fast: {benchmark}": "快得不合理：{benchmark}",
+    "and {count} more events from this part's workers": "另有 {count} 个事件来自这一部分的工作进程",
     "tried to import {module} (blocked: the kit is not importable)": (
         "试图导入 {module}（已拦截：不能导入套件）"
     ),

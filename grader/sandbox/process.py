@@ -29,7 +29,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ LOG_TAIL_BYTES = 3000
 REPLY_BYTES = 64 << 20  # the largest reply a worker may send
 READ_BYTES = 1 << 20
 EVENTS_PER_REPLY, EVENT_CHARS = 20, 300  # integrity events a reply may add, and their length
+EVENTS_SHOWN = 10  # distinct integrity events a part's report lists; the others are counted
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # Whether a worker's CPU time can be read from outside it (`Sandbox.cpu_seconds`): Linux.
 CPU_TIME_READABLE = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
@@ -61,6 +62,28 @@ class Limits:
     import_seconds: float = 120.0
     part_seconds: float = 600.0
     file_bytes: int = 256 << 20
+
+
+@dataclass
+class Events:
+    """Integrity events the workers sent, bounded however many they send: the first
+    `EVENTS_SHOWN` distinct ones, and how many others came."""
+
+    shown: list[str] = field(default_factory=list)
+    others: int = 0
+
+    def add(self, event: str) -> None:
+        if event in self.shown:
+            return
+        if len(self.shown) < EVENTS_SHOWN:
+            self.shown.append(event)
+        else:
+            self.others += 1
+
+    def merge(self, other: "Events") -> None:
+        for event in other.shown:
+            self.add(event)
+        self.others += other.others
 
 
 class SubmissionFailure(BaseException):
@@ -189,7 +212,7 @@ class Sandbox:
         self.extra_env = extra_env
         self.part_deadline = deadline
         self.isolation = isolation or probe()  # "auto" unless the grader chose
-        self.events: list[str] = []
+        self.events = Events()  # of the current check
         self.failure: SubmissionFailure | None = None
         self.process: subprocess.Popen | None = None
         self.home: Path | None = None
@@ -309,8 +332,8 @@ class Sandbox:
             reply = self.parse(self.receive(deadline))
         except SubmissionFailure as failure:
             self.fail(failure)
-        events = reply.pop("events", ())[:EVENTS_PER_REPLY]  # the worker's word: bounded here
-        self.events.extend(clean(str(event), EVENT_CHARS) for event in events)
+        for event in reply.pop("events", ())[:EVENTS_PER_REPLY]:  # the worker's word: bounded
+            self.events.add(clean(str(event), EVENT_CHARS))
         return reply
 
     def fail(self, failure: SubmissionFailure) -> None:

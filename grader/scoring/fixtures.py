@@ -31,7 +31,7 @@ import pytest
 
 from grader.parts import PARTS
 from grader.sandbox.isolation import Isolation
-from grader.sandbox.process import Limits, Sandbox, sourceless
+from grader.sandbox.process import Events, Limits, Sandbox, sourceless
 from grader.sandbox.proxy import Submission
 from grader.scoring.profiles import Profile
 from grader.scoring.timing import RecordBenchmark, implausible
@@ -56,7 +56,7 @@ class WorkerFixtures:
     worker_env: dict[str, dict[str, str]]  # by part
     isolation: Isolation | None = None  # None: bubblewrap where a sandbox can be made
     swapped: tuple[str, ...] = ()  # answer-key files in place of the candidate's, in every part
-    events: dict[str, list[str]] = field(default_factory=dict)  # the workers' integrity events
+    events: dict[str, Events] = field(default_factory=dict)  # the workers' integrity events
     benchmarks: list[dict] = field(default_factory=list)
     sections: dict[str, dict] = field(default_factory=dict)
     part_notes: dict[str, str] = field(default_factory=dict)  # what a part was scored with
@@ -162,5 +162,5 @@ class WorkerFixtures:
         yield
         if "submission" in used:
             sandbox = used["submission"].sandbox
-            self.events.setdefault(part_of(request), []).extend(sandbox.events)
-            sandbox.events.clear()
+            self.events.setdefault(part_of(request), Events()).merge(sandbox.events)
+            sandbox.events = Events()

@@ -6,12 +6,14 @@ write its own report with no error of its own. Every allocator method is reached
 part too (the manager allocates through it), so an allocator attack has no untouched part.
 """
 
+import re
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from grader.sandbox.process import EVENT_CHARS, EVENTS_SHOWN
 from tests.grading import (
     EXERCISES,
     KIT_ROOT,
@@ -29,12 +31,24 @@ STUB_IMPORTS = "\nimport torch\n"  # exercises/kv_cache_manager.py
 MANAGER_INIT = "        if block_size < 1:\n"
 GATHER_TAIL = "        return rows[: req.seq_len]\n"
 ALLOCATOR_IMPORTS = "from operator import index\n"
+POOL_SIZE = "        num_blocks = index(num_blocks)\n"  # BlockAllocator.__init__
 POP_ITEMS = "        block_ids = [self._free.popitem()[0] for _ in range(n)]\n"
 LOOP_IN_A_METHOD = "        while True:\n            pass\n"
 SEGFAULT_IN_A_METHOD = "        ctypes.string_at(0)\n"
 FAKE_REPLY = '{"ok": null, "events": []}'
 FAKE_SCORE = "score 100 / 100: all checks passed"
 FAKE_REPORT = '{"score": 100.0, "max_score": 100.0, "parts": {}, "errors": []}'
+FLOOD = """
+import itertools
+import sys
+
+_events = next(finder.events for finder in sys.meta_path if hasattr(finder, "events"))
+_numbers = itertools.count()
+
+
+def _flood():  # 25 new 300-character events on each new pool (in the worker's own list)
+    _events.extend(f"event {next(_numbers):0294d}" for _ in range(25))
+"""
 
 
 @dataclass(frozen=True)
@@ -125,6 +139,14 @@ HOSTILES = [
         zero=("decode",),
         says="not implemented",
         on_stub=True,
+    ),
+    Hostile(
+        "floods_integrity_events",
+        (
+            Edit("block_allocator.py", ALLOCATOR_IMPORTS, ALLOCATOR_IMPORTS + FLOOD),
+            Edit("block_allocator.py", POOL_SIZE, f"        _flood()\n{POOL_SIZE}"),
+        ),
+        zero=(),
     ),
     Hostile(  # bounded: 64 children at most, each exits at once, should the filter let them
         "forks_processes",
@@ -255,6 +277,18 @@ def test_fake_reports_replace_neither_the_report_nor_land_in_the_kit(
     for folder in (KIT_ROOT, KIT_ROOT.parent):
         fake = folder / "report.json"
         assert not (fake.exists() and FAKE_REPORT in fake.read_text()), f"{fake} was written"
+
+
+def test_a_flood_of_integrity_events_leaves_a_few_and_a_count(
+    graded: dict[str, Future[Graded]],
+) -> None:
+    flags = graded["floods_integrity_events"].result().report["integrity"]
+    sent = [flag["message"] for flag in flags if flag["source"] == "worker"]
+    assert len(sent) == EVENTS_SHOWN + 1, sent
+    assert all(len(message) <= EVENT_CHARS for message in sent)
+    more = re.fullmatch(r"and (\d+) more events from this part's workers", sent[-1])
+    assert more, sent[-1]
+    assert int(more.group(1)) > 100, sent[-1]
 
 
 @pytest.mark.parametrize("attack", ATTACKS)

@@ -175,7 +175,7 @@ def test_the_leaderboard_of_a_chinese_drive_has_no_english_words() -> None:
         "暂定分数（kernel）：有检查被跳过，详见报告。",
         "沿用之前以相同设置评分的结果",
         "在 Ray 上重试过（第 2 次尝试，最多 3 次）；未隔离：结果不能用于招聘决定",
-        "使用了 eval（运行字符串中的代码）",
+        "个，见报告",  # past the first flag: how many more the report holds
         "未评分（600 秒后超时）",
         "未评分（退出状态码 2）",
         "无：没有 GPU",
@@ -196,7 +196,7 @@ def test_the_leaderboard_of_an_english_drive_says_what_it_said() -> None:
         "provisional (kernel): checks skipped, see the report.",
         "retried on Ray (attempt 2 of 3); not isolated: not for a hiring decision; the grader "
         "failed on part of it: ZeroDivisionError: division by zero",
-        "uses eval (runs code from a string)",
+        "more in the report",  # past the first flag: how many more the report holds
         "Not graded (timed out after 600 s)",
         "n/a: no GPU",
         "1 min 15 s",
@@ -210,8 +210,8 @@ def test_the_leaderboards_csv_stays_in_english_in_a_chinese_drive() -> None:
     assert list(rows[0])[:5] == ["rank", "candidate", "entry", "status", "score"]
     assert rows[0]["note"] == f"{KEPT}; provisional (kernel): checks skipped, see the report"
     assert rows[1]["kernel_ratio"] == "n/a: no GPU"
-    assert rows[1]["flags"].startswith("scan, paged_attention.py:")
-    assert "imports numpy (computes outside torch and Triton" in rows[1]["flags"]
+    assert rows[1]["first_flag"].startswith("scan, paged_attention.py:")
+    assert "imports numpy (computes outside torch and Triton" in rows[1]["first_flag"]
 
 
 def sealed_report(folder: Path) -> Path:
