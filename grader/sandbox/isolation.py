@@ -6,7 +6,8 @@ dropped, its own session, and dies with the grader. It is never root. Run by an 
 bwrap maps it to that user in a user namespace of its own. Run by root, bwrap would map it to
 root, so it makes no user namespace and leaves the worker CAP_SETUID and CAP_SETGID alone, with
 which the worker becomes `NOBODY` before anything else runs (`worker_user`); changing its uid
-takes them away. The root it sees holds, read-only, only:
+takes them away. (Run by the root of a user namespace that maps no one else, it is `NOBODY` in
+a user namespace of its own: `privileges`.) The root it sees holds, read-only, only:
 
 - the system's `/usr` (shared libraries; on a GPU machine the driver's), `/etc/ld.so.cache`;
 - the Python runtime (its executable, standard library and shared libraries), when it lives
@@ -161,17 +162,32 @@ def gpu_binds() -> list[str]:
 
 def worker_user() -> int | None:
     """The uid (and gid) a sandboxed worker must become first thing: `NOBODY` where the grader
-    runs as root; None elsewhere, where the user namespace already makes it the grader's user."""
-    return NOBODY if os.geteuid() == 0 else None
+    runs as root; None elsewhere, where bwrap's user namespace makes it someone else."""
+    return NOBODY if os.geteuid() == 0 and mapped(NOBODY) else None
+
+
+def mapped(uid: int) -> bool:
+    """Whether `uid` exists in this process's user namespace (in the first, every uid does)."""
+    try:
+        lines = Path("/proc/self/uid_map").read_text().splitlines()
+    except OSError:
+        return True
+    ranges = [tuple(map(int, line.split())) for line in lines if line.strip()]
+    return any(inside <= uid < inside + count for inside, _, count in ranges)
 
 
 def privileges() -> list[str]:
-    """Every namespace and no capability, as an ordinary user; as root, no user namespace (it would
-    map the worker to root) and only the two capabilities that let it become `NOBODY`."""
-    if worker_user() is None:
+    """Every namespace and no capability, run by an ordinary user. Run by root, no user namespace
+    (it would map the worker to root) and only the two capabilities that let it become `NOBODY`;
+    run by the root of a user namespace that has no `NOBODY` (`unshare --map-root-user`), a user
+    namespace where the worker is `NOBODY` (mapped to that root, who is no one else's root)."""
+    if os.geteuid() != 0:
         return ["--unshare-all", "--cap-drop", "ALL"]
-    return [*NAMESPACES_AS_ROOT, "--cap-drop", "ALL",
-            "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # fmt: skip
+    if worker_user() is not None:
+        return [*NAMESPACES_AS_ROOT, "--cap-drop", "ALL",
+                "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # fmt: skip
+    return ["--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY),
+            "--cap-drop", "ALL"]  # fmt: skip
 
 
 def command(

@@ -102,6 +102,7 @@ def test_as_root_the_command_line_makes_no_user_namespace_and_keeps_only_setuid(
     """A user namespace made by root maps the worker to root: none is made, and the worker
     becomes `NOBODY` with the only two capabilities it keeps."""
     monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(isolation, "mapped", lambda uid: True)  # the first user namespace
     args = command()
     for flag in ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"):
         assert flag in args
@@ -109,6 +110,23 @@ def test_as_root_the_command_line_makes_no_user_namespace_and_keeps_only_setuid(
     added = [args[index + 1] for index, arg in enumerate(args) if arg == "--cap-add"]
     assert args.index("--cap-drop") < args.index("--cap-add")
     assert sorted(added) == ["CAP_SETGID", "CAP_SETUID"]
+
+
+def test_as_the_root_of_a_user_namespace_without_nobody_the_worker_is_nobody_in_its_own(
+    monkeypatch,
+):
+    """`unshare --map-root-user` maps root alone: no one to become, so bwrap maps the worker,
+    uid and gid `NOBODY` in a user namespace of its own, to that root, with no capability."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(isolation, "mapped", lambda uid: False)
+    args = command()
+    assert isolation.worker_user() is None
+    assert "--unshare-all" in args
+    assert "--unshare-user" in args
+    for flag in ("--uid", "--gid"):
+        assert args[args.index(flag) + 1] == str(isolation.NOBODY)
+    assert args[args.index("--cap-drop") + 1] == "ALL"
+    assert "--cap-add" not in args
 
 
 def test_the_worker_sees_its_folder_and_site_packages_read_only_and_writes_only_tmp():
