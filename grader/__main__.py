@@ -15,6 +15,7 @@ import argparse
 import gc
 import importlib
 import math
+import resource
 import sys
 from pathlib import Path
 
@@ -29,6 +30,10 @@ from grader.sandbox.process import Limits
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import load_rubric, parse_parts
 from grader.text import clean
+
+# The grading process's own private memory (RLIMIT_DATA, soft: its workers set their own): an
+# honest grading takes under 0.5 GiB, and no reply it decodes can take it far past that.
+GRADER_MEMORY_BYTES = 8 << 30
 
 COMMANDS = {
     "grade-all": "grader.grade_all",
@@ -99,6 +104,18 @@ def main(argv: list[str]) -> int:
         return interrupt.EXIT_STATUS
 
 
+def limit_own_memory() -> None:
+    """Bound this grading process's private memory to `GRADER_MEMORY_BYTES` (a lower limit that
+    was set before stays), so that whatever a submission does, one grading cannot take the
+    machine's memory from the others of a drive."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    bound = (
+        GRADER_MEMORY_BYTES if hard == resource.RLIM_INFINITY else min(GRADER_MEMORY_BYTES, hard)
+    )
+    if soft == resource.RLIM_INFINITY or soft > bound:
+        resource.setrlimit(resource.RLIMIT_DATA, (bound, hard))
+
+
 def grade_submission(args: argparse.Namespace) -> int:
     """Grade the submission `args` name, write its report and print its summary: 0; or 2, with
     a message, where the grader refuses to start."""
@@ -116,6 +133,7 @@ def grade_submission(args: argparse.Namespace) -> int:
     from grader.report.writers import write_all
 
     gc.freeze()  # torch's objects, and the rest imported, are never garbage: not scanned again
+    limit_own_memory()
 
     limits = Limits(
         memory_bytes=int(args.memory_limit_gb * (1 << 30)),

@@ -494,6 +494,9 @@ GRADER = {
         "工作进程的回复不是套件的工作进程会发出的：{line}"
     ),
     "the worker sent more than {size} MiB in one reply": "工作进程的一次回复超过了 {size} MiB",
+    "the worker sent more than {values} values or {lists} lists in one reply": (
+        "工作进程的一次回复超过了 {values} 个值或 {lists} 个列表"
+    ),
     "{what} ran {speedup}x faster than the reference's, which is not plausible: flagged for "
     "review, not rewarded": "{what} 比参考实现快 {speedup} 倍，这不合理：已标记待人工复核，不计分",
     "runs only in the full kit": "只在完整套件中运行",

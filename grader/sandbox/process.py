@@ -44,6 +44,10 @@ WORKER_FILES = (HERE / "worker.py", HERE / "wire.py", HERE / "seccomp.py")  # co
 TOOLS = {name: HERE / "tools" / f"{name}.py" for name in ("gpu_timing", "engine")}
 LOG_TAIL_BYTES = 3000
 REPLY_BYTES = 64 << 20  # the largest reply a worker may send
+# The most values a reply may hold, counted in its bytes before it is decoded (an honest one of
+# the kit's checks holds up to 100,000 ids and a dozen lists): no reply the grading process
+# decodes takes it past a few hundred MiB.
+REPLY_VALUES, REPLY_CONTAINERS = 2_000_000, 100_000
 READ_BYTES = 1 << 20
 EVENTS_PER_REPLY, EVENT_CHARS = 20, 300  # integrity events a reply may add, and their length
 EVENTS_SHOWN = 10  # distinct integrity events a part's report lists; the others are counted
@@ -282,10 +286,12 @@ class Sandbox:
         return isolation.command(self.isolation, self.home, site, argv, gpu=gpu)
 
     def apply_limits(self) -> None:
-        """In the child, before it runs the worker (or bubblewrap, which passes them on)."""
+        """In the child, before it runs the worker (or bubblewrap, which passes them on). Its data
+        size is its own too, not the grading process's (`__main__.limit_own_memory`)."""
         die_with_the_grader()
-        memory, limits = memory_rlimit(self.extra_env), self.limits
-        resource.setrlimit(memory, (limits.memory_bytes, limits.memory_bytes))
+        limits = self.limits
+        for memory in {memory_rlimit(self.extra_env), resource.RLIMIT_DATA}:
+            resource.setrlimit(memory, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
 
@@ -343,7 +349,16 @@ class Sandbox:
         raise failure
 
     def parse(self, line: bytes) -> dict:
-        """A reply as the worker sends it: a JSON object with "ok" or with an "error" dict."""
+        """A reply as the worker sends it: a JSON object with "ok" or with an "error" dict, of
+        at most `REPLY_VALUES` values and `REPLY_CONTAINERS` lists and objects."""
+        if (
+            line.count(b",") >= REPLY_VALUES
+            or line.count(b"[") + line.count(b"{") > REPLY_CONTAINERS
+        ):
+            raise BadReply(
+                f"the worker sent more than {REPLY_VALUES:,} values or {REPLY_CONTAINERS:,} lists "
+                "in one reply"
+            )
         try:
             reply = json.loads(line)
         except (ValueError, RecursionError):

@@ -148,6 +148,19 @@ HOSTILES = [
         ),
         zero=(),
     ),
+    Hostile(  # 200,000 empty lists in 0.6 MB: the count is refused before any is decoded
+        "replies_with_too_many_values",
+        (
+            Edit(
+                "block_allocator.py",
+                ALLOCATE_BODY,
+                f"{ALLOCATE_BODY}        return [[]] * 200_000\n",
+            ),
+        ),
+        zero=("allocator",),
+        full=(),
+        says="values or 100,000 lists in one reply",
+    ),
     Hostile(  # bounded: 64 children at most, each exits at once, should the filter let them
         "forks_processes",
         at_import(

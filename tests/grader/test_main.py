@@ -5,12 +5,14 @@ import argparse
 import json
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from grader import grade_all, interrupt
-from grader.__main__ import check_report_folder, parser
+from grader.__main__ import GRADER_MEMORY_BYTES, check_report_folder, parser
 
 
 def a_report(folder: Path, submission: str) -> Path:
@@ -108,3 +110,18 @@ def test_every_option_says_what_it_does(command) -> None:
         if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()
     ]
     assert undescribed == []
+
+
+@pytest.mark.parametrize("before", [None, 1 << 30])
+def test_the_grading_process_bounds_its_own_memory_and_keeps_a_lower_limit(before) -> None:
+    """The limit the grading process sets itself, in a process of its own (rlimits are kept)."""
+    code = (
+        "import resource\n"
+        f"if {before} is not None:\n"
+        f"    resource.setrlimit(resource.RLIMIT_DATA, ({before}, resource.RLIM_INFINITY))\n"
+        "from grader.__main__ import limit_own_memory\n"
+        "limit_own_memory()\n"
+        "print(resource.getrlimit(resource.RLIMIT_DATA)[0])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(done.stdout) == (before or GRADER_MEMORY_BYTES)
