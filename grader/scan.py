@@ -3,12 +3,15 @@
 `scan_files` parses each file with `ast`; it never imports or runs the code. Each flag says what
 was seen and where, `{"source": "scan", "file", "line", "message"}`: imports of the kit or of a
 ready-made attention library, processes, threads, signals, native code, introspection, dynamic code
-(`runpy`, loading a module from a path or a computed name), file access (also by descriptor, and
-any string naming a `/proc` path), `getattr`/`setattr`/`delattr` on `os`, `sys`, `builtins`,
-`signal` or `subprocess`, stack frames and tracebacks (`f_back`, `tb_frame`, ...), and assignments
-that patch the libraries the grader checks with. A worker is isolated by the operating system; the
-scan only points a reviewer at code that tries to leave it or to read the grader. Flags are leads,
-not a verdict: they never change the score, and a file without flags is not thereby trusted.
+(`runpy`, `zipimport`, loading a module from a path or a computed name, building code objects),
+file access (also by descriptor or through `io`, and any string naming a `/proc` path), a
+module's loader (`__loader__`, `get_data`: how the kit's bytecode was read), `getattr`/`setattr`/
+`delattr`/`vars`/`__dict__` on `os`, `sys`, `builtins`, `signal` or `subprocess`, stack frames and
+tracebacks (`f_back`, `tb_frame`, ...), the object graph (`gc.get_objects`, `__subclasses__`...),
+and assignments that patch the libraries the grader checks with. A worker is isolated by the
+operating system; the scan only points a reviewer at code that tries to leave it or to read the
+grader. Flags are leads, not a verdict: they never change the score, and a file without flags is
+not thereby trusted.
 
 A file Python cannot compile is not a flag but the candidate's failure: it never runs, and every
 check that imports it fails on it. `syntax_errors` says where, once per file, for the report.
@@ -34,7 +37,7 @@ MODULES = {
     **dict.fromkeys(["ctypes", "cffi"], "runs native code"),
     **dict.fromkeys(["subprocess", "multiprocessing"], "can start processes"),
     **dict.fromkeys(["threading", "_thread", "concurrent"], "can start threads"),
-    "signal": "handles signals",
+    **dict.fromkeys(["signal", "_signal"], "handles signals"),
     "mmap": "maps memory outside the worker's memory limit",
     "socket": "opens connections",
     **dict.fromkeys(["gc", "inspect", "builtins", "importlib"], "introspection"),
@@ -42,6 +45,7 @@ MODULES = {
     **dict.fromkeys(["pathlib", "shutil"], "file access"),
     "runpy": "runs code from a file",
     **dict.fromkeys(["marshal", "dis"], "reads bytecode (the kit's modules a part builds on)"),
+    "zipimport": "loads code from an archive",
 }
 # Attributes flagged when used or imported (fnmatch patterns of dotted names), and why.
 ATTRIBUTES = {
@@ -56,6 +60,12 @@ ATTRIBUTES = {
     **dict.fromkeys(["os.makedirs", "os.mkdir", "os.chdir"], "file access"),
     **dict.fromkeys(["os.open", "os.read", "os.pread", "os.write", "os.pwrite"], "file access"),
     **dict.fromkeys(["os.mkfifo", "os.mknod"], "makes a special file"),
+    **dict.fromkeys(["io.open", "io.FileIO", "_io.*"], "file access"),
+    **dict.fromkeys(["types.CodeType", "types.FunctionType"], "builds code objects"),
+    **dict.fromkeys(
+        ["gc.get_objects", "gc.get_referrers", "gc.get_referents"],
+        "walks the process's objects: the kit's tools",
+    ),
     "runpy.*": "runs code from a file",
     **dict.fromkeys(
         ["importlib.util.spec_from_file_location", "importlib.machinery.*FileLoader"],
@@ -68,6 +78,7 @@ NAMES = {
     "__import__": "imports by name",
     "open": "file access",
     "__builtins__": "introspection",
+    "__loader__": "reads module files: the kit's modules a part builds on",
 }
 # Modules whose attributes (or their submodules' attributes) a submission must not assign: the
 # libraries the grader checks with, and the standard modules it and they rely on.
@@ -77,6 +88,7 @@ PATCHED = {
 DYNAMIC_IMPORTS = {"__import__", "builtins.__import__", "importlib.import_module"}
 # Modules whose attributes are flagged when reached by name: `getattr(os, "kill")`.
 BY_NAME = {"os", "sys", "builtins", "signal", "subprocess"}
+BY_NAME_DICTS = {f"{module}.__dict__" for module in BY_NAME}  # `sys.__dict__`: the same
 # Attributes of stack frames, tracebacks, generators and coroutines that reach the caller's frames.
 FRAMES = {
     "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins", "f_code",
@@ -88,6 +100,8 @@ OBJECT_GRAPH = {
     "__subclasses__", "__globals__", "__closure__", "__code__", "__mro__", "__bases__",
     "__base__", "__self__", "__func__",
 }  # fmt: skip
+# Attributes that read a module's files through its loader: the kit's modules a part builds on.
+LOADER = {"__loader__", "__spec__", "get_data", "get_code", "get_source"}
 
 
 def scan_files(files: dict[str, bytes]) -> list[dict]:
@@ -250,6 +264,11 @@ class Scanner(Walker):
         elif node.attr in OBJECT_GRAPH:
             self.flag(node, f"uses .{node.attr} (walks the process's objects: the kit's tools)")
             self.generic_visit(node)
+        elif node.attr in LOADER:
+            self.flag(node, f"uses .{node.attr} ({NAMES['__loader__']})")
+            self.generic_visit(node)
+        elif name in BY_NAME_DICTS:
+            self.flag(node, f"uses {name} (dynamic attribute access)")
         elif name and not isinstance(node.ctx, ast.Load) and name.split(".")[0] in PATCHED:
             verb = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
             self.flag(node, f"{verb} {name} (patches a library)")
@@ -272,6 +291,8 @@ class Scanner(Walker):
         callee = self.dotted(node.func)
         if callee in DYNAMIC_IMPORTS:
             self.check_dynamic_import(node, callee)
+        elif callee == "vars" and len(node.args) == 1 and self.dotted(node.args[0]) in BY_NAME:
+            self.flag(node, f"uses vars on {self.dotted(node.args[0])} (dynamic attribute access)")
         elif callee in ("getattr", "setattr", "delattr") and self.check_by_name(node, callee):
             for child in [node.func, *node.args[1:], *node.keywords]:  # not the module (flagged)
                 self.visit(child)

@@ -597,6 +597,11 @@ SCAN = {
     "can end processes": "可以结束进程",
     "makes a special file": "创建特殊文件",
     "loads code from a file": "从文件加载代码",
+    "loads code from an archive": "从压缩包加载代码",
+    "builds code objects": "构造代码对象",
+    "reads module files: the kit's modules a part builds on": (
+        "读取模块的文件：某些部分所依赖的套件模块"
+    ),
     "runs code from a string": "运行字符串中的代码",
     "imports by name": "按名字导入模块",
     "walks the process's objects: the kit's tools": "遍历进程中的对象，可以触及套件的工具",

@@ -267,6 +267,26 @@ ESCAPES = [
         [(1, "imports inspect"), (2, "uses inspect.currentframe (introspection)")],
     ),
     pytest.param("from inspect import currentframe", [(1, "imports inspect.currentframe")]),
+    # what reached the kit's bytecode, or the worker's own state, from inside a worker
+    pytest.param(
+        "import sys\nm = vars(sys)['modules']", [(2, "uses vars on sys (dynamic attribute access)")]
+    ),
+    pytest.param("import os\nd = os.__dict__", [(2, "uses os.__dict__ (dynamic attribute")]),
+    pytest.param("import _signal", [(1, "imports _signal (handles signals)")]),
+    pytest.param("import zipimport", [(1, "imports zipimport (loads code from an archive)")]),
+    pytest.param(
+        "import types\nc = types.CodeType", [(2, "uses types.CodeType (builds code objects)")]
+    ),
+    pytest.param(
+        "import gc\no = gc.get_objects()",
+        [(1, "imports gc (introspection)"), (2, "uses gc.get_objects (walks the process's")],
+    ),
+    pytest.param("import io\nf = io.open(p)", [(2, "uses io.open (file access)")]),
+    pytest.param(
+        "b = m.__loader__.get_data(p)",
+        [(1, "uses .get_data (reads module files: the kit's"), (1, "uses .__loader__ (reads")],
+    ),
+    pytest.param("s = __loader__", [(1, "uses __loader__ (reads module files: the kit's")]),
 ]
 
 
