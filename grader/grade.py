@@ -213,6 +213,17 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
         keep_the_better(plugin, again, part, options)
 
 
+def hung_parts(parts: dict[str, dict]) -> list[str]:
+    """The engine's parts where a call timed out: the engine check, one long call through them
+    all, would wait as long again (its own limit is minutes), to no avail."""
+    return [
+        part
+        for part, scored in parts.items()
+        if part in ENGINE_PARTS
+        and any(check["message"].startswith("timed out") for check in scored["checks"])
+    ]
+
+
 def worker_flags(events: dict[str, Events]) -> list[dict]:
     """Each part's integrity events as flags: the first few distinct ones, then how many more."""
     flags = []
@@ -489,7 +500,14 @@ def grade(intake: Intake, options: Options) -> dict:
             report["simulation"] = simulation()
         except Exception:
             report["errors"].append(f"the simulation failed: {traceback.format_exc()}")
-    if set(options.parts) >= ENGINE_PARTS:
+    if set(options.parts) >= ENGINE_PARTS and (hung := hung_parts(report["parts"])):
+        report["integration"] = {
+            "status": "skipped",
+            "message": f"calls in {', '.join(hung)} did not return in time: the engine check "
+            "would wait for them too",
+            "figures": {},
+        }
+    elif set(options.parts) >= ENGINE_PARTS:
         print(f"  {tr(options.lang, 'progress_engine')}", file=sys.stderr, flush=True)
         try:
             report["integration"] = run_integration(

@@ -485,6 +485,9 @@ GRADER = {
     "timed out: {failure}": "超时：{failure}",
     "the part's time budget ({seconds} s) is spent": "这一部分的时间预算（{seconds} 秒）已用完",
     "the call did not return in time (an infinite loop?)": "调用没有按时返回（死循环？）",
+    "not called again: a call of it did not return in time earlier in this grading": (
+        "不再调用：这次评分中它之前有一次调用没有按时返回"
+    ),
     "broke the channel: {failure}": "破坏了通信通道：{failure}",
     "the worker's reply to {call} is malformed: {error}": (
         "工作进程对 {call} 的回复格式不对：{error}"
@@ -655,6 +658,9 @@ DRIVE = {
 # -- the end-to-end engine check ----------------------------------------------------------------
 ENGINE = {
     "needs {files}, which the submission lacks": "需要 {files}，但提交中没有",
+    "calls in {parts} did not return in time: the engine check would wait for them too": (
+        "{parts} 中有调用没有按时返回：引擎检查也会一直等下去"
+    ),
     "needs Triton for paged_attention.py; it installs on Linux only": (
         "paged_attention.py 需要 Triton，而它只能安装在 Linux 上"
     ),

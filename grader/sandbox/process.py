@@ -191,6 +191,17 @@ def sourceless(name: str, source: bytes) -> tuple[str, bytes]:
     return f"{stem}.pyc", importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
 
 
+HUNG = "not called again: a call of it did not return in time earlier in this grading"
+
+
+def hang_key(message: dict) -> tuple:
+    """What a request asks for, whatever its arguments: its operation and the name it reaches
+    (a batch: each of its requests')."""
+    if message["op"] == "batch":
+        return ("batch", *map(hang_key, message["requests"]))
+    return message["op"], message.get("module"), message.get("tool"), message.get("name")
+
+
 def open_to(home: Path) -> None:
     """Let a worker that is not its owner (`isolation.worker_user`) read `home`: any user may
     enter it (not list it) and read what is in it, whatever the grader's umask."""
@@ -215,6 +226,7 @@ class Sandbox:
         self.limits = limits
         self.extra_env = extra_env
         self.part_deadline = deadline
+        self.hung: set[tuple] = set()  # `hang_key`s of the requests that timed out
         self.isolation = isolation or probe()  # "auto" unless the grader chose
         self.events = Events()  # of the current check
         self.failure: SubmissionFailure | None = None
@@ -327,6 +339,9 @@ class Sandbox:
         if self.budget_spent():
             self.failure = CallTimedOut(self.timeout_message())
             raise self.failure
+        key = hang_key(message)
+        if key in self.hung:  # ends the check; the worker, idle, serves the next one
+            raise CallTimedOut(HUNG)
         if self.process is None:
             self.start()
         if self.pending_release:
@@ -337,6 +352,8 @@ class Sandbox:
             self.send(json.dumps(message).encode() + b"\n", deadline)
             reply = self.parse(self.receive(deadline))
         except SubmissionFailure as failure:
+            if isinstance(failure, CallTimedOut) and not self.budget_spent():
+                self.hung.add(key)
             self.fail(failure)
         for event in reply.pop("events", ())[:EVENTS_PER_REPLY]:  # the worker's word: bounded
             self.events.add(clean(str(event), EVENT_CHARS))
