@@ -48,6 +48,7 @@ from grader.scoring.timing import implausible
 ANSWER_KEY = KIT_ROOT / "solutions"
 STUBS = KIT_ROOT / "exercises"
 SHADOWED = frozenset({"torch", "triton", "numpy", "kernels"})  # imported by the files or a script
+HUNG_CALL = "did not return in time"  # in a check's message: a call hung (`process.HUNG` too)
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
 # manager: they are graded again with the kit's allocator when the candidate's fails part 1 and
 # they lost points (`rescore_on_the_kit_allocator`). The part's other modules grade the
@@ -214,13 +215,13 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
 
 
 def hung_parts(parts: dict[str, dict]) -> list[str]:
-    """The engine's parts where a call timed out: the engine check, one long call through them
-    all, would wait as long again (its own limit is minutes), to no avail."""
+    """The engine's parts where a call did not return in time (not where a part's budget ran
+    out): the engine check, one long call through them all, would wait as long again (its own
+    limit is minutes), to no avail."""
     return [
         part
         for part, scored in parts.items()
-        if part in ENGINE_PARTS
-        and any(check["message"].startswith("timed out") for check in scored["checks"])
+        if part in ENGINE_PARTS and any(HUNG_CALL in check["message"] for check in scored["checks"])
     ]
 
 

@@ -292,7 +292,7 @@ class Scanner(Walker):
         if callee in DYNAMIC_IMPORTS:
             self.check_dynamic_import(node, callee)
         elif callee == "vars" and len(node.args) == 1 and self.dotted(node.args[0]) in BY_NAME:
-            self.flag(node, f"uses vars on {self.dotted(node.args[0])} (dynamic attribute access)")
+            self.flag(node, f"uses vars({self.dotted(node.args[0])}) (dynamic attribute access)")
         elif callee in ("getattr", "setattr", "delattr") and self.check_by_name(node, callee):
             for child in [node.func, *node.args[1:], *node.keywords]:  # not the module (flagged)
                 self.visit(child)

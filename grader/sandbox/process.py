@@ -51,6 +51,7 @@ REPLY_VALUES, REPLY_CONTAINERS = 2_000_000, 100_000
 READ_BYTES = 1 << 20
 EVENTS_PER_REPLY, EVENT_CHARS = 20, 300  # integrity events a reply may add, and their length
 EVENTS_SHOWN = 10  # distinct integrity events a part's report lists; the others are counted
+HUNG = "not called again: a call of it did not return in time earlier in this grading"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # Whether a worker's CPU time can be read from outside it (`Sandbox.cpu_seconds`): Linux.
 CPU_TIME_READABLE = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
@@ -191,15 +192,15 @@ def sourceless(name: str, source: bytes) -> tuple[str, bytes]:
     return f"{stem}.pyc", importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
 
 
-HUNG = "not called again: a call of it did not return in time earlier in this grading"
-
-
 def hang_key(message: dict) -> tuple:
-    """What a request asks for, whatever its arguments: its operation and the name it reaches
-    (a batch: each of its requests')."""
+    """What a request asks for, whatever its arguments: its operation, the type of the object it
+    reaches (sent beside the handle: the worker ignores it), and the names it reaches (a batch:
+    each of its requests')."""
     if message["op"] == "batch":
         return ("batch", *map(hang_key, message["requests"]))
-    return message["op"], message.get("module"), message.get("tool"), message.get("name")
+    named = ("type", "module", "tool", "name")
+    listed = tuple(tuple(message.get(field, ())) for field in ("names", "modules"))
+    return (message["op"], *(message.get(field) for field in named), *listed)
 
 
 def open_to(home: Path) -> None:
@@ -221,12 +222,14 @@ class Sandbox:
         extra_env: dict[str, str],
         deadline: float,
         isolation: Isolation | None = None,
+        remembers_hangs: bool = True,
     ) -> None:
         self.files = files
         self.limits = limits
         self.extra_env = extra_env
         self.part_deadline = deadline
         self.hung: set[tuple] = set()  # `hang_key`s of the requests that timed out
+        self.remembers_hangs = remembers_hangs  # not the answer key's: its calls are always tried
         self.isolation = isolation or probe()  # "auto" unless the grader chose
         self.events = Events()  # of the current check
         self.failure: SubmissionFailure | None = None
@@ -352,7 +355,8 @@ class Sandbox:
             self.send(json.dumps(message).encode() + b"\n", deadline)
             reply = self.parse(self.receive(deadline))
         except SubmissionFailure as failure:
-            if isinstance(failure, CallTimedOut) and not self.budget_spent():
+            hung = isinstance(failure, CallTimedOut) and not self.budget_spent()
+            if hung and self.remembers_hangs:
                 self.hung.add(key)
             self.fail(failure)
         for event in reply.pop("events", ())[:EVENTS_PER_REPLY]:  # the worker's word: bounded

@@ -617,7 +617,7 @@ class Remote:
     def _request(
         self, op: str, line: str, name_hint: str | None = None, call: str = "", **fields: Any
     ) -> Any:
-        message = {"op": op, "handle": self._handle, **fields}
+        message = {"op": op, "handle": self._handle, "type": self._type, **fields}
         return self._submission.remote_call(message, line, name_hint, call=call)
 
     def __getattr__(self, name: str) -> Any:
@@ -684,8 +684,10 @@ class RemoteMethod:
         submission = object.__getattribute__(self.owner, "_submission")
         owner_name = object.__getattribute__(self.owner, "_name")
         line = f"{owner_name}.{self.name}({submission.transcript.arguments(args, kwargs)})"
-        handle = object.__getattribute__(self.owner, "_handle")
-        message = submission.call_message("call", args, kwargs, handle=handle, name=self.name)
+        handle, kind = (object.__getattribute__(self.owner, slot) for slot in ("_handle", "_type"))
+        message = submission.call_message(
+            "call", args, kwargs, handle=handle, type=kind, name=self.name
+        )
         return submission.remote_call(message, line)
 
 
@@ -701,9 +703,10 @@ class Batched:
 
 def attribute(remote: Remote, name: str) -> Batched:
     """`remote.name`, read."""
-    handle = object.__getattribute__(remote, "_handle")
+    handle, kind = (object.__getattribute__(remote, slot) for slot in ("_handle", "_type"))
     shown = f"{object.__getattribute__(remote, '_name')}.{name}"
-    return Batched({"op": "getattr", "handle": handle, "name": name}, shown, shown)
+    message = {"op": "getattr", "handle": handle, "type": kind, "name": name}
+    return Batched(message, shown, shown)
 
 
 def length(remote: Remote, name: str) -> Batched:

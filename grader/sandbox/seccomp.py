@@ -12,12 +12,15 @@ With no child, a worker's CPU time is all in its own clock, which the grader rea
 (`process.Sandbox.cpu_seconds`), and a fork bomb fails at its first fork.
 
 Like `wire.py`, this file is loaded by path in the worker and imports nothing from the kit.
+Where the kernel refuses the filter (`supported`), workers run without it.
 """
 
 import ctypes
 import errno
+import functools
 import platform
 import struct
+import subprocess
 import sys
 
 ARCHES = {  # machine: (AUDIT_ARCH_*, the first number outside its ABI, {name: number})
@@ -42,9 +45,18 @@ ALLOW, ERRNO = 0x7FFF0000, 0x00050000
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 
 
+@functools.cache
 def supported() -> bool:
-    """Whether this machine can run the filter: Linux on x86-64 or arm64."""
-    return sys.platform == "linux" and platform.machine() in ARCHES
+    """Whether this machine runs the filter: Linux on x86-64 or arm64, whose kernel takes it
+    (tried once, in a process of its own: a kernel or a container may refuse seccomp)."""
+    if sys.platform != "linux" or platform.machine() not in ARCHES:
+        return False
+    trial = f"import runpy; runpy.run_path({__file__!r})['forbid_processes']()"
+    try:
+        done = subprocess.run([sys.executable, "-S", "-c", trial], capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def program(machine: str) -> list[tuple[int, int, int, int]]:

@@ -94,7 +94,8 @@ class WorkerFixtures:
         deadline = self.deadlines.setdefault(part, time.monotonic() + self.limits.part_seconds)
         key = (role, package, tuple(sorted(files.items())), tuple(sorted(env.items())))
         if key not in workers:
-            sandbox = Sandbox(files, self.limits, env, deadline, self.isolation)
+            sandbox = Sandbox(files, self.limits, env, deadline, self.isolation,
+                              remembers_hangs=role == "candidate")  # fmt: skip
             workers[key] = Submission(sandbox, package)
         workers[key].sandbox.part_deadline = deadline
         return workers[key]

@@ -269,7 +269,7 @@ ESCAPES = [
     pytest.param("from inspect import currentframe", [(1, "imports inspect.currentframe")]),
     # what reached the kit's bytecode, or the worker's own state, from inside a worker
     pytest.param(
-        "import sys\nm = vars(sys)['modules']", [(2, "uses vars on sys (dynamic attribute access)")]
+        "import sys\nm = vars(sys)['modules']", [(2, "uses vars(sys) (dynamic attribute access)")]
     ),
     pytest.param("import os\nd = os.__dict__", [(2, "uses os.__dict__ (dynamic attribute")]),
     pytest.param("import _signal", [(1, "imports _signal (handles signals)")]),

@@ -16,6 +16,7 @@ from grader.sandbox.process import (
     NotSubmitted,
     Sandbox,
     WorkerCrashed,
+    hang_key,
 )
 from grader.sandbox.proxy import (
     Iter,
@@ -440,3 +441,13 @@ def test_an_exception_whose_builtin_takes_other_arguments_still_comes_back():
     error = remote_error(info)
     assert isinstance(error, ValueError)
     assert str(error) == "Odd: m"
+
+
+def test_a_hang_is_remembered_by_operation_type_and_name_not_by_arguments() -> None:
+    call = {"op": "call", "handle": 3, "type": "BlockAllocator", "name": "free", "args": [[1]]}
+    assert hang_key(call) == hang_key(call | {"handle": 9, "args": [[2, 3]]})
+    for other in ({"type": "KVCacheManager"}, {"name": "allocate"}, {"op": "getattr"}):
+        assert hang_key(call) != hang_key(call | other), other
+    tool = {"op": "tool", "tool": "engine", "name": "serve", "modules": ["scheduler"]}
+    assert hang_key(tool) != hang_key(tool | {"modules": []})
+    assert hang_key({"op": "batch", "requests": [call]}) != hang_key(call)
