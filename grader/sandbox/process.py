@@ -72,7 +72,8 @@ class Limits:
 @dataclass
 class Events:
     """Integrity events the workers sent, bounded however many they send: the first
-    `EVENTS_SHOWN` distinct ones, and how many others came."""
+    `EVENTS_SHOWN` distinct ones, and how many came after them (each, repeats included; a
+    repeat of a shown one is not counted)."""
 
     shown: list[str] = field(default_factory=list)
     others: int = 0
@@ -213,7 +214,9 @@ def open_to(home: Path) -> None:
 
 class Sandbox:
     """A worker: lazily started, restarted after a crash, stopped by `close()`; its `part_deadline`
-    is the budget of the part it now serves."""
+    is the budget of the part it now serves. A request that did not return in time is not waited
+    for again: the grading's later requests of its kind (`hang_key`) to this worker fail at once,
+    in every part it serves (unless `remembers_hangs` is off: the answer key's)."""
 
     def __init__(
         self,
