@@ -201,6 +201,9 @@ def serve(name: str) -> None:
     """Listen on the abstract socket `name` and fork a grading for each connection, until stdin
     closes."""
     import_quietly()
+    from grader.sandbox import seccomp
+
+    seccomp.supported()  # asked here once, not by each grading (it tries the filter in a process)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(f"\0{name}")
     listener.listen()
