@@ -39,7 +39,7 @@ from grader.parts import ENGINE_PARTS, PARTS
 from grader.report.batching import static_batching
 from grader.report.i18n import tr, ungraded_reason
 from grader.sandbox.isolation import Isolation
-from grader.sandbox.process import NO_CUDA, Events, ImportFailed, Limits
+from grader.sandbox.process import DID_NOT_RETURN, NO_CUDA, Events, ImportFailed, Limits
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
 from grader.scoring.rubric import Rubric
@@ -48,7 +48,6 @@ from grader.scoring.timing import implausible
 ANSWER_KEY = KIT_ROOT / "solutions"
 STUBS = KIT_ROOT / "exercises"
 SHADOWED = frozenset({"torch", "triton", "numpy", "kernels"})  # imported by the files or a script
-HUNG_CALL = "did not return in time"  # in a check's message: a call hung (`process.HUNG` too)
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
 # manager: they are graded again with the kit's allocator when the candidate's fails part 1 and
 # they lost points (`rescore_on_the_kit_allocator`). The part's other modules grade the
@@ -221,7 +220,8 @@ def hung_parts(parts: dict[str, dict]) -> list[str]:
     return [
         part
         for part, scored in parts.items()
-        if part in ENGINE_PARTS and any(HUNG_CALL in check["message"] for check in scored["checks"])
+        if part in ENGINE_PARTS
+        and any(DID_NOT_RETURN in check["message"] for check in scored["checks"])
     ]
 
 

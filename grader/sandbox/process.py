@@ -51,7 +51,8 @@ REPLY_VALUES, REPLY_CONTAINERS = 2_000_000, 100_000
 READ_BYTES = 1 << 20
 EVENTS_PER_REPLY, EVENT_CHARS = 20, 300  # integrity events a reply may add, and their length
 EVENTS_SHOWN = 10  # distinct integrity events a part's report lists; the others are counted
-HUNG = "not called again: a call of it did not return in time earlier in this grading"
+DID_NOT_RETURN = "did not return in time"  # in each message of a call that hung (`HUNG` too)
+HUNG = f"not called again: a call of it {DID_NOT_RETURN} earlier in this grading"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # Whether a worker's CPU time can be read from outside it (`Sandbox.cpu_seconds`): Linux.
 CPU_TIME_READABLE = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
@@ -467,7 +468,7 @@ class Sandbox:
     def timeout_message(self) -> str:
         if self.budget_spent():
             return f"the part's time budget ({self.limits.part_seconds:.0f} s) is spent"
-        return "the call did not return in time (an infinite loop?)"
+        return f"the call {DID_NOT_RETURN} (an infinite loop?)"
 
     def crash(self) -> WorkerCrashed:
         """The worker closed its channel: its exit status (it is killed if it lingers)."""
