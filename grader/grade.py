@@ -182,13 +182,13 @@ def without_outer_pytest_settings() -> Iterator[None]:
 
 def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options: Options) -> None:
     """Where the candidate's allocator fails an allocator check, grade the `regraded` modules of
-    each chosen part a second time, with the answer key's `block_allocator.py` in place of the
-    candidate's (bytecode, as for `swapped` files), and keep in `plugin` the grading with more
-    points, noting it; `plugin.rescored` records both. The part's other modules keep
-    their first grading. Without the answer key (the candidate bundle) those parts keep the
-    candidate's allocator, and their note says so. A part whose own files are the untouched
-    stubs is not graded again (`stubbed`), nor is one whose `regraded` checks all passed: it
-    has nothing to gain. Same options, so the same examples."""
+    each chosen part a second time, on the answer key's `block_allocator.py` in place of the
+    candidate's (served from the kit's worker to a stand-in, as for `swapped` files), and keep
+    in `plugin` the grading with more points, noting it; `plugin.rescored` records both. The
+    part's other modules keep their first grading. Without the answer key (the candidate
+    bundle) those parts keep the candidate's allocator, and their note says so. A part whose
+    own files are the untouched stubs is not graded again (`stubbed`), nor is one whose
+    `regraded` checks all passed: it has nothing to gain. Same options, so the same examples."""
     parts = [part for part in options.parts if PARTS[part].regraded]
     if "sharing" in parts and not all_passed(plugin, "sharing_refcounts"):
         parts.remove("sharing")  # its refcounts live in the allocator: the kit's would give them

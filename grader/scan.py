@@ -5,7 +5,7 @@ was seen and where, `{"source": "scan", "file", "line", "message"}`: imports of 
 ready-made attention library, processes, threads, signals, native code, introspection, dynamic code
 (`runpy`, `zipimport`, loading a module from a path or a computed name, building code objects),
 file access (also by descriptor or through `io`, and any string naming a `/proc` path), a
-module's loader (`__loader__`, `get_data`: how the kit's bytecode was read), `getattr`/`setattr`/
+module's loader (`__loader__`, `get_data`), `getattr`/`setattr`/
 `delattr`/`vars`/`__dict__` on `os`, `sys`, `builtins`, `signal` or `subprocess`, stack frames and
 tracebacks (`f_back`, `tb_frame`, ...), the object graph (`gc.get_objects`, `__subclasses__`...),
 and assignments that patch the libraries the grader checks with. A worker is isolated by the
@@ -44,7 +44,7 @@ MODULES = {
     "__main__": "reaches the worker's own code",
     **dict.fromkeys(["pathlib", "shutil"], "file access"),
     "runpy": "runs code from a file",
-    **dict.fromkeys(["marshal", "dis"], "reads bytecode (the kit's modules a part builds on)"),
+    **dict.fromkeys(["marshal", "dis"], "reads or builds bytecode"),
     "zipimport": "loads code from an archive",
 }
 # Attributes flagged when used or imported (fnmatch patterns of dotted names), and why.
@@ -78,7 +78,7 @@ NAMES = {
     "__import__": "imports by name",
     "open": "file access",
     "__builtins__": "introspection",
-    "__loader__": "reads module files: the kit's modules a part builds on",
+    "__loader__": "reads module files through their loader",
 }
 # Modules whose attributes (or their submodules' attributes) a submission must not assign: the
 # libraries the grader checks with, and the standard modules it and they rely on.
@@ -100,7 +100,7 @@ OBJECT_GRAPH = {
     "__subclasses__", "__globals__", "__closure__", "__code__", "__mro__", "__bases__",
     "__base__", "__self__", "__func__",
 }  # fmt: skip
-# Attributes that read a module's files through its loader: the kit's modules a part builds on.
+# Attributes that read a module's files through its loader.
 LOADER = {"__loader__", "__spec__", "get_data", "get_code", "get_source"}
 
 

@@ -7,11 +7,11 @@ Invariant: a block id is in the free set exactly when its reference count is 0, 
 `num_free + (number of blocks with a count > 0) == num_blocks` after every call.
 
 The free set is a dict used as an ordered set: `popitem()` takes the most recently freed block
-(LIFO, O(1)), insertion is O(1), membership is O(1), and `keys()` is a live read-only view.
+(LIFO, O(1)); insertion and membership are O(1).
 """
 
 from collections import Counter
-from collections.abc import Iterable, KeysView
+from collections.abc import Iterable
 from operator import index
 
 
@@ -34,11 +34,6 @@ class BlockAllocator:
     @property
     def num_free(self) -> int:
         return len(self._free)
-
-    @property
-    def free_ids(self) -> KeysView[int]:
-        """The free block ids: a live, read-only view, O(1) to take and to `len()`."""
-        return self._free.keys()
 
     def allocate(self, n: int = 1) -> list[int]:
         """Take `n` free blocks (reference count 1 each); all or nothing. O(n)."""

@@ -10,7 +10,7 @@ Invariant, after every call, for each live request:
 every object as it was (strong exception guarantee).
 """
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 import torch
 
@@ -39,6 +39,26 @@ class Request:
         )
 
 
+class FreeBlocks(Collection[int]):
+    """The free block ids of an allocator, as a live read-only view built on its contract alone
+    (`num_free`, `ref_count`), so the manager runs on any allocator: `len()` is O(1), iterating
+    is O(num_blocks)."""
+
+    def __init__(self, allocator: BlockAllocator) -> None:
+        self.allocator = allocator
+
+    def __len__(self) -> int:
+        return self.allocator.num_free
+
+    def __contains__(self, block_id: object) -> bool:
+        in_range = isinstance(block_id, int) and 0 <= block_id < self.allocator.num_blocks
+        return in_range and self.allocator.ref_count(block_id) == 0
+
+    def __iter__(self) -> Iterator[int]:
+        blocks = range(self.allocator.num_blocks)
+        return (block_id for block_id in blocks if self.allocator.ref_count(block_id) == 0)
+
+
 class KVCacheManager:
     """Owns the physical KV pool and gives requests blocks as their sequences grow."""
 
@@ -56,7 +76,7 @@ class KVCacheManager:
     @property
     def free_blocks(self) -> Collection[int]:
         """The free block ids (a live read-only view; `len()` is the number free)."""
-        return self.allocator.free_ids
+        return FreeBlocks(self.allocator)
 
     # Part 2 ------------------------------------------------------------------------------
 

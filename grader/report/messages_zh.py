@@ -594,7 +594,7 @@ SCAN = {
     "reaches the worker's own code": "触及工作进程自身的代码",
     "file access": "访问文件",
     "runs code from a file": "运行文件中的代码",
-    "reads bytecode (the kit's modules a part builds on)": "读取字节码（某些部分所依赖的套件模块）",
+    "reads or builds bytecode": "读取或构造字节码",
     "runs a shell command": "执行系统命令",
     "leaves the worker's process group": "脱离工作进程所在的进程组",
     "can end processes": "可以结束进程",
@@ -602,9 +602,7 @@ SCAN = {
     "loads code from a file": "从文件加载代码",
     "loads code from an archive": "从压缩包加载代码",
     "builds code objects": "构造代码对象",
-    "reads module files: the kit's modules a part builds on": (
-        "读取模块的文件：某些部分所依赖的套件模块"
-    ),
+    "reads module files through their loader": "通过模块的 loader 读取模块的文件",
     "runs code from a string": "运行字符串中的代码",
     "imports by name": "按名字导入模块",
     "walks the process's objects: the kit's tools": "遍历进程中的对象，可以触及套件的工具",

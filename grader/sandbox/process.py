@@ -16,9 +16,7 @@ message. The failure repeats for the rest of the check; the next check starts a 
 
 import contextlib
 import ctypes
-import importlib.util
 import json
-import marshal
 import os
 import resource
 import select
@@ -38,7 +36,12 @@ from grader.sandbox.isolation import Isolation, probe
 from grader.text import clean
 
 HERE = Path(__file__).resolve().parent
-WORKER_FILES = (HERE / "worker.py", HERE / "wire.py", HERE / "seccomp.py")  # copied beside it
+WORKER_FILES = tuple(  # copied beside it
+    HERE / name for name in ("worker.py", "wire.py", "seccomp.py", "kit_server.py")
+)
+# The kit's modules a part runs a candidate's code on, as the candidate's worker gets them:
+# stand-ins whose objects the kit's worker serves (`kit_server.py`).
+STAND_INS = HERE / "stand_ins"
 # The kit's standalone helpers (torch only, no kit imports) that checks may run in the worker
 # (`Submission.tool`): each is copied into the worker's folder, never imported from the kit.
 TOOLS = {name: HERE / "tools" / f"{name}.py" for name in ("gpu_timing", "engine")}
@@ -186,14 +189,6 @@ def site_packages() -> list[str]:
     return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
 
 
-def sourceless(name: str, source: bytes) -> tuple[str, bytes]:
-    """Module `name.py` as `name.pyc`: bytecode a worker can import and run but not read as
-    source (its tracebacks show no lines). For the kit's own modules a part builds on."""
-    stem = name.removesuffix(".py")
-    code = compile(source, f"<the kit's {stem}>", "exec", dont_inherit=True)
-    return f"{stem}.pyc", importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
-
-
 def hang_key(message: dict) -> tuple:
     """What a request asks for, whatever its arguments: its operation, the type of the object it
     reaches (sent beside the handle: the worker ignores it), and the names it reaches (a batch:
@@ -227,6 +222,8 @@ class Sandbox:
         deadline: float,
         isolation: Isolation | None = None,
         remembers_hangs: bool = True,
+        kit_files: dict[str, bytes] | None = None,
+        serves_kit: bool = False,
     ) -> None:
         self.files = files
         self.limits = limits
@@ -242,10 +239,20 @@ class Sandbox:
         self.pending_release: list[int] = []
         self.chunks: list[bytes] = []
         self.cpu_mark: float | None = None  # `cpu_seconds` at the end of the last timed call
+        # The kit's worker that serves the stand-ins among `files` (`kit_server.py`): the answer
+        # key's `kit_files`, started and stopped with this one.
+        self.kit = (
+            Sandbox(kit_files, limits, extra_env, deadline, isolation, serves_kit=True)
+            if kit_files
+            else None
+        )
+        self.serves_kit = serves_kit  # whether this is such a worker
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, channel: tuple[int, int] | None = None) -> None:
+        """Start the worker, talking on pipes to this process or, for the kit's worker, on
+        `channel` (its stdin and stdout: pipes to the candidate's worker)."""
         self.home = Path(tempfile.mkdtemp(prefix="grader-worker-"))
         package = self.home / "package" / "submission"
         package.mkdir(parents=True)
@@ -262,27 +269,49 @@ class Sandbox:
         elif isolation.worker_user() is not None:
             open_to(self.home)
         self.log = tempfile.TemporaryFile(prefix="grader-worker-log-")  # noqa: SIM115 (close())
-        self.process = subprocess.Popen(
-            self.command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            cwd=self.home if self.isolation.isolated else self.home / "cwd",
-            env=worker_environment(self.cwd, self.extra_env),
-            preexec_fn=self.apply_limits,
-            start_new_session=True,
-        )
-        os.set_blocking(self.process.stdin.fileno(), False)  # `send` never waits past a deadline
+        kit_link = self.start_kit() if self.kit is not None else ()
+        try:
+            self.process = subprocess.Popen(
+                self.command(kit_link),
+                stdin=channel[0] if channel else subprocess.PIPE,
+                stdout=channel[1] if channel else subprocess.PIPE,
+                stderr=self.log,
+                cwd=self.home if self.isolation.isolated else self.home / "cwd",
+                env=worker_environment(self.cwd, self.extra_env),
+                preexec_fn=self.apply_limits,
+                start_new_session=True,
+                pass_fds=kit_link,
+            )
+        finally:
+            for fd in kit_link:
+                os.close(fd)
+        if channel is None:  # `send` never waits past a deadline
+            os.set_blocking(self.process.stdin.fileno(), False)
         self.chunks = []
         self.pending_release = []
+
+    def start_kit(self) -> tuple[int, int]:
+        """Start the kit's worker on two new pipes; the ends this worker gets (read, write)."""
+        to_kit, from_kit = os.pipe(), os.pipe()
+        try:
+            self.kit.start(channel=(to_kit[0], from_kit[1]))
+        except BaseException:
+            os.close(from_kit[0])
+            os.close(to_kit[1])
+            raise
+        finally:
+            os.close(to_kit[0])
+            os.close(from_kit[1])
+        return from_kit[0], to_kit[1]
 
     @property
     def cwd(self) -> str:
         """The worker's working folder and HOME: the sandbox's tmpfs, or a folder of its own."""
         return isolation.TMP if self.isolation.isolated else str(self.home / "cwd")
 
-    def command(self) -> list[str]:
-        """The worker's command line: in bubblewrap, with the paths it sees inside; or plain."""
+    def command(self, kit_link: tuple[int, ...] = ()) -> list[str]:
+        """The worker's command line: in bubblewrap, with the paths it sees inside; or plain.
+        `kit_link`: its ends of the pipes to the kit's worker, if it has one."""
         if self.isolation.isolated:
             root, site = isolation.HOME, site_packages()
             inside_site = [f"{isolation.SITE}/{number}" for number in range(len(site))]
@@ -296,6 +325,8 @@ class Sandbox:
             "tools": tools,
             "user": isolation.worker_user() if self.isolation.isolated else None,
             "no_children": may_not_fork(self.extra_env),
+            "kit_link": list(kit_link),
+            "serves_kit": [Path(name).stem for name in self.files] if self.serves_kit else [],
         }
         python = isolation.runtime() if self.isolation.isolated else sys.executable
         argv = [python, "-S", "-s", "-P", f"{root}/kit/worker.py", json.dumps(config)]
@@ -320,9 +351,12 @@ class Sandbox:
             self.kill()
             self.process.wait()
             for stream in (self.process.stdin, self.process.stdout):
-                stream.close()
+                if stream is not None:  # None: the kit's worker's channel
+                    stream.close()
             self.log.close()
             self.process = None
+        if self.kit is not None:
+            self.kit.close()
         if self.home is not None:
             shutil.rmtree(self.home, ignore_errors=True)
             self.home = None

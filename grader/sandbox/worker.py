@@ -41,6 +41,7 @@ import json
 import os
 import sys
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -436,6 +437,24 @@ WORKLOADS: dict[str, Callable[..., Any]] = {
 }
 
 
+def kit_link(channel_in: Any, channel_out: Any) -> types.ModuleType:
+    """The module `kit_link`, for the stand-ins of the kit's modules (`stand_ins/`): its
+    `ask(message)` sends `message` to the kit's worker, on the pipes the grader gave the two,
+    and returns the answer, `{"ok": value}` or `{"error": {"type", "builtin", "message"}}`."""
+
+    def ask(message: dict) -> dict:
+        channel_out.write(json.dumps(message) + "\n")
+        channel_out.flush()
+        line = channel_in.readline()
+        if not line:
+            raise RuntimeError("the kit's worker, which serves this part's kit objects, stopped")
+        return json.loads(line)
+
+    module = types.ModuleType("kit_link")
+    module.ask = ask
+    return module
+
+
 def become(user: int) -> None:
     """Become `user` (uid and gid, no other group) before any other code runs. The grader runs as
     root, and bubblewrap left this process root with its capabilities dropped but the two that
@@ -462,6 +481,15 @@ def main() -> None:
     sys.path.insert(0, config["package_parent"])
     events: list[str] = []
     sys.meta_path.insert(0, KitImportBlocker(events))
+    if config["serves_kit"]:  # the kit's worker, for a candidate's stand-ins (`kit_server.py`)
+        for name in config["serves_kit"]:  # before the first call: torch takes a while
+            importlib.import_module(f"{PACKAGE}.{name}")
+        module = lambda name: importlib.import_module(f"{PACKAGE}.{name}")  # noqa: E731
+        load_sibling("kit_server").serve(channel_in, channel_out, module)
+        return
+    if config["kit_link"]:
+        reads, writes = config["kit_link"]
+        sys.modules["kit_link"] = kit_link(os.fdopen(reads, "r"), os.fdopen(writes, "w"))
     worker = Worker(events, config.get("tools", {}))
     for line in channel_in:
         request = json.loads(line)

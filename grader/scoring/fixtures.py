@@ -16,10 +16,10 @@ from its first check that asks for a worker. An integrity event is the part's wh
 request brought it: an event of a module's import comes once, in the first part that imports it.
 
 A part built on other parts (its `swapped` files in `grader/parts.toml`) is scored apart from
-them: its worker gets the answer key's modules for those parts in place of the candidate's, where
-the kit ships the answer key, as bytecode without their source text (`sourceless`; bytecode can be
-disassembled: the scan flags `marshal` and `dis`); `part_notes` says which files each such part
-was scored with. A plugin made with `swapped` does the same for every part it grades.
+them, on the answer key's modules for those parts, where the kit ships it. The answer key never
+enters the candidate's worker: that worker gets stand-ins in place of those files, whose objects
+the kit's own worker serves (`kit_host.py`); `part_notes` says which files each such part was
+scored with. A plugin made with `swapped` does the same for every part it grades.
 """
 
 import time
@@ -31,7 +31,7 @@ import pytest
 
 from grader.parts import PARTS
 from grader.sandbox.isolation import Isolation
-from grader.sandbox.process import Events, Limits, Sandbox, sourceless
+from grader.sandbox.process import STAND_INS, Events, Limits, Sandbox
 from grader.sandbox.proxy import Submission
 from grader.scoring.profiles import Profile
 from grader.scoring.timing import RecordBenchmark, implausible
@@ -94,15 +94,16 @@ class WorkerFixtures:
         deadline = self.deadlines.setdefault(part, time.monotonic() + self.limits.part_seconds)
         key = (role, package, tuple(sorted(files.items())), tuple(sorted(env.items())))
         if key not in workers:
+            kit = self.kit_files(part) if role == "candidate" else {}
             sandbox = Sandbox(files, self.limits, env, deadline, self.isolation,
-                              remembers_hangs=role == "candidate")  # fmt: skip
+                              remembers_hangs=role == "candidate", kit_files=kit)  # fmt: skip
             workers[key] = Submission(sandbox, package)
         workers[key].sandbox.part_deadline = deadline
         return workers[key]
 
     def files_for(self, part: str) -> dict[str, bytes]:
-        """The candidate's files, with those `part` builds on, and `swapped`, replaced by the
-        answer key's (where the kit ships it); made once per part."""
+        """The candidate's files, with those `part` builds on, and `swapped`, replaced by
+        stand-ins for the answer key's (where the kit ships it); made once per part."""
         if part in self.part_files:
             return self.part_files[part]
         built_on = PARTS[part].swapped
@@ -113,11 +114,18 @@ class WorkerFixtures:
                 if self.reference_files is None
                 else f"scored with the kit's reference {names} in place of yours"
             )
-        replaced = (*built_on, *self.swapped) if self.reference_files is not None else ()
-        files = {name: content for name, content in self.files.items() if name not in replaced}
-        files |= dict(sourceless(name, self.reference_files[name]) for name in replaced)
+        kit = self.kit_files(part)
+        files = {name: content for name, content in self.files.items() if name not in kit}
+        files |= {name: (STAND_INS / name).read_bytes() for name in kit}
         self.part_files[part] = files
         return files
+
+    def kit_files(self, part: str) -> dict[str, bytes]:
+        """The answer key's files that `part` runs the candidate's code on, served by the kit's
+        worker to the stand-ins that replace them (none where the kit does not ship them)."""
+        if self.reference_files is None:
+            return {}
+        return {name: self.reference_files[name] for name in (*PARTS[part].swapped, *self.swapped)}
 
     @pytest.fixture
     def profile(self) -> Profile:

@@ -267,7 +267,7 @@ ESCAPES = [
         [(1, "imports inspect"), (2, "uses inspect.currentframe (introspection)")],
     ),
     pytest.param("from inspect import currentframe", [(1, "imports inspect.currentframe")]),
-    # what reached the kit's bytecode, or the worker's own state, from inside a worker
+    # how the answer key, or the worker's own state, was searched for from inside a worker
     pytest.param(
         "import sys\nm = vars(sys)['modules']", [(2, "uses vars(sys) (dynamic attribute access)")]
     ),
