@@ -38,6 +38,7 @@ from grader.integration import run_integration
 from grader.parts import ENGINE_PARTS, PARTS
 from grader.report.batching import static_batching
 from grader.report.i18n import tr, ungraded_reason
+from grader.sandbox import seccomp
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import DID_NOT_RETURN, NO_CUDA, Events, ImportFailed, Limits
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
@@ -81,6 +82,16 @@ class Options:
     live: bool = False
 
 
+def runnable(files: dict[str, bytes]) -> dict[str, bytes]:
+    """`files` as the workers get them: each that runs code it decodes at run time
+    (`scan.decoded_code`) replaced by a module that only raises, saying why, so that it never runs
+    and every check that imports it, itself or through another file, fails on it."""
+    return files | {
+        name: f"raise ImportError({f'{name} is not run: {reason}'!r})\n".encode()
+        for name, reason in scan.decoded_code(files).items()
+    }
+
+
 def answer_key_files() -> dict[str, bytes] | None:
     """The kit's reference solution, for the timing checks; absent from the candidate bundle."""
     if not ANSWER_KEY.is_dir():
@@ -117,7 +128,7 @@ def run_checks(intake: Intake, options: Options) -> GradingPlugin:
 def new_plugin(intake: Intake, options: Options, **fields: Any) -> GradingPlugin:
     """A grading plugin for `intake` under `options`, with any of its other `fields` set."""
     return GradingPlugin(
-        files=intake.files,
+        files=runnable(intake.files),
         package=package_name(intake.name),
         reference_files=answer_key_files(),
         grading_profile=options.profile,
@@ -445,6 +456,22 @@ def failed_on(outcome: dict, files: list[str]) -> str | None:
     return next((file for file in files if file in message), None)
 
 
+def accounting(limits: Limits) -> str:
+    """What a worker's CPU time and memory limit cover, for the report."""
+    memory = f"{limits.memory_bytes / (1 << 30):g} GiB"
+    if seccomp.supported():
+        return (
+            "the CPU parts' workers can start no process (a seccomp filter), so each one's CPU "
+            f"time, its own clock, and its memory limit ({memory}) cover all it does; the kernel's "
+            "worker on a CUDA machine may start processes (Triton runs a compiler), and its "
+            "limit is per process"
+        )
+    return (
+        "the workers may start processes (no seccomp filter here): a worker's CPU time counts "
+        f"those it waited for, and its memory limit ({memory}) is per process"
+    )
+
+
 def isolation_flags(isolation: Isolation) -> list[dict]:
     """An unisolated grading's flag, first in the report: its scores are no evidence."""
     if isolation.isolated:
@@ -461,7 +488,7 @@ def grade(intake: Intake, options: Options) -> dict:
         "language": options.lang,
         "parts": {},
         "benchmarks": [],
-        "isolation": options.isolation.as_report(),
+        "isolation": options.isolation.as_report() | {"accounting": accounting(options.limits)},
         "integrity": isolation_flags(options.isolation) + scan.scan_files(intake.files),
         "syntax_errors": scan.syntax_errors(intake.files),  # with their failures (`with_failures`)
         "rescored": {},  # parts graded again with the kit's allocator (`run_checks`)
@@ -512,7 +539,7 @@ def grade(intake: Intake, options: Options) -> dict:
         print(f"  {tr(options.lang, 'progress_engine')}", file=sys.stderr, flush=True)
         try:
             report["integration"] = run_integration(
-                intake.files, options.limits, device_environment(), options.isolation
+                runnable(intake.files), options.limits, device_environment(), options.isolation
             )
         except Exception:
             report["errors"].append(f"the engine check failed: {traceback.format_exc()}")

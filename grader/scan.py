@@ -1,20 +1,23 @@
 """The static integrity scan: what in a submission's source a human reviewer should look at.
 
 `scan_files` parses each file with `ast`; it never imports or runs the code. Each flag says what
-was seen and where, `{"source": "scan", "file", "line", "message"}`: imports of the kit or of a
-ready-made attention library, processes, threads, signals, native code, introspection, dynamic code
-(`runpy`, `zipimport`, loading a module from a path or a computed name, building code objects),
-file access (also by descriptor or through `io`, and any string naming a `/proc` path), a
-module's loader (`__loader__`, `get_data`), `getattr`/`setattr`/
-`delattr`/`vars`/`__dict__` on `os`, `sys`, `builtins`, `signal` or `subprocess`, stack frames and
-tracebacks (`f_back`, `tb_frame`, ...), the object graph (`gc.get_objects`, `__subclasses__`...),
-and assignments that patch the libraries the grader checks with. A worker is isolated by the
+was seen and where, `{"source": "scan", "file", "line", "message"}`: imports of the kit, of a
+ready-made attention library or of any module the contract does not list (`ALLOWED_IMPORTS`),
+processes, threads, signals, native code, introspection, dynamic code (`runpy`, `zipimport`,
+loading a module from a path or a computed name, building code objects), file access (also by
+descriptor or through `io`, and any string naming a `/proc` path), a module's loader
+(`__loader__`, `get_data`), `getattr`/`setattr`/`delattr`/`vars`/`__dict__` on `os`, `sys`,
+`builtins`, `signal` or `subprocess`, stack frames and tracebacks (`f_back`, `tb_frame`, ...),
+the object graph (`gc.get_objects`, `__subclasses__`...), and assignments that patch the
+libraries the grader checks with. A worker is isolated by the
 operating system; the scan only points a reviewer at code that tries to leave it or to read the
 grader. Flags are leads, not a verdict: they never change the score, and a file without flags is
 not thereby trusted.
 
 A file Python cannot compile is not a flag but the candidate's failure: it never runs, and every
 check that imports it fails on it. `syntax_errors` says where, once per file, for the report.
+Likewise a file that runs code it decodes at run time (`decoded_code`): the grader never runs it
+(`grade.runnable`).
 
 `paged_attention.py` is also read by `scan_kernel`: torch computing attention outside any
 `@triton.jit` function (the worker's dispatch mode fails such a call at run time), and the ways
@@ -47,6 +50,15 @@ MODULES = {
     **dict.fromkeys(["marshal", "dis"], "reads or builds bytecode"),
     "zipimport": "loads code from an archive",
 }
+# The modules the contract lets a file import (exercises/README.md, Rules), by their top-level
+# name: any other import is a flag. `KERNEL_IMPORTS` only in the kernel's file, where `scan_kernel`
+# flags numpy for what it does there (it computes where the dispatch mode does not see).
+ALLOWED_IMPORTS = frozenset({
+    "__future__", "abc", "bisect", "collections", "dataclasses", "enum", "functools", "heapq",
+    "itertools", "math", "numbers", "operator", "typing", "torch",
+})  # fmt: skip
+KERNEL_IMPORTS = frozenset({"triton", "numpy"})
+UNLISTED = "outside the modules the contract lists"
 # Attributes flagged when used or imported (fnmatch patterns of dotted names), and why.
 ATTRIBUTES = {
     **dict.fromkeys(["os.system", "os.popen"], "runs a shell command"),
@@ -127,6 +139,52 @@ def scan_file(name: str, source: bytes) -> list[dict]:
     except (RecursionError, MemoryError):  # MemoryError: the parser's own nesting limit
         return [*scanner.flags, make_flag(name, 1, "too deeply nested to scan (read it by hand)")]
     return scanner.flags
+
+
+# Calls that run code a file decodes at run time: a file that makes one is not run
+# (`decoded_code`). The builtins, and the same reached through `builtins` or `marshal`.
+RUNS_DECODED = frozenset({
+    "exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile",
+    "marshal.loads", "marshal.load",
+})  # fmt: skip
+
+
+def decoded_code(files: dict[str, bytes]) -> dict[str, str]:
+    """Why each file that runs code it decodes at run time is not run, by file name: its first
+    call of `RUNS_DECODED` ("line 12 calls exec"). Parsed, never run; a file that does not parse
+    has none (`syntax_errors` has it). A name the file binds itself (`def compile`) is its own."""
+    reasons = {}
+    for name, source in sorted(files.items()):
+        try:
+            tree = ast.parse(source, filename=name)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        walker = Walker(name, {"__builtins__": "builtins"} | import_aliases(tree))
+        own = bound_names(tree) - set(walker.aliases)
+        calls = sorted(
+            (node.lineno, callee)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and (callee := walker.dotted(node.func)) in RUNS_DECODED
+            and callee not in own
+        )
+        if calls:
+            line, callee = calls[0]
+            reasons[name] = f"line {line} calls {callee}, which runs code decoded at run time"
+    return reasons
+
+
+def bound_names(tree: ast.AST) -> set[str]:
+    """The names a file binds: assigned, defined, or a parameter."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
 
 
 CODE_CHARS = 300  # of the offending line a syntax error shows
@@ -231,15 +289,20 @@ class Scanner(Walker):
         super().__init__(file, {"__builtins__": "builtins"})
         # Ways around the dispatch mode: `scan_kernel` reads the kernel file for them.
         self.escapes = file.rsplit("/", 1)[-1] != KERNEL_FILE
+        self.allowed = ALLOWED_IMPORTS | (frozenset() if self.escapes else KERNEL_IMPORTS)
 
     def escape(self, name: str) -> str | None:
         return escape_reason(name) if self.escapes else None
+
+    def unlisted(self, module: str) -> str | None:
+        return None if module.split(".")[0] in self.allowed else UNLISTED
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             top = alias.name.split(".")[0]
             self.aliases[alias.asname or top] = alias.name if alias.asname else top
-            if reason := module_reason(alias.name) or self.escape(alias.name):
+            reason = module_reason(alias.name) or self.escape(alias.name)
+            if reason := reason or self.unlisted(alias.name):
                 self.flag(alias, f"imports {alias.name} ({reason})")
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
@@ -248,7 +311,8 @@ class Scanner(Walker):
         for alias in node.names:
             name = f"{node.module}.{alias.name}"
             self.aliases[alias.asname or alias.name] = name
-            if reason := attribute_reason(name) or module_reason(name) or self.escape(name):
+            reason = attribute_reason(name) or module_reason(name) or self.escape(name)
+            if reason := reason or self.unlisted(node.module):
                 self.flag(alias, f"imports {name} ({reason})")
 
     def visit_Name(self, node: ast.Name) -> None:

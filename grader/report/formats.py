@@ -201,8 +201,10 @@ def how_it_ran(report: dict, lang: str) -> str:
     isolation = report.get("isolation")
     if not isolation:
         return ran
-    description = translated_message(lang, isolation["description"])
-    return f"{ran}{gap}{tr(lang, 'isolation_note', description=description)}"
+    notes = (isolation["description"], isolation.get("accounting"))  # older reports: no accounting
+    described = [tr(lang, "isolation_note", description=translated_message(lang, note))
+                 for note in notes if note]  # fmt: skip
+    return gap.join([ran, *described])
 
 
 def kit_label(report: dict, lang: str = "en") -> str:

@@ -475,6 +475,10 @@ GRADER = {
     "{file} was not submitted": "没有提交 {file}",
     "import failed: {failure}": "导入失败：{failure}",
     "{file} could not be imported: {error}": "无法导入 {file}：{error}",
+    "{file} is not run: {reason}": "{file} 不会被运行：{reason}",
+    "line {line} calls {name}, which runs code decoded at run time": (
+        "第 {line} 行调用了 {name}，会运行在运行时解码出的代码"
+    ),
     "crashed: {failure}": "崩溃：{failure}",
     "the worker process {how}{tail}": "工作进程{how}{tail}",
     "was killed by signal {signal}": "被信号 {signal} 终止",
@@ -552,6 +556,19 @@ ISOLATION = {
         "未隔离：结果不能用于招聘决定（{reason}）"
     ),
     "turned off with --isolation none": "已用 --isolation none 关闭",
+    "the CPU parts' workers can start no process (a seccomp filter), so each one's CPU time, its "
+    "own clock, and its memory limit ({memory}) cover all it does; the kernel's worker on a CUDA "
+    "machine may start processes (Triton runs a compiler), and its limit is per process": (
+        "CPU 部分的工作进程不能启动任何进程（seccomp 过滤器），"
+        "所以每个工作进程的 CPU 时间（它自己的时钟）和内存限制（{memory}）涵盖它所做的一切；"
+        "在 CUDA 机器上，kernel 部分的工作进程可以启动进程（Triton 要运行编译器），"
+        "它的限制按进程计"
+    ),
+    "the workers may start processes (no seccomp filter here): a worker's CPU time counts those "
+    "it waited for, and its memory limit ({memory}) is per process": (
+        "工作进程可以启动进程（这里没有 seccomp 过滤器）："
+        "工作进程的 CPU 时间只计入它等待过的子进程，内存限制（{memory}）按进程计"
+    ),
     "bubblewrap (bwrap) is not installed": "没有安装 bubblewrap（bwrap）",
     "{bwrap} does not run: {error}": "{bwrap} 无法运行：{error}",
     "bwrap failed: {error}": "bwrap 出错：{error}",
@@ -595,6 +612,7 @@ SCAN = {
     "file access": "访问文件",
     "runs code from a file": "运行文件中的代码",
     "reads or builds bytecode": "读取或构造字节码",
+    "outside the modules the contract lists": "不在合约列出的模块之内",
     "runs a shell command": "执行系统命令",
     "leaves the worker's process group": "脱离工作进程所在的进程组",
     "can end processes": "可以结束进程",
@@ -602,7 +620,7 @@ SCAN = {
     "loads code from a file": "从文件加载代码",
     "loads code from an archive": "从压缩包加载代码",
     "builds code objects": "构造代码对象",
-    "reads module files through their loader": "通过模块的 loader 读取模块的文件",
+    "reads module files through their loader": "通过模块的加载器读取模块的文件",
     "runs code from a string": "运行字符串中的代码",
     "imports by name": "按名字导入模块",
     "walks the process's objects: the kit's tools": "遍历进程中的对象，可以触及套件的工具",

@@ -212,7 +212,9 @@ class Sandbox:
     """A worker: lazily started, restarted after a crash, stopped by `close()`; its `part_deadline`
     is the budget of the part it now serves. A request that did not return in time is not waited
     for again: the grading's later requests of its kind (`hang_key`) to this worker fail at once,
-    in every part it serves (unless `remembers_hangs` is off: the answer key's)."""
+    in every part it serves (unless `remembers_hangs` is off: the answer key's). Where its files
+    hold stand-ins of the kit's modules, the kit's worker that serves them (`kit`) starts and stops
+    with it."""
 
     def __init__(
         self,

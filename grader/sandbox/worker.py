@@ -21,6 +21,10 @@ The `launch` op calls a kernel's wrapper and replies `(Triton kernel launches, t
 outside them that no wrapper needs, its value)`: a torch dispatch mode watches the call, and what
 it refuses (`wrapper_may_run`) is attention computed by torch.
 
+A part that runs the candidate's code on the kit's allocator or manager gives this worker
+stand-ins of their modules, which reach the kit's own worker on a pair of pipes (`kit_link`); that
+worker is this file too, told to serve them and nothing else (`kit_server.py`).
+
 The `batch` op runs several requests in turn, up to the first that raises, and replies `[their
 values, that one's error or null]`; a request of the batch may take what an earlier one returned
 as its object (`"handle": {"$earlier": index}`).

@@ -18,7 +18,7 @@ request brought it: an event of a module's import comes once, in the first part 
 A part built on other parts (its `swapped` files in `grader/parts.toml`) is scored apart from
 them, on the answer key's modules for those parts, where the kit ships it. The answer key never
 enters the candidate's worker: that worker gets stand-ins in place of those files, whose objects
-the kit's own worker serves (`kit_host.py`); `part_notes` says which files each such part was
+the kit's own worker serves (`kit_server.py`); `part_notes` says which files each such part was
 scored with. A plugin made with `swapped` does the same for every part it grades.
 """
 

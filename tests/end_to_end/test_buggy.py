@@ -166,7 +166,6 @@ MUTANTS = [
         (FREE_CHECKS, FREE_ONE_BY_ONE))),
     Mutant("free_list_with_pop0", "allocator", timing_only=True, edits=allocator(
         ("dict.fromkeys(range(num_blocks - 1, -1, -1))", "list(range(num_blocks))"),
-        ("return self._free.keys()", "return self._free"),
         ("self._free.popitem()[0]", "self._free.pop(0)"),
         ("self._free[block_id] = None", "self._free.append(block_id)"))),
     # Part 2: prefill, decode and free.

@@ -106,6 +106,12 @@ HOSTILES = [
         zero=("gather",),
         says="could not be imported",
     ),
+    Hostile(  # never run: the grader refuses the file before any worker sees it
+        "runs_code_it_decodes",
+        at_import("exec(bytes.fromhex('783d31').decode())"),
+        zero=("decode",),
+        says="kv_cache_manager.py is not run: line",
+    ),
     Hostile(
         "imports_the_answer_key",
         at_import("import solutions"),

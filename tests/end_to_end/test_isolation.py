@@ -159,14 +159,16 @@ def digest(folder: Path) -> str:
     return hashlib.sha256(b"".join(path.read_bytes() for path in files)).hexdigest()
 
 
+def substantial_lines(folder: Path) -> set[str]:
+    """The lines over 30 characters of the modules in `folder`, stripped."""
+    lines = (line.strip() for path in folder.glob("*.py") for line in path.read_text().splitlines())
+    return {line for line in lines if len(line) > 30}
+
+
 def answer_key_lines(text: str) -> int:
-    """How many of the answer key's substantial lines (over 30 characters) `text` carries."""
-    lines = {
-        line.strip()
-        for path in SOLUTIONS.glob("*.py")
-        for line in path.read_text().splitlines()
-        if len(line.strip()) > 30
-    }
+    """How many of the answer key's substantial lines `text` carries, but those the stubs give
+    every candidate (`Request`, `OutOfBlocks`)."""
+    lines = substantial_lines(SOLUTIONS) - substantial_lines(EXERCISES)
     return sum(1 for line in lines if line in text)
 
 
@@ -205,8 +207,9 @@ def test_unisolated_grading_says_so_everywhere(tmp_path):
 
 
 def test_a_part_built_on_the_kit_cannot_read_the_kits_source(tmp_path):
-    """Part 5's worker runs the kit's manager beside the candidate's scheduler, as bytecode: a
-    scheduler that sends back the manager's source gets no line of it into a report."""
+    """Part 5's worker runs the candidate's scheduler on the kit's manager, which lives in the
+    kit's own worker: a scheduler that sends back the source of the manager's module it sees (a
+    stand-in) gets no line of the answer key into a report."""
     leak = (
         "\n\nimport inspect as _inspect\n\nfrom . import kv_cache_manager as _kit\n\n"
         "try:\n    _SOURCE = _inspect.getsource(_kit)\nexcept (OSError, TypeError) as error:\n"

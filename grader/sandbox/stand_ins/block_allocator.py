@@ -16,8 +16,6 @@ import operator
 from collections.abc import Iterable
 from typing import Any
 
-from kit_link import ask
-
 
 class OutOfBlocks(RuntimeError):
     """Raised when the pool has fewer free blocks than asked for; the message starts with OOM.
@@ -29,6 +27,8 @@ class OutOfBlocks(RuntimeError):
 def answer(message: dict) -> Any:
     """What the kit's object gave for `message`; its exception raised here, as the nearest
     built-in class (`OutOfBlocks` for the kit's)."""
+    from kit_link import ask  # made by the worker, where a kit's worker serves it
+
     reply = ask(message)
     if "ok" in reply:
         return reply["ok"]

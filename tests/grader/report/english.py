@@ -28,7 +28,7 @@ TERMS = frozenset(
         *("Triton", "CUDA", "Python", "PyTorch", "torch", "Hypothesis", "traceback", "Inf"),
         "Linux",
         *("cuda", "none"),  # a device's name, the value of `--isolation none`
-        *("bubblewrap", "bwrap", "make", "simulate", "ms", "ns"),
+        *("bubblewrap", "bwrap", "seccomp", "make", "simulate", "ms", "ns"),
         *("Ray", "nano-vllm"),  # grade-all's cluster (`--ray`); a known implementation's name
         *("Orca", "Max", "Oracle"),  # the vLLM paper's baselines: Orca (Max), (Pow2), (Oracle)
         *("python", "triton", "hypothesis", "pytest"),  # packages, as `compare` names them
