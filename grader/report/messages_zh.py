@@ -489,6 +489,9 @@ GRADER = {
     "timed out: {failure}": "超时：{failure}",
     "the part's time budget ({seconds} s) is spent": "这一部分的时间预算（{seconds} 秒）已用完",
     "the call did not return in time (an infinite loop?)": "调用没有按时返回（死循环？）",
+    "not called: {count} calls in this part did not return in time already": (
+        "未调用：这一部分已有 {count} 次调用没有按时返回"
+    ),
     "not called again: a call of it did not return in time earlier in this grading": (
         "不再调用：这次评分中它之前有一次调用没有按时返回"
     ),

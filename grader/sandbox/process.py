@@ -56,6 +56,9 @@ EVENTS_PER_REPLY, EVENT_CHARS = 20, 300  # integrity events a reply may add, and
 EVENTS_SHOWN = 10  # distinct integrity events a part's report lists; the others are counted
 DID_NOT_RETURN = "did not return in time"  # in each message of a call that hung (`HUNG` too)
 HUNG = f"not called again: a call of it {DID_NOT_RETURN} earlier in this grading"
+# Calls of a part that may hang (each a different request) before its other calls fail at once.
+HANGS_PER_PART = 2
+PART_HUNG = f"not called: {HANGS_PER_PART} calls in this part {DID_NOT_RETURN} already"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # Whether a worker's CPU time can be read from outside it (`Sandbox.cpu_seconds`): Linux.
 CPU_TIME_READABLE = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
@@ -212,7 +215,8 @@ class Sandbox:
     """A worker: lazily started, restarted after a crash, stopped by `close()`; its `part_deadline`
     is the budget of the part it now serves. A request that did not return in time is not waited
     for again: the grading's later requests of its kind (`hang_key`) to this worker fail at once,
-    in every part it serves (unless `remembers_hangs` is off: the answer key's). Where its files
+    in every part it serves, and once `HANGS_PER_PART` requests of a part did not return in time,
+    all its others do (unless `remembers_hangs` is off: the answer key's). Where its files
     hold stand-ins of the kit's modules, the kit's worker that serves them (`kit`) starts and stops
     with it."""
 
@@ -233,6 +237,8 @@ class Sandbox:
         self.part_deadline = deadline
         self.hung: set[tuple] = set()  # `hang_key`s of the requests that timed out
         self.remembers_hangs = remembers_hangs  # not the answer key's: its calls are always tried
+        # The current part's requests that timed out, in all of its workers (`WorkerFixtures`).
+        self.part_hangs: list[tuple] = []
         self.isolation = isolation or probe()  # "auto" unless the grader chose
         self.events = Events()  # of the current check
         self.failure: SubmissionFailure | None = None
@@ -385,6 +391,8 @@ class Sandbox:
         key = hang_key(message)
         if key in self.hung:  # ends the check; the worker, idle, serves the next one
             raise CallTimedOut(HUNG)
+        if self.remembers_hangs and len(self.part_hangs) >= HANGS_PER_PART:
+            raise CallTimedOut(PART_HUNG)
         if self.process is None:
             self.start()
         if self.pending_release:
@@ -398,6 +406,7 @@ class Sandbox:
             hung = isinstance(failure, CallTimedOut) and not self.budget_spent()
             if hung and self.remembers_hangs:
                 self.hung.add(key)
+                self.part_hangs.append(key)
             self.fail(failure)
         for event in reply.pop("events", ())[:EVENTS_PER_REPLY]:  # the worker's word: bounded
             self.events.add(clean(str(event), EVENT_CHARS))

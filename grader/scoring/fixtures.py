@@ -12,7 +12,8 @@ grading starts one candidate's worker and one reference worker per set of files 
 code keeps in module-level state lives on from part to part, as it does from check to check. Each
 check starts with an empty transcript, and with a fresh worker where the previous check left it
 crashed or timed out. Each part has its own wall-clock budget (`Limits.part_seconds`), counted
-from its first check that asks for a worker. An integrity event is the part's whose check's
+from its first check that asks for a worker, and its own count of calls that did not return in
+time (`Sandbox.part_hangs`). An integrity event is the part's whose check's
 request brought it: an event of a module's import comes once, in the first part that imports it.
 
 A part built on other parts (its `swapped` files in `grader/parts.toml`) is scored apart from
@@ -61,6 +62,7 @@ class WorkerFixtures:
     sections: dict[str, dict] = field(default_factory=dict)
     part_notes: dict[str, str] = field(default_factory=dict)  # what a part was scored with
     deadlines: dict[str, float] = field(default_factory=dict)  # by part, on the monotonic clock
+    part_hangs: dict[str, list] = field(default_factory=dict)  # by part: `Sandbox.part_hangs`
     part_files: dict[str, dict[str, bytes]] = field(default_factory=dict)  # `files_for`, by part
 
     @pytest.fixture(scope="session")
@@ -99,6 +101,7 @@ class WorkerFixtures:
                               remembers_hangs=role == "candidate", kit_files=kit)  # fmt: skip
             workers[key] = Submission(sandbox, package)
         workers[key].sandbox.part_deadline = deadline
+        workers[key].sandbox.part_hangs = self.part_hangs.setdefault(part, [])
         return workers[key]
 
     def files_for(self, part: str) -> dict[str, bytes]:

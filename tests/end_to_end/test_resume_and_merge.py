@@ -84,15 +84,19 @@ def test_another_seed_or_a_changed_submission_is_graded_again(graded, tmp_path: 
 def test_a_drive_stopped_by_ctrl_c_resumes(graded, tmp_path: Path) -> None:
     """Ctrl-C during a grading stops the drive at once (about 2 s asked; a busy machine given
     ten times that), exit status 130, the earlier leaderboard as it was; the same command again
-    keeps the finished grading."""
+    keeps the finished grading. The second submission's import waits until its limit, so that
+    Ctrl-C, sent once the first is done, finds it running however busy the machine."""
     folder, out = tmp_path / "submissions", tmp_path / "out"
     shutil.copytree(graded[0], folder)
+    allocator = folder / "stubs" / "block_allocator.py"
+    allocator.write_text(f"import time\n\ntime.sleep(3600)\n{allocator.read_text()}")
+    waits = ("--import-timeout", "20")
     out.mkdir()
     for name, text in EARLIER.items():
         (out / name).write_text(text)
     drive = subprocess.Popen(
         [sys.executable, "-m", "grader", "grade-all", str(folder), "--out", str(out), "--jobs",
-         "1", *PARTS],
+         "1", *PARTS, *waits],
         cwd=KIT_ROOT, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_at_default,
     )  # fmt: skip
     try:
@@ -108,7 +112,7 @@ def test_a_drive_stopped_by_ctrl_c_resumes(graded, tmp_path: Path) -> None:
         drive.wait()
     assert stopping < STOPS_WITHIN, f"grade-all took {stopping:.1f} s to stop"
     assert {name: (out / name).read_text() for name in EARLIER} == EARLIER
-    done = grade_all(folder, "--out", out, *PARTS)
+    done = grade_all(folder, "--out", out, *PARTS, *waits)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count(KEPT) == 1, done.stderr
     assert set(rows(out)) == {"key", "stubs"}

@@ -8,6 +8,8 @@ import torch
 
 from grader.sandbox import process
 from grader.sandbox.process import (
+    HANGS_PER_PART,
+    PART_HUNG,
     BadReply,
     CallTimedOut,
     ImportFailed,
@@ -32,7 +34,7 @@ from grader.sandbox.proxy import (
 from grader.sandbox.wire import TENSOR_DTYPES, tensor_from_wire, tensor_to_wire
 
 PROBE = b"""
-import os, sys
+import os, sys, time
 
 def environment():
     return dict(os.environ)
@@ -57,6 +59,9 @@ def allocate(gib):
 def spin():
     while True:
         pass
+
+def sleep():
+    time.sleep(3600)
 
 def die():
     os._exit(0)
@@ -275,6 +280,29 @@ def test_a_hang_times_out_and_the_next_check_gets_a_fresh_worker(impatient_probe
         module.cwd()
     impatient_probe.sandbox.next_check()
     assert impatient_probe.module("probe").cwd()
+
+
+def test_after_two_calls_of_a_part_hang_its_other_calls_fail_at_once() -> None:
+    """Each hang costs the call limit once; the part's third call is never sent, whatever it
+    is, and a part that starts afresh (its own list) calls again."""
+    limits = Limits(memory_bytes=2 << 30, call_seconds=1.0, import_seconds=600.0)
+    sandbox = Sandbox({"probe.py": PROBE}, limits, {}, time.monotonic() + 1200)
+    call = {"op": "new", "module": "probe"}
+    try:
+        sandbox.request({"op": "import", "module": "probe"}, 600.0)
+        for name in ("spin", "sleep"):
+            with pytest.raises(CallTimedOut, match="did not return in time"):
+                sandbox.request(call | {"name": name})
+            sandbox.next_check()
+        assert len(sandbox.part_hangs) == HANGS_PER_PART == 2
+        with pytest.raises(CallTimedOut) as refused:
+            sandbox.request(call | {"name": "cwd"}, 600.0)
+        assert str(refused.value) == PART_HUNG
+        assert sandbox.process is None  # not even started again
+        sandbox.part_hangs = []  # the next part's
+        assert "ok" in sandbox.request(call | {"name": "cwd"}, 600.0)
+    finally:
+        sandbox.close()
 
 
 def test_an_early_exit_is_a_crash(probe):
