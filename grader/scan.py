@@ -28,6 +28,7 @@ interpreter), and numpy.
 
 import ast
 import contextlib
+import symtable
 import warnings
 from fnmatch import fnmatchcase
 
@@ -141,50 +142,74 @@ def scan_file(name: str, source: bytes) -> list[dict]:
     return scanner.flags
 
 
-# Calls that run code a file decodes at run time: a file that makes one is not run
-# (`decoded_code`). The builtins, and the same reached through `builtins` or `marshal`.
-RUNS_DECODED = frozenset({
-    "exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile",
-    "marshal.loads", "marshal.load",
+# What runs code a file decodes at run time: a file that reads one is not run (`decoded_code`).
+DECODING_BUILTINS = frozenset({"exec", "eval", "compile"})
+DECODING_ATTRIBUTES = frozenset({
+    "builtins.exec", "builtins.eval", "builtins.compile", "marshal.loads", "marshal.load",
 })  # fmt: skip
 
 
 def decoded_code(files: dict[str, bytes]) -> dict[str, str]:
-    """Why each file that runs code it decodes at run time is not run, by file name: its first
-    call of `RUNS_DECODED` ("line 12 calls exec"). Parsed, never run; a file that does not parse
-    has none (`syntax_errors` has it). A name the file binds itself (`def compile`) is its own."""
+    """Why each file that runs code it decodes at run time is not run, by file name: the first
+    line that reads the builtin `exec`, `eval` or `compile` (called or not; a name a scope of
+    the file binds itself is its own), or `marshal.loads` and the like (`DECODING_ATTRIBUTES`).
+    Parsed, never run; a file that does not parse has none (`syntax_errors` has it), and one too
+    deeply nested to read is not run either."""
     reasons = {}
     for name, source in sorted(files.items()):
         try:
-            tree = ast.parse(source, filename=name)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            found = first_decoding_read(name, source)
+        except (SyntaxError, ValueError):
             continue
-        walker = Walker(name, {"__builtins__": "builtins"} | import_aliases(tree))
-        own = bound_names(tree) - set(walker.aliases)
-        calls = sorted(
-            (node.lineno, callee)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Call)
-            and (callee := walker.dotted(node.func)) in RUNS_DECODED
-            and callee not in own
-        )
-        if calls:
-            line, callee = calls[0]
-            reasons[name] = f"line {line} calls {callee}, which runs code decoded at run time"
+        except (RecursionError, MemoryError):
+            reasons[name] = "too deeply nested for the grader to read what it runs"
+            continue
+        if found:
+            line, what = found
+            reasons[name] = f"line {line} reads {what}, which runs code decoded at run time"
     return reasons
 
 
-def bound_names(tree: ast.AST) -> set[str]:
-    """The names a file binds: assigned, defined, or a parameter."""
-    names = set()
+def first_decoding_read(name: str, source: bytes) -> tuple[int, str] | None:
+    """(line, name) of the file's first read of what runs decoded code; None if it has none."""
+    tree = ast.parse(source, filename=name)
+    table = symtable.symtable(source.decode("utf-8", "replace"), name, "exec")
+    builtins_read = builtin_reads(table, module_bound(table))
+    walker = Walker(name, {"__builtins__": "builtins"} | import_aliases(tree))
+    reads = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-    return names
+        if not isinstance(node, ast.Name | ast.Attribute) or not isinstance(node.ctx, ast.Load):
+            continue
+        if (what := walker.dotted(node)) in DECODING_ATTRIBUTES:
+            reads.append((node.lineno, what))
+        elif isinstance(node, ast.Name) and node.id in builtins_read:
+            reads.append((node.lineno, node.id))
+    return min(reads) if reads else None
+
+
+def module_bound(table: symtable.SymbolTable) -> set[str]:
+    """The names the module itself binds: assigned, imported, or defined."""
+    return {
+        symbol.get_name()
+        for symbol in table.get_symbols()
+        if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
+    }
+
+
+def builtin_reads(table: symtable.SymbolTable, bound: set[str]) -> set[str]:
+    """The `DECODING_BUILTINS` some scope of `table` reads as the builtins themselves."""
+    found = {
+        symbol.get_name()
+        for symbol in table.get_symbols()
+        if symbol.get_name() in DECODING_BUILTINS
+        and symbol.is_referenced()
+        and not (symbol.is_assigned() or symbol.is_imported() or symbol.is_parameter())
+        and not symbol.is_free()
+        and symbol.get_name() not in bound
+    }
+    for child in table.get_children():
+        found |= builtin_reads(child, bound)
+    return found
 
 
 CODE_CHARS = 300  # of the offending line a syntax error shows

@@ -1,7 +1,8 @@
 """Part 5: the continuous-batching scheduler, on random traces, invariants first.
 
-The scheduler runs in a worker whose `kv_cache_manager.py` and `block_allocator.py` are the
-kit's reference ones (where the kit ships them), so this part is scored apart from parts 1 and 2.
+The scheduler runs on the kit's reference manager (where the kit ships it: its worker holds
+stand-ins of `kv_cache_manager.py` and `block_allocator.py`, served by the kit's own worker), so
+this part is scored apart from parts 1 and 2.
 Each check runs hypothesis-generated traces (`scheduler_trace.traces`: arrivals between steps,
 pools from tight to roomy, blocks of 1 to 16 tokens, 1 to 8 seats) and judges one rule:
 
@@ -366,9 +367,10 @@ def unfinished_code(run: Run, number: int) -> str:
 def record_scheduling(submission, record_section) -> None:
     """Tokens per step on `LONG_TAILED`, for the report's plot against static batching.
 
-    It never changes a verdict: it runs on a transcript of its own (the check's counterexample
-    stays as it was), a run that raises records nothing, and a crash or timeout it causes is
-    forgotten (the next call starts a fresh worker).
+    It never changes this check's verdict: it runs on a transcript of its own (the check's
+    counterexample stays as it was), a run that raises records nothing, and a crash or timeout it
+    causes is forgotten here (the next call starts a fresh worker; a call that did not return in
+    time still counts among the part's, `process.HANGS_PER_PART`).
     """
     sandbox, transcript = submission.sandbox, submission.transcript
     if sandbox.failure is not None:

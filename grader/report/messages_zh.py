@@ -476,9 +476,10 @@ GRADER = {
     "import failed: {failure}": "导入失败：{failure}",
     "{file} could not be imported: {error}": "无法导入 {file}：{error}",
     "{file} is not run: {reason}": "{file} 不会被运行：{reason}",
-    "line {line} calls {name}, which runs code decoded at run time": (
-        "第 {line} 行调用了 {name}，会运行在运行时解码出的代码"
+    "line {line} reads {name}, which runs code decoded at run time": (
+        "第 {line} 行用到了 {name}，它会运行在运行时解码出的代码"
     ),
+    "too deeply nested for the grader to read what it runs": "嵌套太深，评分器无法读出它运行什么",
     "crashed: {failure}": "崩溃：{failure}",
     "the worker process {how}{tail}": "工作进程{how}{tail}",
     "was killed by signal {signal}": "被信号 {signal} 终止",
@@ -570,7 +571,7 @@ ISOLATION = {
     "the workers may start processes (no seccomp filter here): a worker's CPU time counts those "
     "it waited for, and its memory limit ({memory}) is per process": (
         "工作进程可以启动进程（这里没有 seccomp 过滤器）："
-        "工作进程的 CPU 时间只计入它等待过的子进程，内存限制（{memory}）按进程计"
+        "工作进程的 CPU 时间包括它等待过的子进程，内存限制（{memory}）按进程计"
     ),
     "bubblewrap (bwrap) is not installed": "没有安装 bubblewrap（bwrap）",
     "{bwrap} does not run: {error}": "{bwrap} 无法运行：{error}",

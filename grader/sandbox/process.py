@@ -125,6 +125,10 @@ class CallTimedOut(SubmissionFailure):
     label = "timed out"
 
 
+class NotCalled(CallTimedOut):
+    """The request was never sent: a call of its kind, or too many of its part's, timed out."""
+
+
 class BadReply(SubmissionFailure):
     """The worker's channel carried what no worker of the kit sends: garbage, or a flood."""
 
@@ -290,6 +294,10 @@ class Sandbox:
                 start_new_session=True,
                 pass_fds=kit_link,
             )
+        except BaseException:  # no worker: nothing of it left behind, the kit's worker included
+            self.log.close()
+            self.close()
+            raise
         finally:
             for fd in kit_link:
                 os.close(fd)
@@ -334,7 +342,7 @@ class Sandbox:
             "user": isolation.worker_user() if self.isolation.isolated else None,
             "no_children": may_not_fork(self.extra_env),
             "kit_link": list(kit_link),
-            "serves_kit": [Path(name).stem for name in self.files] if self.serves_kit else [],
+            "kit_modules": [Path(name).stem for name in self.files] if self.serves_kit else [],
         }
         python = isolation.runtime() if self.isolation.isolated else sys.executable
         argv = [python, "-S", "-s", "-P", f"{root}/kit/worker.py", json.dumps(config)]
@@ -390,9 +398,9 @@ class Sandbox:
             raise self.failure
         key = hang_key(message)
         if key in self.hung:  # ends the check; the worker, idle, serves the next one
-            raise CallTimedOut(HUNG)
+            raise NotCalled(HUNG)
         if self.remembers_hangs and len(self.part_hangs) >= HANGS_PER_PART:
-            raise CallTimedOut(PART_HUNG)
+            raise NotCalled(PART_HUNG)
         if self.process is None:
             self.start()
         if self.pending_release:

@@ -29,6 +29,7 @@ import torch
 from grader.sandbox.process import (
     BadReply,
     ImportFailed,
+    NotCalled,
     NotImplementedInSubmission,
     NotSubmitted,
     Sandbox,
@@ -375,8 +376,9 @@ class Submission:
 
     def module(self, name: str) -> "RemoteModule":
         """`submission.<name>`, imported in the worker once; a failed import fails every later
-        use of the module in this grading, in every part the worker serves, restarts included."""
-        if not {f"{name}.py", f"{name}.pyc"} & self.sandbox.files.keys():
+        use of the module in this grading, in every part the worker serves, restarts included
+        (not one refused before it was tried: `NotCalled`, or the part's budget spent)."""
+        if f"{name}.py" not in self.sandbox.files:
             raise NotSubmitted(f"{name}.py was not submitted")
         if name in self.import_failures:
             raise self.import_failures[name]
@@ -387,7 +389,7 @@ class Submission:
                 seconds = self.sandbox.limits.import_seconds
                 self.call({"op": "import", "module": name}, f"import {name}", seconds)
             except (Exception, SubmissionFailure) as error:
-                if self.sandbox.budget_spent():
+                if self.sandbox.budget_spent() or isinstance(error, NotCalled):
                     raise
                 failure = ImportFailed(f"{name}.py could not be imported: {error}")
                 self.import_failures[name] = failure

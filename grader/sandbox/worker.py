@@ -47,7 +47,7 @@ import sys
 import traceback
 import types
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TextIO
 
 PACKAGE = "submission"
 KIT_PACKAGES = ("grader", "kernels", "full_kit", "solutions", "exercises", "tests", "__editable__")
@@ -441,22 +441,34 @@ WORKLOADS: dict[str, Callable[..., Any]] = {
 }
 
 
-def kit_link(channel_in: Any, channel_out: Any) -> types.ModuleType:
-    """The module `kit_link`, for the stand-ins of the kit's modules (`stand_ins/`): its
-    `ask(message)` sends `message` to the kit's worker, on the pipes the grader gave the two,
-    and returns the answer, `{"ok": value}` or `{"error": {"type", "builtin", "message"}}`."""
+def kit_link(channel_in: TextIO, channel_out: TextIO) -> types.ModuleType:
+    """The module `kit_link`, for the stand-ins of the kit's modules (`stand_ins/`), once the
+    kit's worker says it is ready: its `ask(message)` sends `message` to the kit's worker, on the
+    pipes the grader gave the two, and returns the answer, `{"ok": value}` or `{"error": {"type",
+    "builtin", "message"}}`. Where the kit's worker is gone, this worker ends too (the grader
+    then starts both afresh for the next check): nothing the candidate's code catches."""
+
+    def line() -> str:
+        read = channel_in.readline()
+        if not read:
+            print("the kit's worker, which serves this part's kit objects, stopped", flush=True)
+            os._exit(70)
+        return read
 
     def ask(message: dict) -> dict:
         channel_out.write(json.dumps(message) + "\n")
         channel_out.flush()
-        line = channel_in.readline()
-        if not line:
-            raise RuntimeError("the kit's worker, which serves this part's kit objects, stopped")
-        return json.loads(line)
+        return json.loads(line())
 
+    line()  # {"ready": true}
     module = types.ModuleType("kit_link")
     module.ask = ask
     return module
+
+
+def answer_key_module(name: str) -> types.ModuleType:
+    """One of the kit's modules, in the kit's worker, whose package is the answer key's files."""
+    return importlib.import_module(f"{PACKAGE}.{name}")
 
 
 def become(user: int) -> None:
@@ -485,11 +497,10 @@ def main() -> None:
     sys.path.insert(0, config["package_parent"])
     events: list[str] = []
     sys.meta_path.insert(0, KitImportBlocker(events))
-    if config["serves_kit"]:  # the kit's worker, for a candidate's stand-ins (`kit_server.py`)
-        for name in config["serves_kit"]:  # before the first call: torch takes a while
-            importlib.import_module(f"{PACKAGE}.{name}")
-        module = lambda name: importlib.import_module(f"{PACKAGE}.{name}")  # noqa: E731
-        load_sibling("kit_server").serve(channel_in, channel_out, module)
+    if config["kit_modules"]:  # the kit's worker, for a candidate's stand-ins (`kit_server.py`)
+        for name in config["kit_modules"]:  # before it says it is ready: torch takes a while
+            answer_key_module(name)
+        load_sibling("kit_server").serve(channel_in, channel_out, answer_key_module)
         return
     if config["kit_link"]:
         reads, writes = config["kit_link"]

@@ -62,7 +62,7 @@ class WorkerFixtures:
     sections: dict[str, dict] = field(default_factory=dict)
     part_notes: dict[str, str] = field(default_factory=dict)  # what a part was scored with
     deadlines: dict[str, float] = field(default_factory=dict)  # by part, on the monotonic clock
-    part_hangs: dict[str, list] = field(default_factory=dict)  # by part: `Sandbox.part_hangs`
+    part_hangs: dict[str, list[tuple]] = field(default_factory=dict)  # `Sandbox.part_hangs`
     part_files: dict[str, dict[str, bytes]] = field(default_factory=dict)  # `files_for`, by part
 
     @pytest.fixture(scope="session")

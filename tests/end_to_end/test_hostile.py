@@ -108,7 +108,7 @@ HOSTILES = [
     ),
     Hostile(  # never run: the grader refuses the file before any worker sees it
         "runs_code_it_decodes",
-        at_import("exec(bytes.fromhex('783d31').decode())"),
+        at_import("run = exec\nrun(bytes.fromhex('783d31').decode())"),
         zero=("decode",),
         says="kv_cache_manager.py is not run: line",
     ),

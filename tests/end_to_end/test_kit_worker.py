@@ -48,8 +48,12 @@ SKIPPED = {os.path.normpath(path) for path in ("/proc", "/sys", "/dev", "/usr", 
                                                *sys.path[1:]) if path}
 
 
+SEEN = ""  # what the kit's exceptions said, kept where the search looks
+
+
 def use_the_kit():
     """Every kind of call a stand-in makes, so that the kit has answered each."""
+    global SEEN
     try:
         manager = KVCacheManager(8, 2, 1)
         req = Request(0, 3)
@@ -59,15 +63,15 @@ def use_the_kit():
         manager.free(req)
         manager.allocate_for_prefill(req)
         manager.allocate_for_prefill(req)  # refused: the kit's ValueError
-    except Exception:
-        pass
+    except Exception as error:
+        SEEN += str(error)
     try:
         allocator = BlockAllocator(4)
         allocator.incref(allocator.allocate(2)[0])
         allocator.ref_count(0), allocator.num_free
         allocator.free([3, 3])  # refused
-    except Exception:
-        pass
+    except Exception as error:
+        SEEN += str(error)
 
 
 def strings_of(code):
@@ -153,18 +157,25 @@ def fixtures(swapped: tuple[str, ...] = ()) -> WorkerFixtures:
     )
 
 
-def search(files: dict[str, bytes], kit_files: dict[str, bytes], found) -> list[str]:
-    """What the searcher, run as the scheduler among `files`, finds of the answer key."""
-    sandbox = Sandbox(files, Limits(call_seconds=600.0, import_seconds=600.0), {},
-                      time.monotonic() + 1200, found, kit_files=kit_files)  # fmt: skip
+def scheduler_call(files: dict[str, bytes], kit_files: dict[str, bytes], found, name: str,
+                   *args: object) -> object:  # fmt: skip
+    """`scheduler.<name>(*args)`, among `files` in a worker served by a kit's worker of
+    `kit_files`: its value."""
+    limits = Limits(call_seconds=600.0, import_seconds=600.0)
+    sandbox = Sandbox(files, limits, {}, time.monotonic() + 1200, found, kit_files=kit_files)
+    message = {"op": "new", "module": "scheduler", "name": name, "args": list(args)}
     try:
-        reversed_fingerprints = [text[::-1] for text in FINGERPRINTS]
-        message = {"op": "new", "module": "scheduler", "name": "search"}
-        reply = sandbox.request(message | {"args": [reversed_fingerprints]}, 600.0)
+        reply = sandbox.request(message, 600.0)
     finally:
         sandbox.close()
     assert "ok" in reply, reply
     return reply["ok"]
+
+
+def search(files: dict[str, bytes], kit_files: dict[str, bytes], found) -> list[str]:
+    """What the searcher, run as the scheduler among `files`, finds of the answer key."""
+    reversed_fingerprints = [text[::-1] for text in FINGERPRINTS]
+    return scheduler_call(files, kit_files, found, "search", reversed_fingerprints)
 
 
 # The candidate's worker of each part (part 5's with the stand-ins of the allocator and the
@@ -189,6 +200,30 @@ def test_the_searcher_finds_the_answer_key_where_it_is(found):
     assert any("the code of" in line for line in seen), seen  # in its memory
 
 
+LIVE_VIEW = b"""
+from .kv_cache_manager import KVCacheManager, Request
+
+
+def free_counts():
+    manager = KVCacheManager(8, 2, 1)
+    free = manager.free_blocks  # kept, as a scheduler may keep it
+    before = len(free)
+    req = Request(0, 3)
+    manager.allocate_for_prefill(req)
+    manager.allocate_for_decode(req)
+    return [before, len(free), len(manager.free_blocks), req.seq_len, len(req.block_table)]
+"""
+
+
+def test_the_stand_in_manager_is_the_kits_live(found):
+    """Through the stand-ins, a scheduler sees the kit's manager as it would in its own process:
+    `free_blocks` a live view, its requests changed in place."""
+    plugin = fixtures()
+    plugin.files |= {"scheduler.py": LIVE_VIEW}
+    files, kit = plugin.files_for("scheduler"), plugin.kit_files("scheduler")
+    assert scheduler_call(files, kit, found, "free_counts") == [8, 6, 6, 4, 2]
+
+
 def kit() -> kit_server.Kit:
     """The kit's objects as its worker serves them, here on the answer key imported directly."""
     return kit_server.Kit(lambda name: importlib.import_module(f"solutions.{name}"))
@@ -205,7 +240,7 @@ def kit() -> kit_server.Kit:
         {"op": "call", "handle": 1, "name": "free", "args": [["0"]]},
         {"op": "get", "handle": 1, "name": "__loader__"},
         {"op": "get", "handle": 1, "name": "_free"},
-        {"op": "request", "handle": 1, "name": "free", "request": [0, 0, []]},
+        {"op": "request", "handle": 1, "name": "free", "request": [0, []]},
         {"op": "call", "handle": 2, "name": "allocate", "args": [1]},
         ["op", "new"],
     ],
@@ -221,13 +256,18 @@ def test_the_kit_answers_a_stand_in_with_values_and_with_its_exceptions():
     served = kit()
     manager = served.answer({"op": "new", "class": "KVCacheManager", "args": [4, 2, 1]})
     request = {"op": "request", "handle": manager, "name": "allocate_for_prefill"}
-    seq_len, table = served.answer(request | {"request": [7, 3, []]})
+    seq_len, table = served.answer(request | {"request": [3, []]})
     assert (seq_len, len(table)) == (3, 2)
     assert served.answer({"op": "get", "handle": manager, "name": "free_blocks"}) == 2
-    with pytest.raises(ValueError, match="prefill it only once") as raised:
-        served.answer(request | {"request": [7, 3, table]})
-    assert kit_server.error(raised.value) == {
+    with pytest.raises(kit_server.Raised) as raised:  # prefilled twice
+        served.answer(request | {"request": [3, table]})
+    call = "the kit's KVCacheManager.allocate_for_prefill"
+    assert raised.value.reply == {
         "type": "ValueError",
         "builtin": "ValueError",
-        "message": str(raised.value),
+        "message": f"{call} raised ValueError",  # the kit's words, not the answer key's
     }
+    with pytest.raises(kit_server.Raised) as raised:  # 2 blocks free, 3 asked
+        served.answer(request | {"request": [5, []]})
+    assert raised.value.reply["type"] == "OutOfBlocks"
+    assert raised.value.reply["message"].startswith("OOM: ")

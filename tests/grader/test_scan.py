@@ -360,17 +360,23 @@ def test_an_import_outside_the_contracts_list_is_a_flag(source, file, unlisted) 
 @pytest.mark.parametrize(
     ("source", "reason"),
     [
-        ("x = 1\nexec(code)", "line 2 calls exec"),
-        ("import marshal as m\nf = m.loads(blob)", "line 2 calls marshal.loads"),
-        ("from marshal import loads\nloads(blob)", "line 2 calls marshal.loads"),
-        ("import builtins\nbuiltins.eval(text)", "line 2 calls builtins.eval"),
-        ("from builtins import compile as c\nc(s, 'f', 'exec')", "line 2 calls builtins.compile"),
-        ("def f():\n    return eval('1') + exec('2')", "line 2 calls eval"),
+        ("x = 1\nexec(code)", "line 2 reads exec"),
+        ("import marshal as m\nf = m.loads(blob)", "line 2 reads marshal.loads"),
+        ("from marshal import loads\nloads(blob)", "line 2 reads marshal.loads"),
+        ("import builtins\nbuiltins.eval(text)", "line 2 reads builtins.eval"),
+        ("from builtins import compile as c\nc(s, 'f', 'exec')", "line 2 reads builtins.compile"),
+        ("def f():\n    return eval('1') + exec('2')", "line 2 reads eval"),
+        ("class A:\n    eval('1')", "line 2 reads eval"),
+        # read, not called; or called where another scope binds the name
+        ("run = exec\nrun(code)", "line 1 reads exec"),
+        ("list(map(exec, codes))", "line 1 reads exec"),
+        ("def f(exec):\n    pass\nexec(code)", "line 3 reads exec"),
         # its own names, and other libraries' methods of the same name, are not the builtins
         ("def compile(x):\n    return x\ncompile(1)", None),
         ("model.eval()\nfn = torch.compile(f)\np = re.compile('x')", None),
         ("def run(exec):\n    exec()", None),
         ("eval = print\neval('1')", None),
+        ("def outer():\n    exec = print\n    def inner():\n        exec(1)", None),
     ],
 )
 def test_a_file_that_runs_code_it_decodes_is_not_run(source: str, reason: str | None) -> None:
@@ -379,6 +385,11 @@ def test_a_file_that_runs_code_it_decodes_is_not_run(source: str, reason: str | 
         assert reasons == {}
     else:
         assert reasons == {"scheduler.py": f"{reason}, which runs code decoded at run time"}
+
+
+def test_a_file_too_deep_to_read_is_not_run() -> None:
+    reasons = decoded_code({"scheduler.py": ("x = a" + ".b" * 5000).encode()})
+    assert reasons == {"scheduler.py": "too deeply nested for the grader to read what it runs"}
 
 
 def test_flags_are_whole_records_sorted_by_file_then_line() -> None:

@@ -3,10 +3,11 @@ interface, and no allocator.
 
 Where a part runs the candidate's code on the kit's allocator (the second grading of parts 2 and 6,
 `grade.rescore_on_the_kit_allocator`) or manager (part 5), the kit's objects live in a worker of
-their own (`grader/sandbox/kit_host.py`), and the candidate's worker gets this file in place of the
-answer key's. `BlockAllocator` holds only the number of the kit's allocator there: each call goes
-out through `kit_link.ask` (a module the worker makes), and the grading process checks it, has the
-kit's worker make it, and sends back its value or its exception. `OutOfBlocks` is the stub's.
+their own (`grader/sandbox/kit_server.py`), and the candidate's worker gets this file in place of
+the answer key's. `BlockAllocator` holds only the number of the kit's allocator there: each call
+goes to the kit's worker through `kit_link.ask` (a module the worker makes, on a pair of pipes
+between the two), which checks it, makes it and sends back its value or its exception (the type,
+without the kit's words). `OutOfBlocks` is the stub's.
 
 Only the contract's members (exercises/README.md, parts 1 and 6) are here.
 """

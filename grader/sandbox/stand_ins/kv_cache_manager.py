@@ -2,9 +2,10 @@
 gives it, and a `KVCacheManager` that holds no manager.
 
 Part 5 runs the candidate's scheduler on the kit's manager, which lives in a worker of its own
-(`grader/sandbox/kit_host.py`); see the stand-in `block_allocator.py`, which comes with this file.
-Each call sends the request's `seq_len` and `block_table` to the kit's manager, which works on a
-copy of the request there, and writes back what it left: a call that raises changes nothing.
+(`grader/sandbox/kit_server.py`); see the stand-in `block_allocator.py`, which comes with this
+file. Each call sends the request's `seq_len` and `block_table` to the kit's manager, which works
+on a copy of the request there, and writes back what it left: a call that raises changes
+nothing.
 
 Only what part 5 lets a scheduler use is here: `allocate_for_prefill`, `allocate_for_decode`,
 `free`, `free_blocks` (its `len()`), `num_blocks`, `block_size` (and `head_dim`).
@@ -38,13 +39,14 @@ class Request:
 
 
 class FreeBlocks:
-    """`manager.free_blocks` as a scheduler uses it: its `len()`, the number of free blocks."""
+    """`manager.free_blocks` as a scheduler uses it: a live view whose `len()` is the number of
+    free blocks now (the kit's manager is asked each time)."""
 
-    def __init__(self, count: int) -> None:
-        self.count = count
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
 
     def __len__(self) -> int:
-        return self.count
+        return answer({"op": "get", "handle": self.handle, "name": "free_blocks"})
 
 
 class KVCacheManager:
@@ -57,7 +59,7 @@ class KVCacheManager:
 
     @property
     def free_blocks(self) -> FreeBlocks:
-        return FreeBlocks(answer({"op": "get", "handle": self.handle, "name": "free_blocks"}))
+        return FreeBlocks(self.handle)
 
     def allocate_for_prefill(self, req: Request) -> None:
         self.on_request("allocate_for_prefill", req)
@@ -69,12 +71,10 @@ class KVCacheManager:
         self.on_request("free", req)
 
     def on_request(self, name: str, req: Any) -> None:
-        """The kit's `name(req)` on a copy of `req`; then `req` made like the copy, its table in
-        place."""
-        request_id = req.request_id
-        if type(request_id) not in (int, str):
-            request_id = repr(request_id)[:100]
+        """The kit's `name(req)` on a copy of `req`'s length and table; then `req` made like the
+        copy, its table in place."""
         table = [operator.index(block_id) for block_id in req.block_table]
-        state = [request_id, operator.index(req.seq_len), table]
+        state = [operator.index(req.seq_len), table]
         message = {"op": "request", "handle": self.handle, "name": name, "request": state}
-        req.seq_len, req.block_table[:] = answer(message)
+        seq_len, req.block_table[:] = answer(message)
+        req.seq_len = seq_len

@@ -14,6 +14,7 @@ from grader.sandbox.process import (
     CallTimedOut,
     ImportFailed,
     Limits,
+    NotCalled,
     NotImplementedInSubmission,
     NotSubmitted,
     Sandbox,
@@ -284,7 +285,8 @@ def test_a_hang_times_out_and_the_next_check_gets_a_fresh_worker(impatient_probe
 
 def test_after_two_calls_of_a_part_hang_its_other_calls_fail_at_once() -> None:
     """Each hang costs the call limit once; the part's third call is never sent, whatever it
-    is, and a part that starts afresh (its own list) calls again."""
+    is, and a part that starts afresh (its own list) calls again: an import refused that way is
+    not an import that failed, kept for the rest of the grading."""
     limits = Limits(memory_bytes=2 << 30, call_seconds=1.0, import_seconds=600.0)
     sandbox = Sandbox({"probe.py": PROBE}, limits, {}, time.monotonic() + 1200)
     call = {"op": "new", "module": "probe"}
@@ -299,7 +301,11 @@ def test_after_two_calls_of_a_part_hang_its_other_calls_fail_at_once() -> None:
             sandbox.request(call | {"name": "cwd"}, 600.0)
         assert str(refused.value) == PART_HUNG
         assert sandbox.process is None  # not even started again
+        submission = Submission(sandbox, "candidate")
+        with pytest.raises(NotCalled, match=PART_HUNG):
+            submission.module("probe")
         sandbox.part_hangs = []  # the next part's
+        submission.module("probe")
         assert "ok" in sandbox.request(call | {"name": "cwd"}, 600.0)
     finally:
         sandbox.close()
