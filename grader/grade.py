@@ -456,6 +456,26 @@ def failed_on(outcome: dict, files: list[str]) -> str | None:
     return next((file for file in files if file in message), None)
 
 
+def engine_check(report: dict, intake: Intake, options: Options) -> None:
+    """The engine check into `report`, or why it was skipped: a part where a call did not return
+    in time (`hung_parts`)."""
+    if hung := hung_parts(report["parts"]):
+        report["integration"] = {
+            "status": "skipped",
+            "message": f"calls in {', '.join(hung)} did not return in time: the engine check "
+            "would wait for them too",
+            "figures": {},
+        }
+        return
+    print(f"  {tr(options.lang, 'progress_engine')}", file=sys.stderr, flush=True)
+    try:
+        report["integration"] = run_integration(
+            runnable(intake.files), options.limits, device_environment(), options.isolation
+        )
+    except Exception:
+        report["errors"].append(f"the engine check failed: {traceback.format_exc()}")
+
+
 def accounting(limits: Limits) -> str:
     """What a worker's CPU time and memory limit cover, for the report."""
     memory = f"{limits.memory_bytes / (1 << 30):g} GiB"
@@ -528,21 +548,8 @@ def grade(intake: Intake, options: Options) -> dict:
             report["simulation"] = simulation()
         except Exception:
             report["errors"].append(f"the simulation failed: {traceback.format_exc()}")
-    if set(options.parts) >= ENGINE_PARTS and (hung := hung_parts(report["parts"])):
-        report["integration"] = {
-            "status": "skipped",
-            "message": f"calls in {', '.join(hung)} did not return in time: the engine check "
-            "would wait for them too",
-            "figures": {},
-        }
-    elif set(options.parts) >= ENGINE_PARTS:
-        print(f"  {tr(options.lang, 'progress_engine')}", file=sys.stderr, flush=True)
-        try:
-            report["integration"] = run_integration(
-                runnable(intake.files), options.limits, device_environment(), options.isolation
-            )
-        except Exception:
-            report["errors"].append(f"the engine check failed: {traceback.format_exc()}")
+    if set(options.parts) >= ENGINE_PARTS:
+        engine_check(report, intake, options)
     report["syntax_errors"] = with_failures(report["syntax_errors"], report)
     report["score"] = round(sum(part["score"] for part in report["parts"].values()), 2)
     report["max_score"] = round(sum(part["max_score"] for part in report["parts"].values()), 2)
