@@ -178,19 +178,25 @@ def search(files: dict[str, bytes], kit_files: dict[str, bytes], found) -> list[
     return scheduler_call(files, kit_files, found, "search", reversed_fingerprints)
 
 
-def candidate_workers() -> dict[str, tuple[dict, dict]]:
-    """Each distinct candidate's worker of a grading, by the parts it serves, with its files and
-    those of the kit's worker that serves it: parts 1, 2, 3, 4 and 6 share one (the candidate's
-    files alone), part 5 has its own (the stand-ins of the allocator and the manager), and so has
-    the second grading of the parts built on the allocator (its stand-in)."""
-    distinct: dict[tuple, list[str]] = {}
+def candidate_workers() -> dict[str, tuple[dict, dict, set[bool]]]:
+    """Each distinct candidate's worker of a grading, by the parts it serves: its files, those of
+    the kit's worker that serves it, and whether each of those parts must have a kit's worker
+    (it swaps files for the kit's, `parts.toml`'s `swapped`, or is graded again on the kit's
+    allocator). Parts 1, 2, 3, 4 and 6 share one (the candidate's files alone), part 5 has its
+    own (the stand-ins of the allocator and the manager), and so has the second grading of the
+    parts built on the allocator (its stand-in)."""
+    distinct: dict[tuple, list[tuple[str, bool]]] = {}
     for swapped, parts in (((), list(PARTS)), ((KIT_ALLOCATOR,), PARTS_REGRADED)):
         plugin = fixtures(swapped)
         for part in parts:
             files, kit = plugin.files_for(part), plugin.kit_files(part)
             key = (tuple(sorted(files.items())), tuple(sorted(kit.items())))
-            distinct.setdefault(key, []).append(f"{part} again" if swapped else part)
-    return {"+".join(parts): (dict(files), dict(kit)) for (files, kit), parts in distinct.items()}
+            served = (f"{part} again" if swapped else part, bool(PARTS[part].swapped or swapped))
+            distinct.setdefault(key, []).append(served)
+    return {
+        "+".join(name for name, _ in served): (dict(files), dict(kit), {need for _, need in served})
+        for (files, kit), served in distinct.items()
+    }
 
 
 WORKERS = candidate_workers()
@@ -198,8 +204,8 @@ WORKERS = candidate_workers()
 
 @pytest.mark.parametrize("parts", WORKERS)
 def test_no_candidate_worker_holds_anything_of_the_answer_key(parts, found):
-    files, kit = WORKERS[parts]
-    assert bool(kit) == ("scheduler" in parts or "again" in parts), parts
+    files, kit, needs_kit = WORKERS[parts]
+    assert needs_kit == {bool(kit)}, parts
     assert search(files, kit, found) == []
 
 
