@@ -396,9 +396,8 @@ class Sandbox:
         if self.budget_spent():
             self.failure = CallTimedOut(self.timeout_message())
             raise self.failure
-        key = hang_key(message)
-        if key in self.hung:  # ends the check; the worker, idle, serves the next one
-            raise NotCalled(HUNG)
+        if self.hung and hang_key(message) in self.hung:  # ends the check; the worker, idle,
+            raise NotCalled(HUNG)  # serves the next one
         if self.remembers_hangs and len(self.part_hangs) >= HANGS_PER_PART:
             raise NotCalled(PART_HUNG)
         if self.process is None:
@@ -413,6 +412,7 @@ class Sandbox:
         except SubmissionFailure as failure:
             hung = isinstance(failure, CallTimedOut) and not self.budget_spent()
             if hung and self.remembers_hangs:
+                key = hang_key(message)
                 self.hung.add(key)
                 self.part_hangs.append(key)
             self.fail(failure)
@@ -452,14 +452,15 @@ class Sandbox:
         return reply
 
     def send(self, data: bytes, deadline: float) -> None:
+        """Write `data` to the worker's stdin (non-blocking), waiting for room only where the
+        pipe is full."""
         fd = self.process.stdin.fileno()
         while data:
-            if not select.select([], [fd], [], self.remaining(deadline))[1]:
-                raise CallTimedOut(self.timeout_message())
             try:
                 data = data[os.write(fd, data[: 1 << 16]) :]
-            except BlockingIOError:
-                continue  # the pipe filled up since select: wait for room again
+            except BlockingIOError:  # the pipe is full: wait for room, within the deadline
+                if not select.select([], [fd], [], self.remaining(deadline))[1]:
+                    raise CallTimedOut(self.timeout_message()) from None
             except BrokenPipeError:
                 raise self.crash() from None
 

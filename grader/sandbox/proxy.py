@@ -70,6 +70,7 @@ ASSERTS = {
     "equal": ("torch.equal(got, expected)", "expected {expected!r}, got {got!r}"),
 }
 PLAIN = (type(None), bool, int, float, str)  # values whose identity says nothing
+PLAIN_TYPES = frozenset(PLAIN)
 READS = frozenset({"getattr", "getattrs", "len", "getitem"})  # requests that change nothing
 
 
@@ -118,6 +119,13 @@ def remote_error(info: dict) -> RemoteError:
 
 def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def plain_items(values: list) -> bool:
+    """Whether every item of `values` is a plain value (`PLAIN`, exactly): a list of them is
+    sent (copied, as the request may wait in a batch), received and shown as it is, without a
+    look at each item."""
+    return PLAIN_TYPES.issuperset(map(type, values))
 
 
 @dataclass(eq=False)
@@ -198,6 +206,8 @@ class Transcript:
         if value is Ellipsis:
             return "..."
         if isinstance(value, list):
+            if plain_items(value):  # as the loop below writes it, much faster
+                return repr(value)
             return f"[{', '.join(self.code(item) for item in value)}]"
         if isinstance(value, tuple):
             return f"({self.subscript(value)}{',' if len(value) == 1 else ''})"
@@ -485,7 +495,7 @@ class Submission:
         if isinstance(value, torch.Tensor):
             return tensor_to_wire(value)
         if isinstance(value, list):
-            return [self.encode(item) for item in value]
+            return list(value) if plain_items(value) else [self.encode(item) for item in value]
         if isinstance(value, tuple):
             return {"$tuple": [self.encode(item) for item in value]}
         if isinstance(value, Iter):
@@ -500,7 +510,7 @@ class Submission:
 
     def decode(self, value: Any) -> Any:
         if isinstance(value, list):
-            return [self.decode(item) for item in value]
+            return value if plain_items(value) else [self.decode(item) for item in value]
         if not isinstance(value, dict):
             return value
         if "$tuple" in value:

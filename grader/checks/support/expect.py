@@ -103,7 +103,7 @@ def int_list(transcript: Transcript, value: Any, what: str) -> list[int]:
     if type(value) is not list:
         transcript.fail(f"type({transcript.source(value, 'ids')}).__name__", "'list'")
         raise AssertionError(f"{what} must return a list, got {type(value).__name__}")
-    if not all(type(item) is int for item in value):
+    if not {int}.issuperset(map(type, value)):
         shown = transcript.source(value, "ids")
         transcript.fail(f"[type(i).__name__ for i in {shown}]", f"['int'] * len({shown})")
         raise AssertionError(f"{what} must return ints, got {value!r}")
