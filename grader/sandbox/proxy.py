@@ -35,7 +35,7 @@ from grader.sandbox.process import (
     Sandbox,
     SubmissionFailure,
 )
-from grader.sandbox.wire import tensor_from_wire, tensor_to_wire
+from grader.sandbox.wire import plain_items, tensor_from_wire, tensor_to_wire
 from grader.text import clean
 
 SHOWN_TENSOR_ELEMENTS = 64
@@ -70,7 +70,6 @@ ASSERTS = {
     "equal": ("torch.equal(got, expected)", "expected {expected!r}, got {got!r}"),
 }
 PLAIN = (type(None), bool, int, float, str)  # values whose identity says nothing
-PLAIN_TYPES = frozenset(PLAIN)
 READS = frozenset({"getattr", "getattrs", "len", "getitem"})  # requests that change nothing
 
 
@@ -119,13 +118,6 @@ def remote_error(info: dict) -> RemoteError:
 
 def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-def plain_items(values: list) -> bool:
-    """Whether every item of `values` is a plain value (`PLAIN`, exactly): a list of them is
-    sent (copied, as the request may wait in a batch), received and shown as it is, without a
-    look at each item."""
-    return PLAIN_TYPES.issuperset(map(type, values))
 
 
 @dataclass(eq=False)

@@ -8,9 +8,17 @@ import base64
 import math
 from typing import Any
 
+PLAIN_TYPES = frozenset((type(None), bool, int, float, str))  # values that cross as they are
 TENSOR_DTYPES = (
     "float16", "bfloat16", "float32", "float64", "bool", "uint8", "int8", "int16", "int32", "int64"
 )  # fmt: skip
+
+
+def plain_items(values: list) -> bool:
+    """Whether every item of `values` is exactly a plain value (`PLAIN_TYPES`): such a list
+    crosses as one copy (taken at once: a later request of a batch may change the list) and is
+    shown by its repr, without a look at each item."""
+    return PLAIN_TYPES.issuperset(map(type, values))
 
 
 def tensor_to_wire(tensor: Any) -> dict:

@@ -51,13 +51,6 @@ from typing import Any, TextIO
 
 PACKAGE = "submission"
 KIT_PACKAGES = ("grader", "kernels", "full_kit", "solutions", "exercises", "tests", "__editable__")
-PLAIN_TYPES = frozenset((type(None), bool, int, float, str))  # sent as they are
-
-
-def plain_items(values: list) -> bool:
-    """Whether every item of `values` is exactly a plain value: such a list crosses as a copy
-    (taken now: a later request of the same batch may change the candidate's list)."""
-    return PLAIN_TYPES.issuperset(map(type, values))
 
 
 def load_sibling(name: str) -> Any:
@@ -110,10 +103,10 @@ class Worker:
     def encode(self, value: Any) -> Any:
         """Plain values by value, tensors by their bytes, anything else as a handle."""
         kind = type(value)
-        if kind in PLAIN_TYPES:
+        if kind in wire.PLAIN_TYPES:
             return value
         if kind is list:
-            return list(value) if plain_items(value) else [self.encode(item) for item in value]
+            return list(value) if wire.plain_items(value) else [self.encode(item) for item in value]
         if kind is tuple:
             return {"$tuple": [self.encode(item) for item in value]}
         if kind is dict and all(type(key) is str for key in value):
@@ -138,7 +131,7 @@ class Worker:
 
     def decode(self, value: Any) -> Any:
         if isinstance(value, list):
-            return value if plain_items(value) else [self.decode(item) for item in value]
+            return value if wire.plain_items(value) else [self.decode(item) for item in value]
         if not isinstance(value, dict):
             return value
         if "$handle" in value:
