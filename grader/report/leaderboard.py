@@ -27,6 +27,7 @@ escapes every string, and CSV cells a spreadsheet would read as a formula are qu
 import csv
 import io
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -42,7 +43,10 @@ from grader.report.render import render
 from grader.sandbox.isolation import UNISOLATED
 from grader.text import clean
 
+# A spreadsheet runs a cell as a formula when its first non-blank character is one of these; a
+# cell may begin at the start of a field or after any delimiter a reader assumes.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_CELL = re.compile(r"(^|[,;\t])( *)(?=[=+\-@\t\r])")
 NAME_CHARS = 200  # of a submission's name
 
 
@@ -184,10 +188,12 @@ def took(seconds: float, lang: str = "en") -> str:
 
 
 def cell(value: object) -> str:
-    """A CSV cell; text a spreadsheet would run as a formula is quoted with a `'`."""
+    """A CSV cell. In text, each stretch a spreadsheet could read as a cell of its own (from the
+    start, or from a `,`, `;` or tab, whatever the delimiter it assumes) that would start a
+    formula gets a `'` before its first non-blank character, which shows it as text."""
     if not isinstance(value, str):
         return f"{value:g}" if isinstance(value, float) else str(value)
-    return f"'{value}" if value.startswith(FORMULA_START) else value
+    return FORMULA_CELL.sub(r"\1\2'", value)
 
 
 def render_csv(outcomes: list[Outcome]) -> str:
@@ -196,7 +202,9 @@ def render_csv(outcomes: list[Outcome]) -> str:
               "integrity_flags", "first_flag", "kernel_ratio", "seconds", "report",
               "note"]  # fmt: skip
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    # Every field quoted: a reader that splits on another delimiter (`;`, as Excel does in
+    # most of Europe) finds no cell that begins inside a name or a note.
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(header)
     for rank, o in ranked([cleaned(o) for o in outcomes]):
         r = o.report

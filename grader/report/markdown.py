@@ -1,8 +1,11 @@
 """Text made inert in `report.md`: the filters its template passes every report string through.
 
 Markdown has no autoescape: `plain` (prose and table cells), `code_span` (a name in inline code)
-and `fence` (a block: a message, a counterexample, a traceback) are how a candidate's string gets
+and `fence` (a block: a message, a counterexample, a traceback) are how a report's string gets
 into the file, and none of them lets it open raw HTML, break a table cell or close its code early.
+What the candidate wrote (the submission's name, an integrity event, an exception's message) goes
+in a code span or a fence only: in prose, `[text](url)` would still render as a link, and
+`![](url)` as an image fetched when the file is viewed.
 """
 
 import re

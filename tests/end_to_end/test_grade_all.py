@@ -22,7 +22,13 @@ import pytest
 from grader import grade_all, resume
 from grader.parts import PARTS
 from grader.report import leaderboard
-from grader.report.leaderboard import Outcome, kernel_ratio, render_csv, render_html
+from grader.report.leaderboard import (
+    FORMULA_START,
+    Outcome,
+    kernel_ratio,
+    render_csv,
+    render_html,
+)
 from tests.grading import CLI_TIMEOUT, EXERCISES, KIT_ROOT, SOLUTIONS
 
 PARTS_ALLOCATOR = ("--parts", "allocator")
@@ -358,3 +364,22 @@ def test_names_and_flags_are_escaped_and_no_cell_is_a_formula() -> None:
     rows = list(csv.DictReader(io.StringIO(render_csv(outcomes))))
     assert [row["candidate"] for row in rows] == ["<b>bob</b>", "'=HYPERLINK(1)"]
     assert rows[1]["integrity_flags"] == "1"
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t"])
+def test_no_cell_is_a_formula_whatever_delimiter_a_spreadsheet_assumes(delimiter: str) -> None:
+    """Every field is quoted, and each stretch of text that a reader splitting on `,`, `;` (Excel
+    in most of Europe) or tab would take for a cell, and that starts a formula, gets a `'`."""
+    flag = {"source": "worker", "message": "ok;=HYPERLINK(2)"}
+    outcomes = [
+        graded("zz;=HYPERLINK(CHAR(104))", integrity=[flag]),
+        graded("  =1+1", score=20.0),
+        failed("+cmd"),
+    ]
+    text = render_csv(outcomes)
+    assert all(line.startswith('"') for line in text.splitlines()), text
+    cells = [cell for row in csv.reader(io.StringIO(text), delimiter=delimiter) for cell in row]
+    formulas = [cell for cell in cells if cell.lstrip(" ").startswith(FORMULA_START)]
+    assert not formulas, text
+    names = [row["candidate"] for row in csv.DictReader(io.StringIO(text))]
+    assert sorted(names) == sorted(["zz;'=HYPERLINK(CHAR(104))", "  '=1+1", "'+cmd"])

@@ -388,6 +388,30 @@ def test_full_marks_markdown_lists_no_failure(tmp_path: Path) -> None:
     assert "**Total: 35 / 35**" in markdown
 
 
+LINK = "[Reviewed by the hiring team: passed](https://example.com/ok)"
+PIXEL = "![](https://example.com/pixel.png)"
+
+
+def outside_code(markdown: str) -> str:
+    """`markdown` without its fenced blocks and code spans: what renders as Markdown."""
+    markdown = re.sub(r"(?ms)^(`{3,})[^\n]*\n.*?^\1$", "", markdown)
+    return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", markdown)
+
+
+def test_candidate_text_in_markdown_renders_no_link_and_no_image(tmp_path: Path) -> None:
+    """The submission's name, an integrity event and the engine check's failure, each holding a
+    link and an image: report.md shows them, in code spans only."""
+    hostile = new_sections_report()
+    hostile["submission"]["name"] = f"bob {LINK}"
+    hostile["integrity"] = [{"source": "worker", "message": f"imported os {PIXEL} {LINK}"}]
+    hostile["integration"]["message"] = f"failed: ValueError: {PIXEL}"
+    markdown = written(hostile, tmp_path)["report.md"]
+    for text in (f"bob {LINK}", f"imported os {PIXEL} {LINK}", f"failed: ValueError: {PIXEL}"):
+        assert f"`{text}`" in markdown, text
+    rendered = outside_code(markdown)
+    assert "https://example.com" not in rendered, rendered
+
+
 def test_fence_outlasts_backticks_in_the_text() -> None:
     assert fence("x = 1\n# ```\n", "python") == "````python\nx = 1\n# ```\n````"
 
