@@ -25,7 +25,14 @@ from hypothesis import strategies as st
 
 from grader.checks.support.expect import expect, same
 from grader.sandbox.proxy import Transcript
-from kernels.cases import TOLERANCE, Case, make_case, relative_error
+from kernels.cases import (
+    LARGE_LOGITS,
+    LARGE_LOGITS_SCALE,
+    TOLERANCE,
+    Case,
+    make_case,
+    relative_error,
+)
 from kernels.reference import paged_attention_decode_reference
 
 pytestmark = [
@@ -302,6 +309,16 @@ def check_scale(submission):
     case, description = build({"seq_lens": [9, 4], "seed": 3})
     run_kernel(submission, case, description, scale=0.37)
     run_kernel(submission, case, description)
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+def check_large_logits(submission, dtype):
+    """Scores of several hundred, of both signs, as real models' attention logits reach: exp of
+    a raw score overflows even float32 past about 88, so only a kernel that subtracts its running
+    max, and rescales its sums when a later block raises it, stays finite and exact."""
+    case, description = build({**LARGE_LOGITS, "dtype": dtype})
+    run_kernel(submission, case, description, scale=LARGE_LOGITS_SCALE)
 
 
 @pytest.mark.points(3)
