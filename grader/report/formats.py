@@ -224,10 +224,15 @@ def syntax_failures(report: dict) -> dict[str, dict]:
     }
 
 
-def syntax_line(error: dict, lang: str) -> str:
-    """A syntax error in one line: "kv_cache_manager.py does not compile, line 63: expected ':'"."""
+def syntax_line(error: dict, lang: str, shown: Callable[[str], str] = str) -> str:
+    """A syntax error in one line: "kv_cache_manager.py does not compile, line 63: expected ':'",
+    Python's message as `shown` (in Markdown: as code; it may quote the file, a coding cookie)."""
     return tr(
-        lang, "syntax_error", file=error["file"], line=error["line"], message=error["message"]
+        lang,
+        "syntax_error",
+        file=error["file"],
+        line=error["line"],
+        message=shown(error["message"]),
     )
 
 

@@ -21,7 +21,8 @@ drive's (an integrity flag, why a submission has no report, a remark) through th
 The page (`templates/leaderboard.html`) is self-contained, like every page (`render.py`). Names,
 reports and log tails may carry a candidate's text: both files show each outcome `cleaned`
 (`text.py`: no control characters or lone surrogates, bounded lengths); the page's template
-escapes every string, and CSV cells a spreadsheet would read as a formula are quoted with a `'`.
+escapes every string. The CSV quotes every field, and puts a `'` before any stretch of text a
+spreadsheet could read as a formula, whatever delimiter it assumes (`cell`).
 """
 
 import csv
@@ -43,10 +44,12 @@ from grader.report.render import render
 from grader.sandbox.isolation import UNISOLATED
 from grader.text import clean
 
-# A spreadsheet runs a cell as a formula when its first non-blank character is one of these; a
-# cell may begin at the start of a field or after any delimiter a reader assumes.
+# A spreadsheet runs a cell as a formula when its first character past blanks and quotes is one
+# of these. A reader that assumes another delimiter than ours (`;`, tab) loses track of our quotes,
+# so a cell may begin anywhere a delimiter or a line break is: at a field's start, after a `,`, `;`,
+# tab, CR or LF inside it.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-FORMULA_CELL = re.compile(r"(^|[,;\t])( *)(?=[=+\-@\t\r])")
+FORMULA_CELL = re.compile(rf"(^|[,;\t\r\n])([ \"]*)(?=[{re.escape(''.join(FORMULA_START))}])")
 NAME_CHARS = 200  # of a submission's name
 
 
@@ -188,9 +191,9 @@ def took(seconds: float, lang: str = "en") -> str:
 
 
 def cell(value: object) -> str:
-    """A CSV cell. In text, each stretch a spreadsheet could read as a cell of its own (from the
-    start, or from a `,`, `;` or tab, whatever the delimiter it assumes) that would start a
-    formula gets a `'` before its first non-blank character, which shows it as text."""
+    """A CSV cell. In text, each stretch a spreadsheet could read as a cell of its own
+    (`FORMULA_CELL`) that would start a formula gets a `'` before its first character past
+    blanks and quotes, which shows it as text."""
     if not isinstance(value, str):
         return f"{value:g}" if isinstance(value, float) else str(value)
     return FORMULA_CELL.sub(r"\1\2'", value)

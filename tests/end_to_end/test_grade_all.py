@@ -369,17 +369,17 @@ def test_names_and_flags_are_escaped_and_no_cell_is_a_formula() -> None:
 @pytest.mark.parametrize("delimiter", [",", ";", "\t"])
 def test_no_cell_is_a_formula_whatever_delimiter_a_spreadsheet_assumes(delimiter: str) -> None:
     """Every field is quoted, and each stretch of text that a reader splitting on `,`, `;` (Excel
-    in most of Europe) or tab would take for a cell, and that starts a formula, gets a `'`."""
+    in most of Europe) or tab would take for a cell, and that starts a formula, gets a `'`: one
+    past blanks or a quote, or after a line break within a field, included."""
     flag = {"source": "worker", "message": "ok;=HYPERLINK(2)"}
-    outcomes = [
-        graded("zz;=HYPERLINK(CHAR(104))", integrity=[flag]),
-        graded("  =1+1", score=20.0),
-        failed("+cmd"),
-    ]
+    names = ["zz;=HYPERLINK(CHAR(104))", "  =1+1", "+cmd", "zz\n=1+1;", 'zz;"=1+1"']
+    outcomes = [graded(names[0], integrity=[flag]), graded(names[1], score=20.0)]
+    outcomes += [failed(name) for name in names[2:]]
     text = render_csv(outcomes)
-    assert all(line.startswith('"') for line in text.splitlines()), text
+    assert text.startswith('"rank","candidate",'), text
     cells = [cell for row in csv.reader(io.StringIO(text), delimiter=delimiter) for cell in row]
-    formulas = [cell for cell in cells if cell.lstrip(" ").startswith(FORMULA_START)]
+    formulas = [cell for cell in cells if cell.lstrip(' "').startswith(FORMULA_START)]
     assert not formulas, text
-    names = [row["candidate"] for row in csv.DictReader(io.StringIO(text))]
-    assert sorted(names) == sorted(["zz;'=HYPERLINK(CHAR(104))", "  '=1+1", "'+cmd"])
+    shown = [row["candidate"] for row in csv.DictReader(io.StringIO(text))]
+    quoted = ["zz;'=HYPERLINK(CHAR(104))", "  '=1+1", "'+cmd", "zz\n'=1+1;", 'zz;"\'=1+1"']
+    assert sorted(shown) == sorted(quoted)

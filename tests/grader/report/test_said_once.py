@@ -189,7 +189,7 @@ def test_the_engine_check_is_one_line_with_its_figures_folded_away(tmp_path: Pat
     assert "<dt><code>min_margin</code></dt><dd>0.01</dd>" in details
     engine = markdown.split("## End-to-end engine check (not scored)\n\n")[1].split("\n## ")[0]
     assert engine.startswith("**failed**: `tokens differ at step 9")  # it may quote the candidate
-    assert engine.splitlines()[2:] == ["- `tokens_per_step`: 2.88"]
+    assert engine.splitlines()[2:] == ["- `tokens_per_step`: `2.88`"]
 
 
 def test_the_header_says_which_kit_made_the_report(tmp_path: Path) -> None:

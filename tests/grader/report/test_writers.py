@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import scan
 from grader.parts import PARTS
 from grader.report.formats import run_in
 from grader.report.i18n import STRINGS, tr
@@ -398,18 +399,26 @@ def outside_code(markdown: str) -> str:
     return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", markdown)
 
 
-def test_candidate_text_in_markdown_renders_no_link_and_no_image(tmp_path: Path) -> None:
-    """The submission's name, an integrity event and the engine check's failure, each holding a
-    link and an image: report.md shows them, in code spans only."""
+@pytest.mark.parametrize("engine", ["failed", "passed"])
+def test_candidate_text_in_markdown_renders_no_link_and_no_image(tmp_path: Path, engine) -> None:
+    """What the candidate wrote or its worker said, each holding a link and an image: the
+    submission's name, an integrity event, the engine check's message and a figure of its
+    worker's, a syntax error's message (Python quotes a coding cookie): report.md shows them, in
+    code spans only."""
     hostile = new_sections_report()
     hostile["submission"]["name"] = f"bob {LINK}"
     hostile["integrity"] = [{"source": "worker", "message": f"imported os {PIXEL} {LINK}"}]
-    hostile["integration"]["message"] = f"failed: ValueError: {PIXEL}"
+    engine_message = f"{engine}: {PIXEL} requests"
+    hostile["integration"] |= {"status": engine, "message": engine_message}
+    hostile["integration"]["figures"] = {"device": LINK}
+    cookie = b"# coding: www.example.com\n"  # a bare www. address: a link on GitHub
+    hostile["syntax_errors"] = scan.syntax_errors({"kv_cache_manager.py": cookie})
     markdown = written(hostile, tmp_path)["report.md"]
-    for text in (f"bob {LINK}", f"imported os {PIXEL} {LINK}", f"failed: ValueError: {PIXEL}"):
-        assert f"`{text}`" in markdown, text
+    said = (f"bob {LINK}", f"imported os {PIXEL} {LINK}", engine_message, LINK, "www.example.com")
+    for text in said:
+        assert re.search(f"`[^`]*{re.escape(text)}`", markdown), text
     rendered = outside_code(markdown)
-    assert "https://example.com" not in rendered, rendered
+    assert "example.com" not in rendered, rendered
 
 
 def test_fence_outlasts_backticks_in_the_text() -> None:
