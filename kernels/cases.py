@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import torch
 
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
-# Logits as large as real models' (the grader's `check_large_logits`): unit-variance q and k of
-# head dim 32 at scale 40 give scores of standard deviation about 230, from about -500 to +600,
-# past where float32's exp overflows (about 88); over three blocks, the max of some (sequence,
-# head) rises in a later block by more than that (tests/grader/checks/test_kernel_cases.py).
+# Logits as large as real models' outliers (the grader's `check_large_logits`): unit-variance q
+# and k of head dim 32 at scale 40 give scores of standard deviation about 230, from about -500 to
+# +600, past where float32's exp overflows (about 88); over three blocks, the max of some
+# (sequence, head) rises in a later block by more than that, so a kernel without the running max,
+# or one that keeps its first block's, overflows (tests/grader/checks/test_kernel_cases.py).
 LARGE_LOGITS = {"seq_lens": [40, 17], "block_size": 16, "seed": 5}
 LARGE_LOGITS_SCALE = 40.0
 

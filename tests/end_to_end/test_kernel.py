@@ -105,6 +105,10 @@ BUGGY = [
     Buggy("no_running_max", kernel(
         "m_new = tl.maximum(tl.max(scores, axis=0), m_i)",
         "m_new = tl.maximum(tl.max(scores, axis=0) * 0.0, m_i)")),
+    # The max of the first block kept: exact while no later block's scores pass it by about 88.
+    Buggy("max_of_the_first_block_only", kernel(
+        "m_new = tl.maximum(tl.max(scores, axis=0), m_i)",
+        "m_new = tl.where(j == 0, tl.max(scores, axis=0), m_i)")),
     # 0 / 0 for a sequence of length 0.
     Buggy("nan_for_an_empty_sequence", kernel(
         "out = acc / tl.where(l_i > 0, l_i, 1.0)", "out = acc / l_i")),

@@ -687,7 +687,7 @@ def test_without_cuda_the_timing_and_large_checks_skip_before_any_worker_starts(
                           text=True, timeout=120)  # fmt: skip
     results = json.loads(done.stdout.strip().splitlines()[-1])
     selected = {check: result for check, result in results.items()
-                if "speed" in check or "oracle" in check or "large" in check}  # fmt: skip
+                if "speed" in check or "oracle" in check or "large_cases" in check}  # fmt: skip
     assert len(selected) == 5, results
     assert all(result == ["skipped", "needs a CUDA device"] for result in selected.values())
 

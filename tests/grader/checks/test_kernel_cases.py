@@ -1,17 +1,21 @@
-"""The case of `check_large_logits` holds what its docstring says it tests: scores of several
-hundred of both signs, and rows whose max rises in a later block, by more than float32's exp can
-take (about 88), so that a kernel without the running max overflows and one that rescales its
-sums wrongly is far off."""
+"""The case of `check_large_logits` holds what the check says it tests, at every dtype: scores of
+several hundred of both signs, past float32's exp (about 88) in every row, and rows whose max rises
+in a later block by more than that, so that a kernel without the running max, or one that keeps
+its first block's, overflows; and no near tie between a row's two largest scores, where a correct
+kernel's rounding would move its output most."""
 
+import pytest
 import torch
 
-from kernels.cases import LARGE_LOGITS, LARGE_LOGITS_SCALE, make_case
+from kernels.cases import LARGE_LOGITS, LARGE_LOGITS_SCALE, TOLERANCE, make_case
 
 EXP_OVERFLOW = 88.7  # exp(x) is inf in float32 past this
 
 
-def row_scores(case) -> list[torch.Tensor]:
-    """Each (sequence, query head)'s scaled scores over its tokens, in float64."""
+def row_scores(dtype: torch.dtype) -> list[torch.Tensor]:
+    """Each (sequence, query head)'s scaled scores over its tokens, in float64, for the case at
+    `dtype`."""
+    case = make_case(**LARGE_LOGITS, dtype=dtype)
     q, k = case.q.double(), case.k_cache.double()
     group = q.shape[1] // k.shape[2]
     rows = []
@@ -22,12 +26,14 @@ def row_scores(case) -> list[torch.Tensor]:
     return rows
 
 
-def test_the_large_logits_overflow_exp_and_rise_in_a_later_block() -> None:
-    case = make_case(**LARGE_LOGITS)
+@pytest.mark.parametrize("dtype", TOLERANCE, ids=str)
+def test_the_large_logits_overflow_exp_and_rise_in_a_later_block(dtype: torch.dtype) -> None:
+    rows = row_scores(dtype)
     block_size = LARGE_LOGITS["block_size"]
-    rows = row_scores(case)
     assert all(row.max() > EXP_OVERFLOW for row in rows)
     assert any(row.min() < -300 for row in rows)
     assert any(row.max() > 300 for row in rows)
     rises = [row for row in rows if row.max() - row[:block_size].max() > EXP_OVERFLOW]
     assert rises, "no row's max rises in a later block"
+    gaps = [float(row.topk(2).values[0] - row.topk(2).values[1]) for row in rows]
+    assert min(gaps) > 1.0, gaps
