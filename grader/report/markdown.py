@@ -3,9 +3,10 @@
 Markdown has no autoescape: `plain` (prose and table cells), `code_span` (a name in inline code)
 and `fence` (a block: a message, a counterexample, a traceback) are how a report's string gets
 into the file, and none of them lets it open raw HTML, break a table cell or close its code early.
-What the candidate wrote (the submission's name, an integrity event, an exception's message) goes
-in a code span or a fence only: in prose, `[text](url)` would still render as a link, and
-`![](url)` as an image fetched when the file is viewed.
+What the candidate wrote or its worker said (the submission's name, an integrity event, an
+exception's or a syntax error's message, the engine check's message and figures) goes in a code span
+or a fence only: in prose, `[text](url)` would still render as a link, and `![](url)` as an image
+fetched when the file is viewed.
 """
 
 import re
