@@ -8,21 +8,21 @@ import pytest
 import torch
 
 from kernels.cases import LARGE_LOGITS, LARGE_LOGITS_SCALE, TOLERANCE, make_case
+from kernels.reference import gather_reference
 
 EXP_OVERFLOW = 88.7  # exp(x) is inf in float32 past this
 
 
 def row_scores(dtype: torch.dtype) -> list[torch.Tensor]:
     """Each (sequence, query head)'s scaled scores over its tokens, in float64, for the case at
-    `dtype`."""
+    `dtype`: the reference's, from its own gather."""
     case = make_case(**LARGE_LOGITS, dtype=dtype)
-    q, k = case.q.double(), case.k_cache.double()
-    group = q.shape[1] // k.shape[2]
+    group = case.q.shape[1] // case.k_cache.shape[2]
     rows = []
     for seq, length in enumerate(case.seq_lens.tolist()):
-        keys = torch.cat([k[block] for block in case.block_tables[seq].tolist()])[:length]
-        for head in range(q.shape[1]):
-            rows.append(LARGE_LOGITS_SCALE * keys[:, head // group] @ q[seq, head])
+        keys = gather_reference(case.k_cache, case.block_tables[seq].tolist(), length)
+        keys = keys.repeat_interleave(group, dim=1)
+        rows += list(LARGE_LOGITS_SCALE * torch.einsum("hd,thd->ht", case.q[seq].double(), keys))
     return rows
 
 
