@@ -5,3 +5,4 @@ the folders)."""
 from pathlib import Path
 
 KIT_ROOT = Path(__file__).resolve().parent.parent  # holds grader/, kernels/, exercises/...
+ANSWER_KEY = KIT_ROOT / "solutions"  # the full kit's answer key: the candidate kit has none

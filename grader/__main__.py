@@ -19,7 +19,7 @@ import resource
 import sys
 from pathlib import Path
 
-from grader import interrupt
+from grader import interrupt, seal_key
 from grader.intake import SubmissionRefused, read_submission
 from grader.parts import PARTS
 from grader.report.compare import ReportError, read
@@ -90,6 +90,9 @@ def parser() -> argparse.ArgumentParser:
                           "unisolated (not for a hiring decision)")  # fmt: skip
     cli.add_argument("--part-timeout", type=positive_number, default=Limits.part_seconds,
                      help="seconds one part's checks may take in all")  # fmt: skip
+    cli.add_argument("--seal-key", type=Path, metavar="FILE",
+                     help="the hiring team's key to seal the report with (default: "
+                          f"{seal_key.default_key_file()}, made on first use)")  # fmt: skip
     return cli
 
 
@@ -125,6 +128,7 @@ def grade_submission(args: argparse.Namespace) -> int:
         check_report_folder(out, Path(intake.path))
         rubric = load_rubric(args.rubric)
         isolated = isolation.probe(args.isolation)
+        key = seal_key.grading_key(args.seal_key, isolated.isolated)
     except (SubmissionRefused, ValueError, OSError, RuntimeError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -161,7 +165,7 @@ def grade_submission(args: argparse.Namespace) -> int:
         print(tr(args.lang, "warning", message=warning), file=sys.stderr)
     report = grade(intake, options)
     with interrupt.held():  # written whole and said so, or Ctrl-C came first and nothing is
-        write_all(report, out)
+        write_all(report, out, key)
         print_summary(report, out)
     return 0
 

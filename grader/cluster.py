@@ -1,12 +1,13 @@
 """`grade-all --ray ADDRESS`: each submission graded by a Ray task, on the cluster at ADDRESS.
 
 The driver (this process) sends each submission's files to a task as bytes (`tarball`); the task
-runs the same isolated grading as a local grade-all, `grade_all.grade_one` (`python -m grader`
-in a process group of its own, with the timeout), in a temporary folder on its node, and returns
-the outcome and the report folder as bytes, which the driver writes under OUT. The kit reaches
+runs the same isolated grading as a local grade-all, `grade_all.grade_one` (`python -m grader` in a
+process group of its own, with the timeout), in a temporary folder on its node, and returns the
+outcome and the report folder as bytes, which the driver writes under OUT. The hiring team's seal
+key goes with each task as an argument, never as a file of the kit (`grade_task`). The kit reaches
 the nodes through Ray's runtime environment: its working directory is the kit's root
-(`runtime_env`), uploaded once per drive; each node needs only the kit's dependencies, in the
-Python `ray start` ran there (`pip install '.[cluster]'`), and bubblewrap.
+(`runtime_env`), uploaded once per drive; each node needs only the kit's dependencies, in the Python
+`ray start` ran there (`pip install '.[cluster]'`), and bubblewrap.
 
 A task asks for one CPU. When the cluster has GPUs and the kernel part is graded it asks for one
 GPU too, so that no two kernel timings share a GPU: a submission is one task, not a CPU task
@@ -52,14 +53,25 @@ class Attempts:
 
 @ray.remote(max_retries=MAX_RETRIES, retry_exceptions=True)
 def grade_task(
-    name: str, entry: str, submission: bytes, args: argparse.Namespace, attempts: ray.ObjectRef
+    name: str,
+    entry: str,
+    submission: bytes,
+    args: argparse.Namespace,
+    key: bytes | None,
+    attempts: ray.ObjectRef,
 ) -> tuple[int, Outcome, bytes]:
-    """On a node: the attempt's number, the grading's outcome and its report folder, `pack`ed."""
+    """On a node: the attempt's number, the grading's outcome and its report folder, `pack`ed.
+    The seal `key` is handed to the grading as a file of the task's own (mode 0600), gone with
+    its temporary folder."""
     attempt = ray.get(attempts.start.remote(name))
     with tempfile.TemporaryDirectory(prefix="grade-all-") as temporary:
         root = Path(temporary)
         unpack(submission, root / "submission")
-        on_node = argparse.Namespace(**{**vars(args), "out": root / "reports"})
+        on_node = argparse.Namespace(**{**vars(args), "out": root / "reports", "seal_key": None})
+        if key is not None:
+            on_node.seal_key = root / "seal.key"
+            on_node.seal_key.touch(mode=0o600)
+            on_node.seal_key.write_bytes(key)
         outcome = grade_one(name, root / "submission" / entry, on_node)
         return attempt, outcome, pack(on_node.out / name)
 
@@ -93,13 +105,15 @@ def at_once(asks: dict) -> int:
 def grade(
     entries: dict[str, Path],
     args: argparse.Namespace,
+    key: bytes | None,
     done: Callable[[Outcome], None],
     begin: Callable[[int], None],
 ) -> None:
-    """Grade `entries` on the cluster at `args.ray`, writing each report folder under `args.out`,
-    calling `begin` with how many tasks run at once when they are submitted, and `done` with
-    each outcome as it comes; on Ctrl-C, cancel the tasks (their workers killed, the gradings
-    with them) and raise KeyboardInterrupt. The driver is connected already (`connect`)."""
+    """Grade `entries` on the cluster at `args.ray`, each task sealing with `key`, writing each
+    report folder under `args.out`, calling `begin` with how many tasks run at once when they are
+    submitted, and `done` with each outcome as it comes; on Ctrl-C, cancel the tasks (their
+    workers killed, the gradings with them) and raise KeyboardInterrupt. The driver is connected
+    already (`connect`)."""
     try:
         asks = resources(args)
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
@@ -108,7 +122,7 @@ def grade(
               f"{asks['num_cpus']} CPU and {asks['num_gpus']} GPU ({args.profile} profile)...",
               file=sys.stderr, flush=True)  # fmt: skip
         pending = {
-            grade_task.options(**asks).remote(name, entry.name, pack(entry), args, attempts): (
+            grade_task.options(**asks).remote(name, entry.name, pack(entry), args, key, attempts): (
                 name,
                 entry,
             )

@@ -32,7 +32,7 @@ import hypothesis
 import pytest
 import torch
 
-from grader import KIT_ROOT, provenance, scan
+from grader import ANSWER_KEY, KIT_ROOT, provenance, scan
 from grader.intake import Intake
 from grader.integration import run_integration
 from grader.parts import ENGINE_PARTS, PARTS
@@ -46,7 +46,6 @@ from grader.scoring.profiles import Profile
 from grader.scoring.rubric import Rubric
 from grader.scoring.timing import implausible
 
-ANSWER_KEY = KIT_ROOT / "solutions"
 STUBS = KIT_ROOT / "exercises"
 SHADOWED = frozenset({"torch", "triton", "numpy", "kernels"})  # imported by the files or a script
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its

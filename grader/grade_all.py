@@ -62,7 +62,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from grader import KIT_ROOT, resume
+from grader import KIT_ROOT, resume, seal_key
 from grader import __main__ as grader_cli
 from grader.drive_progress import DriveProgress, grading_line
 from grader.intake import ARCHIVES
@@ -129,7 +129,15 @@ def parser() -> argparse.ArgumentParser:
                           "(grade-all outputs, or report folders), graded elsewhere")  # fmt: skip
     cli.add_argument("--allow-mixed", action="store_true",
                      help="with --merge: take reports of other settings, marked")  # fmt: skip
+    cli.add_argument("--seal-key", type=Path, metavar="FILE",
+                     help="the hiring team's key: every report is sealed with it, and only "
+                          "reports it verifies are kept (resume) or merged (default: "
+                          f"{seal_key.default_key_file()})")  # fmt: skip
     return cli
+    cli.add_argument("--seal-key", type=Path, metavar="FILE",
+                     help="the hiring team's key: every report is sealed with it, and only "
+                          "reports it verifies are kept (resume) or merged (default: "
+                          f"{seal_key.default_key_file()})")  # fmt: skip
 
 
 def submissions(folder: Path, out: Path) -> dict[str, Path]:
@@ -176,7 +184,11 @@ def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str
         line += ["--parts", ",".join(args.parts)]
     if args.rubric is not None:
         line += ["--rubric", str(args.rubric.resolve())]
+    if args.seal_key is not None:
+        line += ["--seal-key", str(args.seal_key.resolve())]
     return line + args.grader_options
+    if args.seal_key is not None:
+        line += ["--seal-key", str(args.seal_key.resolve())]
 
 
 def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
@@ -303,6 +315,11 @@ def drive(args: argparse.Namespace) -> int:
               "anyway, every row marked.", file=sys.stderr)  # fmt: skip
         return USAGE
     args.isolation = "bwrap" if found.isolated else "none"  # every grading, the same way
+    try:
+        key = seal_key.grading_key(args.seal_key, found.isolated)
+    except seal_key.SealKeyError as error:
+        print(f"grade-all: {error}", file=sys.stderr)
+        return USAGE
     entries = submissions(args.folder, args.out)
     if not entries:
         print(f"grade-all: {args.folder} holds no submission: put each candidate's folder, "
@@ -314,7 +331,8 @@ def drive(args: argparse.Namespace) -> int:
         print(f"grade-all: {error}", file=sys.stderr)
         return USAGE
     earlier = {
-        name: resume.kept(name, entry, args.out / name, settings) for name, entry in entries.items()
+        name: resume.kept(name, entry, args.out / name, settings, key)
+        for name, entry in entries.items()
     }
     todo = {name: entries[name] for name, outcome in earlier.items() if outcome is None}
     if todo and args.ray:
@@ -330,7 +348,7 @@ def drive(args: argparse.Namespace) -> int:
             if outcome is not None:
                 progress.kept(outcome)
         if todo:
-            grade(todo, args, progress)
+            grade(todo, args, key, progress)
     return finish(progress.outcomes, entries, args)
 
 
@@ -380,13 +398,19 @@ def forwarded_problems(options: list[str]) -> list[str]:
     return []
 
 
-def grade(todo: dict[str, Path], args: argparse.Namespace, progress: DriveProgress) -> None:
-    """Grade `todo` on this machine, or on the Ray cluster with --ray, each outcome to
-    `progress` as it comes; KeyboardInterrupt on Ctrl-C, once the gradings are stopped."""
+def grade(
+    todo: dict[str, Path], args: argparse.Namespace, key: bytes | None, progress: DriveProgress
+) -> None:
+    """Grade `todo` on this machine, or on the Ray cluster with --ray (its tasks given the seal
+    `key`), each outcome to `progress` as it comes; KeyboardInterrupt on Ctrl-C, once the
+    gradings are stopped."""
     if args.ray:
         from grader import cluster  # connected by `drive`
 
-        cluster.grade(todo, args, progress.done, lambda at_once: progress.begin(len(todo), at_once))
+        def begin(at_once: int) -> None:
+            progress.begin(len(todo), at_once)
+
+        cluster.grade(todo, args, key, progress.done, begin)
     else:
         jobs = local_jobs(args, len(todo))
         progress.begin(len(todo), jobs)

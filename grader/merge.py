@@ -2,12 +2,13 @@
 elsewhere (a Slurm array, a CI matrix, several machines).
 
 Each DIR is a report folder (it holds report.json) or a folder of them (a grade-all OUT). Every
-report must pass `provenance.problems` (its submission's file hashes match their checksum, and
-nothing was changed after grading): one that does not is refused, always. Reports of different
-`provenance.settings` (kit version, profile, seed, rubric, parts) are refused too, unless
-`--allow-mixed`: then each report whose settings differ from the most common ones is marked on
-its row. The report folders are copied into OUT under unique names, and OUT gets the leaderboard,
-as grade-all writes it (no similar pairs: the submissions are not here). Exit status 0 when the
+report must pass `provenance.problems` with the hiring team's seal key (`--seal-key`, or the default
+one: `seal_key.verifying_key`): sealed with that key, nothing changed after grading, its
+submission's file hashes matching their checksum. One that does not is refused, always. Reports of
+different `provenance.settings` (kit version, profile, seed, rubric, parts) are refused too, unless
+`--allow-mixed`: then each report whose settings differ from the most common ones is marked on its
+row. The report folders are copied into OUT under unique names, and OUT gets the leaderboard, as
+grade-all writes it (no similar pairs: the submissions are not here). Exit status 0 when the
 leaderboard was written, 2 when something was refused.
 """
 
@@ -18,7 +19,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from grader import provenance
+from grader import provenance, seal_key
 from grader.drive_progress import finished_line
 from grader.grade_all import OWN_OUTPUTS, report_name, unique_key
 from grader.report import leaderboard
@@ -55,6 +56,11 @@ def main(args: argparse.Namespace) -> int:
         print("grade-all --merge: no report.json in " + ", ".join(map(str, args.merge)),
               file=sys.stderr)  # fmt: skip
         return 2
+    try:
+        key = seal_key.verifying_key(args.seal_key)
+    except seal_key.SealKeyError as error:
+        print(f"grade-all --merge: {error}", file=sys.stderr)
+        return 2
     raws, refused = {}, []
     for folder in folders:
         try:
@@ -62,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         except (ReportError, OSError, ValueError) as error:
             refused.append(f"{folder}: {error}")
             continue
-        refused += [f"{folder}: {why}" for why in provenance.problems(raws[folder])]
+        refused += [f"{folder}: {why}" for why in provenance.problems(raws[folder], key)]
     settings = {folder: provenance.settings(raw) for folder, raw in raws.items()}
     counts = Counter(json.dumps(value, sort_keys=True) for value in settings.values())
     usual = json.loads(counts.most_common(1)[0][0]) if counts else {}

@@ -3,23 +3,29 @@
 Every report.json carries `provenance` (`grade.py`): `kit`, a hash of the kit's own files (its
 version: any change to the grader, the checks, the answer key or the pins changes it); `rubric`,
 a hash of the rubric's weights and points; `files`, a checksum over the submission's per-file
-sha256 (`submission.files`); and `seal`, a sha256 of the whole report as written, `seal` aside
-(`sealed`). With the profile, seed and parts of `environment`, they make the report's `settings`:
-`grade-all` skips a submission whose report has the drive's settings (`resume.py`), and
-`grade-all --merge` refuses reports of different settings (`merge.py`).
+sha256 (`submission.files`); and, when written (`sealed`), `seal`, an HMAC-SHA256 of the whole
+report as written, `seal` aside, keyed by the hiring team's key (`seal_key.py`), and `key`, that
+key's id; a report graded without a key has `seal` and `key` null (`seal_state` says why). With the
+profile, seed and parts of `environment`, they make the report's `settings`: `grade-all` skips a
+submission whose report has the drive's settings (`resume.py`), and `grade-all --merge` refuses
+reports of different settings (`merge.py`).
 
-`problems` catches a report.json edited by hand: a file hash changed without its checksum, or
-anything changed without the seal. Neither is a signature: whoever edits the file can recompute
-them; they catch a careless edit and a copy damaged on the way, not a forger.
+`problems` says why a report.json cannot be trusted: no seal, another key's, a seal that does not
+hold (anything changed after grading), a file hash changed without its checksum. What a seal that
+holds proves: a grading process holding the key wrote the report as it is. What it does not: that
+the grading was right (a grader of another version, or one whose key leaked, seals what it writes;
+the kit version is in the settings), or who ran it.
 """
 
 import functools
 import hashlib
+import hmac
 import json
 from pathlib import Path
 
 from grader import KIT_ROOT
 from grader.scoring.rubric import Rubric
+from grader.seal_key import key_id
 
 KIT_FOLDERS = ("grader", "kernels", "solutions", "full_kit")  # the kit's own code and data
 KIT_FILES = ("pyproject.toml",)  # the pins: another Hypothesis draws other examples
@@ -63,20 +69,48 @@ def files_checksum(files: dict[str, str]) -> str:
 
 
 def of(rubric: Rubric, files: dict[str, str]) -> dict:
-    """A new report's `provenance`, its `seal` still to come (`sealed`)."""
+    """A new report's `provenance`, its `seal` and `key` still to come (`sealed`)."""
     return {"kit": kit_version(), "rubric": rubric_digest(rubric), "files": files_checksum(files)}
 
 
-def seal_of(report: dict) -> str:
+def seal_of(report: dict, key: bytes) -> str:
+    """The HMAC-SHA256 under `key` of `report` as JSON (`canonical`), its `seal` aside."""
     unsealed = {**report, "provenance": {**report.get("provenance", {}), "seal": None}}
-    return digest(canonical(unsealed))
+    return hmac.new(key, canonical(unsealed), hashlib.sha256).hexdigest()
 
 
-def sealed(report: dict) -> dict:
-    """`report` with its `provenance.seal`; a report without provenance is returned as is."""
+def sealed(report: dict, key: bytes | None) -> dict:
+    """`report` with its `provenance.key` and `.seal` under `key`, both None without a key; a
+    report without provenance is returned as is."""
     if "provenance" not in report:
         return report
-    return {**report, "provenance": {**report["provenance"], "seal": seal_of(report)}}
+    made = {**report["provenance"], "key": key_id(key) if key else None, "seal": None}
+    report = {**report, "provenance": made}
+    return {**report, "provenance": {**made, "seal": seal_of(report, key) if key else None}}
+
+
+# Why a report has no seal, by `seal_state`: the candidate kit made it, or its workers were not
+# isolated (no key then: `seal_key.grading_key`), or it was written without a key.
+UNSEALED = {
+    "candidate": "self-graded, unsealed: the candidate kit made it",
+    "unisolated": "unsealed: its workers were not isolated, so no key was there to seal it",
+    "no_key": "unsealed: it was written without a seal key",
+}
+
+
+def seal_state(report: dict) -> str | None:
+    """Whether the report is "sealed", or why not (a key of `UNSEALED`), from what it records;
+    None for a report from before the keyed seal (no `provenance.key`)."""
+    made = report.get("provenance") or {}
+    if "key" not in made:
+        return None
+    if isinstance(made.get("seal"), str):
+        return "sealed"
+    if (report.get("environment") or {}).get("kit") == "candidate":
+        return "candidate"
+    if (report.get("isolation") or {}).get("isolated") is False:
+        return "unisolated"
+    return "no_key"
 
 
 def settings(report: dict) -> dict:
@@ -92,9 +126,9 @@ def settings(report: dict) -> dict:
     }
 
 
-def problems(report: dict) -> list[str]:
-    """Why `report` (as read from its report.json, not `bounded`) is not as the grader wrote
-    it; empty when its checksum and seal hold."""
+def problems(report: dict, key: bytes | None) -> list[str]:
+    """Why `report` (as read from its report.json, not `bounded`) is not as a grading holding
+    `key` wrote it; empty when its checksum and seal hold."""
     made = report.get("provenance")
     if not isinstance(made, dict):
         return ["it records no provenance (a kit older than grade-all --merge)"]
@@ -102,6 +136,19 @@ def problems(report: dict) -> list[str]:
     files = (report.get("submission") or {}).get("files")
     if not isinstance(files, dict) or files_checksum(files) != made.get("files"):
         found.append("its submission's file hashes do not match their recorded checksum")
-    if seal_of(report) != made.get("seal"):
+    seal, state = made.get("seal"), seal_state(report)
+    if state in UNSEALED:
+        found.append(f"it is {UNSEALED[state]} (grade it with the hiring team's kit)")
+    elif state is None or not isinstance(seal, str):
+        found.append("it has no keyed seal (a kit older than the seal key): grade it again")
+    elif key is None:
+        found.append("no seal key here to check its seal: give --seal-key FILE, the hiring "
+                     "team's key it was graded with")  # fmt: skip
+    elif (sealed_by := made.get("key")) != key_id(key):
+        found.append(
+            f"it was sealed with another key (id {sealed_by}; this one's is {key_id(key)}): "
+            "give --seal-key FILE, the key it was graded with"
+        )
+    elif not hmac.compare_digest(seal_of(report, key), seal):
         found.append("it was changed after grading (its seal does not match)")
     return found

@@ -3,9 +3,10 @@
 A submission is graded again unless its report folder holds every file a grading leaves
 (`REPORT_FILES`: the grader writes report.json first and grade-all writes grade.log last, so a
 grading stopped half-way, by Ctrl-C or a dead node, leaves an incomplete folder), its report.json
-passes `provenance.problems`, its `provenance.settings` are the drive's (`wanted`: kit version,
-profile, seed, rubric, parts), and its per-file sha256 are those of the submission as it is now
-(a candidate who sent a new version is graded again). `clear` empties a folder before a grading.
+passes `provenance.problems` with the drive's seal key (an edited, forged or unsealed report is
+graded again), its `provenance.settings` are the drive's (`wanted`: kit version, profile, seed,
+rubric, parts), and its per-file sha256 are those of the submission as it is now (a candidate
+who sent a new version is graded again). `clear` empties a folder before a grading.
 """
 
 import argparse
@@ -36,8 +37,11 @@ def wanted(args: argparse.Namespace) -> dict:
     }
 
 
-def kept(name: str, entry: Path, report_dir: Path, settings: dict) -> Outcome | None:
-    """The earlier grading of `entry` in `report_dir` if it stands (see the module), else None."""
+def kept(
+    name: str, entry: Path, report_dir: Path, settings: dict, key: bytes | None
+) -> Outcome | None:
+    """The earlier grading of `entry` in `report_dir` if it stands (see the module; its seal
+    checked with `key`, and none stands without one), else None."""
     if not all((report_dir / file).is_file() for file in REPORT_FILES):
         return None
     try:
@@ -45,7 +49,7 @@ def kept(name: str, entry: Path, report_dir: Path, settings: dict) -> Outcome | 
         files = read_submission(entry).sha256()
     except (ReportError, SubmissionRefused, OSError, ValueError):
         return None
-    if provenance.problems(raw) or provenance.settings(raw) != settings:
+    if provenance.problems(raw, key) or provenance.settings(raw) != settings:
         return None
     if raw["submission"]["files"] != files:
         return None

@@ -1,5 +1,5 @@
-"""Shared test settings: one Hypothesis profile whatever the environment, one torch thread, and
-one folder of gradings per test session.
+"""Shared test settings: one Hypothesis profile whatever the environment, one torch thread, one
+folder of gradings per test session, and a seal key of the session's own.
 
 Hypothesis loads its own `ci` profile whenever `CI` is set; loading ours explicitly keeps a
 run on a laptop and a run in CI the same (same examples, no deadline, no example database).
@@ -7,8 +7,14 @@ The tests' tensors are small: a torch thread pool only adds waiting, and on a bu
 machine it makes each small op and each benchmark round ten times slower at random.
 `make test` runs the test modules in several processes (pytest-xdist, a whole module per
 process); the gradings that several modules read are shared between them (`shared_gradings`).
+Every grading the tests run, in this process or another, seals its report with a key made in a
+config folder of the session's own (`XDG_CONFIG_HOME`, set before the xdist workers start and
+removed at the end), never the user's.
 """
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +28,21 @@ settings.register_profile(
 )
 settings.load_profile("kit")
 torch.set_num_threads(1)
+
+
+CONFIG_FOLDER = pytest.StashKey[str]()  # the session's own XDG_CONFIG_HOME
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session's own config folder (see the module), made by its first process."""
+    if not hasattr(config, "workerinput"):
+        folder = tempfile.mkdtemp(prefix="kit-tests-config-")
+        config.stash[CONFIG_FOLDER] = os.environ["XDG_CONFIG_HOME"] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if CONFIG_FOLDER in config.stash:
+        shutil.rmtree(config.stash[CONFIG_FOLDER], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

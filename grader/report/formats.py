@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 
 from grader.intake import ARCHIVES
+from grader.provenance import seal_state
 from grader.report.i18n import STRINGS, more_points, profile_name, tr, ungraded_reason
 from grader.report.messages import translated_message
 
@@ -198,6 +199,8 @@ def how_it_ran(report: dict, lang: str) -> str:
     kit = env.get("kit")
     gap = tr(lang, "gap")
     ran += f"{gap}{tr(lang, f'kit_{kit}')}" if kit in KITS else ""  # older reports do not say
+    if state := seal_state(report):
+        ran += f"{gap}{tr(lang, f'seal_{state}', key_id=report['provenance'].get('key'))}"
     isolation = report.get("isolation")
     if not isolation:
         return ran

@@ -46,6 +46,16 @@ STRINGS = {
             "Made by the candidate kit, which has no answer key: the checks that need one are "
             "left to the hiring team's kit."
         ),
+        "seal_sealed": (
+            "Sealed with the hiring team's key (id {key_id}): a drive keeps or merges the report "
+            "only where that key verifies it unchanged."
+        ),
+        "seal_candidate": "Self-graded, unsealed: no drive keeps or merges it.",
+        "seal_unisolated": (
+            "Unsealed: its workers were not isolated, so no key was there to seal it; no drive "
+            "keeps or merges it."
+        ),
+        "seal_no_key": "Unsealed: written without a seal key; no drive keeps or merges it.",
         "intro": (
             "Each part of the exercise is worth a fixed number of points, shared among its checks "
             "in proportion to their weights, the same in every kit and on every machine. A check "
@@ -374,6 +384,15 @@ STRINGS = {
         "kit_candidate": (
             "由候选人套件生成，其中没有参考答案：需要参考答案的检查由招聘团队的完整套件来评。"
         ),
+        "seal_sealed": (
+            "已用招聘团队的密钥封印（密钥 id {key_id}）：只有该密钥验证其未被改动时，"
+            "批量评分才会保留或合并这份报告。"
+        ),
+        "seal_candidate": "自行评分，未封印：批量评分不会保留或合并它。",
+        "seal_unisolated": (
+            "未封印：它的工作进程没有隔离，因此没有密钥为它封印；批量评分不会保留或合并它。"
+        ),
+        "seal_no_key": "未封印：写入时没有封印密钥；批量评分不会保留或合并它。",
         "intro": (
             "每个部分的分值固定，按权重分给其中的各项检查，在任何套件、任何机器上都一样。"
             "无法在这里运行的检查（需要招聘团队的完整套件或 CUDA 设备）保留各自的分值："

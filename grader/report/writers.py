@@ -30,11 +30,11 @@ from grader.report.model import bounded
 from grader.report.render import SIMULATION_PAGE, report_html, report_markdown, simulation_html
 
 
-def write_all(report: dict, out: Path) -> None:
+def write_all(report: dict, out: Path, key: bytes | None = None) -> None:
     """Create `out` and write the five report files into it, `report.json` first, then the
     simulation's page (`write_simulation`), all from the report `bounded`: clean text of a
-    bounded length, and `sealed` (`provenance.py`)."""
-    report = sealed(bounded(report))
+    bounded length, and `sealed` with `key` (`provenance.py`; unsealed without one)."""
+    report = sealed(bounded(report), key)
     out.mkdir(parents=True, exist_ok=True)
     for name, render in WRITERS.items():
         (out / name).write_text(render(report), encoding="utf-8", errors="replace")

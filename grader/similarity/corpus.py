@@ -20,12 +20,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import KIT_ROOT
+from grader import ANSWER_KEY
 from grader.parts import SUBMISSION_FILES
 from grader.similarity.fingerprints import Fingerprint, K, W, fingerprints
 
 CORPUS = Path(__file__).with_name("corpus.json")
-ANSWER_KEY = KIT_ROOT / "solutions"
 ALLOCATOR_FILES = ("block_allocator.py", "kv_cache_manager.py")
 
 

@@ -1,6 +1,8 @@
 """`grade-all` resumes a drive (a second run keeps every report made with the same settings from
 the same files, Ctrl-C included), and `grade-all --merge` builds one leaderboard from report
-folders graded apart, refusing mixed settings (unless `--allow-mixed`) and edited reports."""
+folders graded apart, refusing mixed settings (unless `--allow-mixed`) and edited reports. A
+report forged with all its folder holds is graded again and refused; a team's own key seals a
+drive that only it merges."""
 
 import csv
 import json
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import provenance
 from tests.ctrl_c import sigint_at_default
 from tests.grading import EXERCISES, KIT_ROOT, build_submission
 
@@ -162,3 +165,54 @@ def test_merge_refuses_a_hand_edited_report(graded, tmp_path: Path, edit: str, w
     )
     assert done.returncode == 2
     assert why in done.stderr
+
+
+def forge(report_dir: Path) -> None:
+    """The report in `report_dir` raised to full marks and re-sealed as a forger can, with all
+    the folder holds: the sha256 of the report as written, as the seal was before it had a key
+    (`provenance.digest`)."""
+    report = json.loads((report_dir / "report.json").read_text())
+    for part in report["parts"].values():
+        for check in part["checks"]:
+            check["status"], check["points"] = "passed", check["max_points"]
+        part["score"] = part["max_score"]
+    report["score"] = report["max_score"]
+    unsealed = {**report, "provenance": {**report["provenance"], "seal": None}}
+    report["provenance"]["seal"] = provenance.digest(provenance.canonical(unsealed))
+    (report_dir / "report.json").write_text(json.dumps(report, indent=2))
+
+
+def test_a_forged_report_is_graded_again_and_refused_by_merge(graded, tmp_path: Path) -> None:
+    folder, out = graded
+    forged = tmp_path / "out"
+    shutil.copytree(out, forged)
+    forge(forged / "stubs")
+    done = grade_all("--merge", forged / "stubs", "--out", tmp_path / "merged")
+    assert done.returncode == 2
+    assert "stubs: it was changed after grading (its seal does not match)" in done.stderr
+    done = grade_all(folder, "--out", forged, *PARTS)
+    assert done.returncode == 0, done.stderr
+    kept = [line for line in done.stderr.splitlines() if KEPT in line]
+    assert len(kept) == 1, done.stderr
+    assert "stubs" not in kept[0], done.stderr
+    assert rows(forged)["stubs"]["score"] == "0"
+
+
+def test_a_drive_sealed_with_a_teams_key_merges_only_with_it(graded, tmp_path: Path) -> None:
+    """The drive's reports, sealed with the session's default key, are graded again under the
+    team's; merging them takes the team's key, and says which key to give without it."""
+    folder, out = graded
+    team_key = tmp_path / "team.key"
+    team_key.write_text("a hiring team's key, 32 characters or more\n")
+    again = tmp_path / "out"
+    shutil.copytree(out, again)
+    done = grade_all(folder, "--out", again, "--seal-key", team_key, *PARTS)
+    assert done.returncode == 0, done.stderr
+    assert KEPT not in done.stderr
+    refused = grade_all("--merge", again, "--out", tmp_path / "merged")
+    assert refused.returncode == 2
+    assert "it was sealed with another key" in refused.stderr
+    assert "give --seal-key FILE" in refused.stderr
+    done = grade_all("--merge", again, "--out", tmp_path / "merged", "--seal-key", team_key)
+    assert done.returncode == 0, done.stderr
+    assert set(rows(tmp_path / "merged")) == {"key", "stubs"}

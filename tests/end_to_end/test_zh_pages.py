@@ -214,20 +214,27 @@ def test_the_leaderboards_csv_stays_in_english_in_a_chinese_drive() -> None:
     assert "imports numpy (computes outside torch and Triton" in rows[1]["first_flag"]
 
 
+SEAL_KEY = b"a test's seal key, 32 characters or more"
+
+
 def sealed_report(folder: Path) -> Path:
-    """`folder` holding a golden report as the grader writes one: its provenance sealed."""
+    """`folder` holding a golden report as the grader writes one: sealed with `SEAL_KEY`."""
     report = json.loads((GOLDEN / "answer_key.json").read_text())
     files = dict.fromkeys(report["submission"]["files"], "a1" * 32)  # the golden lists the names
     report["submission"]["files"] = files
     report["provenance"] = {"kit": "v1", "rubric": "r1", "files": provenance.files_checksum(files)}
     folder.mkdir(parents=True)
-    (folder / "report.json").write_text(json.dumps(provenance.sealed(report)))
+    (folder / "report.json").write_text(json.dumps(provenance.sealed(report, SEAL_KEY)))
     return folder
 
 
 def test_a_merged_leaderboard_is_in_the_drives_language(tmp_path: Path) -> None:
     one, two = sealed_report(tmp_path / "a"), sealed_report(tmp_path / "b")
-    args = argparse.Namespace(merge=[one, two], out=tmp_path / "out", allow_mixed=False, lang="zh")
+    (tmp_path / "seal.key").write_bytes(SEAL_KEY)
+    args = argparse.Namespace(
+        merge=[one, two], out=tmp_path / "out", allow_mixed=False, lang="zh",
+        seal_key=tmp_path / "seal.key",
+    )  # fmt: skip
     assert merge.main(args) == 0
     page = (tmp_path / "out" / "leaderboard.html").read_text(encoding="utf-8")
     assert "排行榜：" in page

@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from full_kit.bundle import DEFAULT_OUT, TOP_FOLDER, kit_files
-from grader import KIT_ROOT, tarball
+from grader import KIT_ROOT, provenance, seal_key, tarball
 from grader.parts import PARTS
 from tests.grading import NEEDS_CUDA, Graded
 
@@ -231,6 +231,8 @@ def test_the_full_kit_gives_the_answer_key_full_marks(shipped: Shipped) -> None:
     assert result.report["integration"]["status"] == "passed", result.report["integration"]
     assert result.report["environment"]["kit"] == "full"
     assert "simulation" in result.report
+    key = seal_key.verifying_key(None)  # the session's own (tests/conftest.py), made by the grade
+    assert provenance.problems(result.report, key) == []
 
 
 def test_the_full_kit_gives_the_stubs_zero_and_says_not_implemented(shipped: Shipped) -> None:
@@ -264,6 +266,7 @@ def test_the_candidate_kit_grades_the_stubs_and_a_finished_submission(shipped: S
     assert finished["score"] == finished["max_score"] > 0
     for graded in (stubs, finished):
         assert graded["environment"]["kit"] == "candidate"
+        assert provenance.seal_state(graded) == "candidate"  # self-graded, unsealed
         assert list(graded["parts"]) == list(PARTS)
         assert "simulation" not in graded  # the full kit's simulator is not shipped
     grade = shipped.made["candidate kit: make grade"].output
