@@ -71,11 +71,12 @@ from grader.report import leaderboard
 from grader.report.compare import ReportError, load
 from grader.report.i18n import tr
 from grader.report.leaderboard import Outcome
+from grader.report.messages import translated_message
 from grader.sandbox import isolation
 from grader.sandbox.process import die_with_the_grader
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import load_rubric, parse_parts
-from grader.similarity.drive import read_drive, shown, similarity_report
+from grader.similarity.drive import obfuscated, read_drive, shown, similarity_report
 from grader.text import clean
 
 # What grade-all writes in OUT beside the reports: the leaderboard, and the similar pairs' pages.
@@ -249,11 +250,17 @@ def gpu_present() -> bool:
 
 def similar_pairs(entries: dict[str, Path], out: Path, lang: str = "en") -> list[dict]:
     """The leaderboard's rows of similar pairs (`grader.similarity`), their pages written under
-    `out/similarity/` in `lang`; none, with a warning, where the comparison fails: it never
-    changes a score, so it never costs the leaderboard either."""
+    `out/similarity/` in `lang`, after a row for each obfuscated file (`obfuscated`, its reason in
+    `lang`); none, with a warning, where the comparison fails: it never changes a score, so it
+    never costs the leaderboard either."""
     print("Comparing the submissions' code (similar pairs, for the reviewer)...", file=sys.stderr)
     try:
-        return [shown(row) for row in similarity_report(read_drive(entries), out, lang=lang)]
+        intakes = read_drive(entries)
+        hidden = [
+            {**row, "obfuscated": translated_message(lang, row["obfuscated"])}
+            for row in obfuscated(intakes)
+        ]
+        return hidden + [shown(row) for row in similarity_report(intakes, out, lang=lang)]
     except Exception as error:
         print(f"grade-all: the code comparison failed, the leaderboard has no similar pairs: "
               f"{type(error).__name__}: {clean(str(error), 300)}", file=sys.stderr)  # fmt: skip

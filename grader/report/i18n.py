@@ -277,9 +277,11 @@ STRINGS = {
         "board_similar_heading": "Similar pairs",
         "board_similar_intro": (
             "Submissions whose code matches each other's, or a known implementation's (the "
-            "answer key, nano-vllm, vLLM), after identifiers, literals and comments are set "
-            "aside. Shown for a reviewer to judge; never part of a score. Each pair links to its "
-            "side-by-side page."
+            "answer key, nano-vllm, vLLM), with identifiers, literals, comments and layout "
+            "(semicolons, parentheses, the order of independent assignments) set aside. Shown "
+            "for a reviewer to judge; never part of a score. Each pair links to its side-by-side "
+            "page. A file that runs code it decodes at run time is listed first: its code cannot "
+            "be compared."
         ),
         "board_submission": "submission",
         "board_matches": "matches",
@@ -290,6 +292,7 @@ STRINGS = {
             "No pair of submissions, and no submission and known implementation, share code "
             "above the threshold."
         ),
+        "board_obfuscated": "obfuscated: cannot be compared",
         # a similar pair's page (grader/similarity/page.py)
         "pair_title": "Similar code: {left} / {right}",
         "pair_heading": "Similar code",
@@ -589,7 +592,8 @@ STRINGS = {
         "board_similar_heading": "相似的提交",
         "board_similar_intro": (
             "代码彼此相同、或与已知实现（参考答案、nano-vllm、vLLM）相同的提交，比较时不计标识符、"
-            "字面量和注释。仅供评审人员判断，从不计入得分。每一对都链接到各自的并排对照页面。"
+            "字面量、注释和排版（分号、括号、互不依赖的赋值语句的先后顺序）。仅供评审人员判断，从不计入得分。每一对都链接到各自的并排对照页面。"
+            "在运行时解码并执行代码的文件列在最前：它的代码无法比较。"
         ),
         "board_submission": "提交",
         "board_matches": "相似对象",
@@ -597,6 +601,7 @@ STRINGS = {
         "board_shares": "各自的占比",
         "board_fingerprints": "共同指纹",
         "board_no_similar": "没有哪两份提交、也没有哪份提交与已知实现共有超过阈值的代码。",
+        "board_obfuscated": "经过混淆：无法比较",
         "pair_title": "相似代码：{left} / {right}",
         "pair_heading": "相似代码",
         "pair_intro": (

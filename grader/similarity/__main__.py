@@ -1,6 +1,7 @@
 """`python -m grader similarity FOLDER`: flag submissions that share code, for a reviewer.
 
-Prints the flagged pairs and writes their pages under OUT/similarity/ (default
+Prints the files that cannot be compared (they run code they decode at run time), then the
+flagged pairs, and writes the pairs' pages under OUT/similarity/ (default
 reports/similarity-<FOLDER name>). Exit status 0 whenever the report was written, pairs or not;
 2 when it could not run.
 """
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 from grader.grade_all import submissions
-from grader.similarity.drive import read_drive, similarity_report
+from grader.similarity.drive import obfuscated, read_drive, similarity_report
 from grader.similarity.pairs import DEFAULT_THRESHOLD
 from grader.text import clean
 
@@ -35,6 +36,9 @@ def main(argv: list[str]) -> int:
         cli.error(f"{args.folder} is not a folder")
     out = args.out or Path("reports") / f"similarity-{args.folder.resolve().name}"
     intakes = read_drive(submissions(args.folder, out))
+    for row in obfuscated(intakes):
+        print(f"obfuscated: cannot be compared  {row['left']}  ({row['file']}: "
+              f"{row['obfuscated']})")  # fmt: skip
     rows = similarity_report(intakes, out, threshold=args.threshold, max_df=args.max_df)
     for row in rows:
         print(

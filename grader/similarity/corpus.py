@@ -3,14 +3,14 @@
 `corpus.json` ships each public reference's winnowed hashes and line spans, its origin (repo,
 path, commit) and its file's sha256: nothing that reconstructs the code. `SOURCES` says where
 each comes from and which submission files it is compared with. Rebuild after a source or the
-fingerprint settings change:
+fingerprint settings (`K`, `W`, the token stream's `NORMALIZATION`) change:
 
     python -m grader.similarity.corpus --rebuild nano-vllm=DIR vllm=DIR
 
-each DIR a checkout of that repository at the commit `SOURCES` names. The answer key is
-fingerprinted when it is loaded, from `solutions/` where the kit has it (the full kit): the
-candidate kit carries no trace of it. The original tutorial's code is not in the corpus: no
-public copy of it was found.
+each DIR a checkout of that repository at the commit `SOURCES` names (its file's sha256 is in
+`corpus.json`, to check the checkout against). The answer key is fingerprinted when it is loaded,
+from `solutions/` where the kit has it (the full kit): the candidate kit carries no trace of it. The
+original tutorial's code is not in the corpus: no public copy of it was found.
 """
 
 import argparse
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grader import ANSWER_KEY
 from grader.parts import SUBMISSION_FILES
-from grader.similarity.fingerprints import Fingerprint, K, W, fingerprints
+from grader.similarity.fingerprints import NORMALIZATION, Fingerprint, K, W, fingerprints
 
 CORPUS = Path(__file__).with_name("corpus.json")
 ALLOCATOR_FILES = ("block_allocator.py", "kv_cache_manager.py")
@@ -94,7 +94,12 @@ def build(roots: dict[str, Path]) -> dict:
     references = [
         reference(source, (roots[source.repo] / source.path).read_bytes()) for source in SOURCES
     ]
-    return {"k": K, "w": W, "references": [as_entry(ref) for ref in references]}
+    return {
+        "k": K,
+        "w": W,
+        "normalization": NORMALIZATION,
+        "references": [as_entry(ref) for ref in references],
+    }
 
 
 def reference(source: Source, data: bytes) -> Reference:
@@ -127,8 +132,9 @@ def load(path: Path = CORPUS) -> list[Reference]:
     """The shipped references, then the answer key's files where the kit has them; ValueError
     when the corpus was built with other fingerprint settings."""
     document = json.loads(path.read_text())
-    if (document["k"], document["w"]) != (K, W):
-        raise ValueError(f"{path} was built with k={document['k']}, w={document['w']}: rebuild it")
+    built = (document["k"], document["w"], document.get("normalization", 1))
+    if built != (K, W, NORMALIZATION):
+        raise ValueError(f"{path} was built with k, w, normalization = {built}: rebuild it")
     shipped = [
         Reference(
             name=entry["name"],

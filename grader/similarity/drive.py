@@ -3,6 +3,8 @@
 `similarity_report` is what grade-all calls: it compares the submissions with each other and
 with the reference corpus, writes `OUT/similarity/pair-NNN.html` and `OUT/similarity/
 similarity.json`, and returns the rows of the leaderboard's "similar pairs" section.
+`obfuscated` gives that section's other rows: files that run code they decode at run time, whose
+code cannot be compared, listed so that they never pass for files that matched nothing.
 """
 
 import json
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.intake import Intake, SubmissionRefused, read_submission
+from grader.scan import decoded_code
 from grader.similarity import corpus
 from grader.similarity.page import pair_page
 from grader.similarity.pairs import DEFAULT_THRESHOLD, find_pairs
@@ -81,6 +84,16 @@ def similarity_report(
         json.dumps(document, indent=1, ensure_ascii=False) + "\n"
     )
     return rows
+
+
+def obfuscated(submissions: Sequence[Intake]) -> list[dict]:
+    """A leaderboard row for each file of `submissions` that runs code it decodes at run time
+    (`scan.decoded_code`): its name, its file and why (as the scan says it, in English)."""
+    return [
+        {"left": clean(intake.name, 200), "file": file, "obfuscated": reason}
+        for intake in submissions
+        for file, reason in decoded_code(intake.files).items()
+    ]
 
 
 def shown(row: Row) -> dict:

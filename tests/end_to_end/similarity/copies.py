@@ -87,3 +87,63 @@ def commented_and_rewrapped(source: bytes) -> bytes:
     return "\n".join(
         f"{line}  # my note {at}" if line.strip() else line for at, line in enumerate(lines)
     ).encode()
+
+
+SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Raise, ast.Assert,
+          ast.Delete, ast.Import, ast.ImportFrom, ast.Pass, ast.Break, ast.Continue)  # fmt: skip
+
+
+def semicolons_and_parentheses(source: bytes) -> bytes:
+    """Every one-line simple statement ended by `;`, every assignment's value in parentheses,
+    and a `pass` first in every function (after its docstring)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            node.body.insert(int(ast.get_docstring(node) is not None), ast.Pass())
+    text = ast.unparse(tree)
+    lines = text.splitlines()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, SIMPLE) and node.lineno == node.end_lineno:
+            line = lines[node.lineno - 1]
+            if isinstance(node, ast.Assign):
+                indent = line[: len(line) - len(line.lstrip())]
+                targets = " = ".join(ast.unparse(target) for target in node.targets)
+                line = f"{indent}{targets} = ({ast.unparse(node.value)})"
+            lines[node.lineno - 1] = f"{line};"
+    return "\n".join(lines).encode()
+
+
+def independent_assignments_swapped(source: bytes) -> bytes:
+    """Each pair of consecutive assignments that share no name (neither reads or writes what
+    the other writes) swapped, in every block."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            if isinstance(body := getattr(node, field, None), list):
+                swap_independent_pairs(body)
+    return ast.unparse(tree).encode()
+
+
+def swap_independent_pairs(body: list[ast.stmt]) -> None:
+    at = 0
+    while at + 1 < len(body):
+        one, two = body[at], body[at + 1]
+        if independent(one, two):
+            body[at], body[at + 1] = two, one
+            at += 1
+        at += 1
+
+
+def independent(one: ast.stmt, two: ast.stmt) -> bool:
+    """Two assignments, neither reading or writing a name the other writes."""
+    if not (isinstance(one, ast.Assign) and isinstance(two, ast.Assign)):
+        return False
+    return not (written(one) & names(two) or written(two) & names(one))
+
+
+def names(node: ast.AST) -> set[str]:
+    return {ast.unparse(n) for n in ast.walk(node) if isinstance(n, ast.Name | ast.Attribute)}
+
+
+def written(node: ast.Assign) -> set[str]:
+    return set().union(*(names(target) for target in node.targets))

@@ -1,13 +1,18 @@
 """What the similarity report must flag and must not: copies disguised the usual ways, and the
 kit's independent correct submissions (which must stay below the threshold)."""
 
+import base64
 import json
+import marshal
 from pathlib import Path
 
 import pytest
 
 from grader import KIT_ROOT
+from grader.grade_all import similar_pairs
 from grader.parts import SUBMISSION_FILES
+from grader.report import leaderboard
+from grader.report.i18n import STRINGS
 from grader.similarity import corpus
 from grader.similarity.drive import similarity_report
 from grader.similarity.fingerprints import fingerprints
@@ -17,10 +22,19 @@ from tests.end_to_end.similarity.copies import (
     alternatives,
     commented_and_rewrapped,
     folder_files,
+    independent_assignments_swapped,
     intake,
     key_files,
     renamed_and_reordered,
+    semicolons_and_parentheses,
 )
+
+DISGUISES = [
+    renamed_and_reordered,
+    commented_and_rewrapped,
+    semicolons_and_parentheses,
+    independent_assignments_swapped,
+]
 
 REFERENCES = corpus.load()
 
@@ -29,7 +43,7 @@ def pair_names(pairs) -> set[tuple[str, str]]:
     return {(pair.left, pair.right) for pair in pairs}
 
 
-@pytest.mark.parametrize("disguise", [renamed_and_reordered, commented_and_rewrapped])
+@pytest.mark.parametrize("disguise", DISGUISES)
 def test_a_disguised_copy_is_flagged(disguise) -> None:
     original = intake("original", key_files())
     copy = intake("copy", {name: disguise(data) for name, data in key_files().items()})
@@ -54,13 +68,13 @@ def test_a_copy_of_a_reference_allocator_is_flagged() -> None:
     assert pairs[0].files[0].share_left >= DEFAULT_THRESHOLD
 
 
-def test_a_copy_of_nano_vllm_is_flagged() -> None:
+@pytest.mark.parametrize("disguise", DISGUISES)
+def test_a_copy_of_nano_vllm_is_flagged(disguise) -> None:
     """nano-vllm's block manager (a verbatim fixture; the corpus holds only its fingerprints),
-    renamed and reordered, handed in as a block allocator."""
+    disguised, handed in as a block allocator."""
     source = KIT_ROOT / "tests" / "submissions" / "public" / "nano_vllm_block_manager.py"
     pairs = find_pairs(
-        [intake("borrowed", {"block_allocator.py": renamed_and_reordered(source.read_bytes())})],
-        REFERENCES,
+        [intake("borrowed", {"block_allocator.py": disguise(source.read_bytes())})], REFERENCES
     )
     assert ("borrowed", "nano-vllm block_manager.py") in pair_names(pairs)
 
@@ -144,3 +158,28 @@ def test_pairs_come_only_from_shared_fingerprints() -> None:
         for n in range(20)
     ]
     assert find_pairs(files, threshold=0.0) == []
+
+
+def blob(source: bytes) -> bytes:
+    """`source` as leaked bytecode: compiled, marshalled, base64-encoded, run by `exec`."""
+    code = base64.b64encode(marshal.dumps(compile(source, "block_allocator.py", "exec")))
+    return b'import base64, marshal\n\nexec(marshal.loads(base64.b64decode("' + code + b'")))\n'
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_file_that_runs_decoded_code_is_listed_as_obfuscated_not_as_unmatched(
+    tmp_path: Path, lang: str
+) -> None:
+    """The answer key's allocator handed in as a bytecode blob matches nothing, so no pair: the
+    leaderboard says it cannot be compared, and never that no code is shared."""
+    folder = tmp_path / "blob"
+    folder.mkdir()
+    (folder / "block_allocator.py").write_bytes(blob(key_files()["block_allocator.py"]))
+    rows = similar_pairs({"blob": folder}, tmp_path / "out", lang)
+    (row,) = rows
+    assert row["left"] == "blob"
+    assert row["file"] == "block_allocator.py"
+    page = leaderboard.write_all([], tmp_path / "out", {"lang": lang}, rows).read_text()
+    said = {"en": ("obfuscated: cannot be compared", "line 3 reads exec"), "zh": ("经过混淆",)}
+    assert all(text in page for text in said[lang]), page
+    assert STRINGS[lang]["board_no_similar"] not in page
