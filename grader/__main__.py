@@ -92,7 +92,7 @@ def parser() -> argparse.ArgumentParser:
                      help="seconds one part's checks may take in all")  # fmt: skip
     cli.add_argument("--seal-key", type=Path, metavar="FILE",
                      help="the hiring team's key to seal the report with (default: "
-                          f"{seal_key.default_key_file()}, made on first use)")  # fmt: skip
+                          f"{seal_key.DEFAULT_SHOWN}, made on first use)")  # fmt: skip
     return cli
 
 

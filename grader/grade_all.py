@@ -133,12 +133,8 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--seal-key", type=Path, metavar="FILE",
                      help="the hiring team's key: every report is sealed with it, and only "
                           "reports it verifies are kept (resume) or merged (default: "
-                          f"{seal_key.default_key_file()})")  # fmt: skip
+                          f"{seal_key.DEFAULT_SHOWN})")  # fmt: skip
     return cli
-    cli.add_argument("--seal-key", type=Path, metavar="FILE",
-                     help="the hiring team's key: every report is sealed with it, and only "
-                          "reports it verifies are kept (resume) or merged (default: "
-                          f"{seal_key.default_key_file()})")  # fmt: skip
 
 
 def submissions(folder: Path, out: Path) -> dict[str, Path]:
@@ -188,8 +184,6 @@ def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str
     if args.seal_key is not None:
         line += ["--seal-key", str(args.seal_key.resolve())]
     return line + args.grader_options
-    if args.seal_key is not None:
-        line += ["--seal-key", str(args.seal_key.resolve())]
 
 
 def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
@@ -251,20 +245,21 @@ def gpu_present() -> bool:
 def similar_pairs(entries: dict[str, Path], out: Path, lang: str = "en") -> list[dict]:
     """The leaderboard's rows of similar pairs (`grader.similarity`), their pages written under
     `out/similarity/` in `lang`, after a row for each obfuscated file (`obfuscated`, its reason in
-    `lang`); none, with a warning, where the comparison fails: it never changes a score, so it
-    never costs the leaderboard either."""
+    `lang`). Where the comparison fails, a row that says so in their place, and a warning: it
+    never changes a score, so it never costs the leaderboard either."""
     print("Comparing the submissions' code (similar pairs, for the reviewer)...", file=sys.stderr)
+    intakes = read_drive(entries)
+    hidden = [
+        {**row, "obfuscated": translated_message(lang, row["obfuscated"])}
+        for row in obfuscated(intakes)
+    ]
     try:
-        intakes = read_drive(entries)
-        hidden = [
-            {**row, "obfuscated": translated_message(lang, row["obfuscated"])}
-            for row in obfuscated(intakes)
-        ]
         return hidden + [shown(row) for row in similarity_report(intakes, out, lang=lang)]
     except Exception as error:
+        why = f"{type(error).__name__}: {clean(str(error), 300)}"
         print(f"grade-all: the code comparison failed, the leaderboard has no similar pairs: "
-              f"{type(error).__name__}: {clean(str(error), 300)}", file=sys.stderr)  # fmt: skip
-        return []
+              f"{why}", file=sys.stderr)  # fmt: skip
+        return [*hidden, {"failed": why}]
 
 
 def grade_locally(

@@ -4,12 +4,15 @@ elsewhere (a Slurm array, a CI matrix, several machines).
 Each DIR is a report folder (it holds report.json) or a folder of them (a grade-all OUT). Every
 report must pass `provenance.problems` with the hiring team's seal key (`--seal-key`, or the default
 one: `seal_key.verifying_key`): sealed with that key, nothing changed after grading, its
-submission's file hashes matching their checksum. One that does not is refused, always. Reports of
-different `provenance.settings` (kit version, profile, seed, rubric, parts) are refused too, unless
-`--allow-mixed`: then each report whose settings differ from the most common ones is marked on its
-row. The report folders are copied into OUT under unique names, and OUT gets the leaderboard, as
-grade-all writes it (no similar pairs: the submissions are not here). Exit status 0 when the
-leaderboard was written, 2 when something was refused.
+submission's file hashes matching their checksum; and no two may be one report (`copies`). One that
+does not is refused, always. Reports of different `provenance.settings` (kit version, profile, seed,
+rubric, parts) are refused too, unless `--allow-mixed`: then each report whose settings differ from
+the most common ones is marked on its row. The report folders are copied into OUT under unique
+names, each the submission's name its report records (`sealed_name`: a report copied into another
+candidate's folder keeps its own), their pages drawn again from the verified report.json
+(`writers.write_pages`), and OUT gets the leaderboard, as grade-all writes it (no similar pairs: the
+submissions are not here). Exit status 0 when the leaderboard was written, 2 when something was
+refused.
 """
 
 import argparse
@@ -27,6 +30,7 @@ from grader.report.compare import ReportError, read
 from grader.report.i18n import tr
 from grader.report.leaderboard import earlier
 from grader.report.model import bounded
+from grader.report.writers import write_pages
 from grader.text import clean
 
 
@@ -39,6 +43,26 @@ def report_folders(dirs: list[Path]) -> list[Path]:
         elif folder.is_dir():
             found += sorted(sub for sub in folder.iterdir() if (sub / "report.json").is_file())
     return found
+
+
+def copies(raws: dict[Path, dict]) -> list[str]:
+    """Why each report that is another's copy (the same seal) is refused: one grading, one row."""
+    first: dict[str, Path] = {}
+    refused = []
+    for folder, raw in raws.items():
+        seal = str(provenance.field(raw, "provenance").get("seal"))
+        if seal in first:
+            refused.append(f"{folder}: a copy of the report in {first[seal]}")
+        first.setdefault(seal, folder)
+    return refused
+
+
+def sealed_name(raw: dict, folder: Path) -> str:
+    """The row's name: the submission's, as its sealed report says (a report copied into
+    another candidate's folder keeps its own name), unless that cannot name a folder."""
+    name = raw["submission"].get("name")
+    names_a_folder = isinstance(name, str) and name not in ("", ".", "..")
+    return name if names_a_folder and not {"/", "\0"} & set(name) else folder.name
 
 
 def differences(settings: dict, usual: dict) -> str:
@@ -69,6 +93,7 @@ def main(args: argparse.Namespace) -> int:
             refused.append(f"{folder}: {error}")
             continue
         refused += [f"{folder}: {why}" for why in provenance.problems(raws[folder], key)]
+    refused += copies(raws)
     settings = {folder: provenance.settings(raw) for folder, raw in raws.items()}
     counts = Counter(json.dumps(value, sort_keys=True) for value in settings.values())
     usual = json.loads(counts.most_common(1)[0][0]) if counts else {}
@@ -84,13 +109,14 @@ def main(args: argparse.Namespace) -> int:
         return 2
     outcomes, taken = [], {unique_key(own) for own in OWN_OUTPUTS}
     for folder in folders:
-        name = report_name(folder.name, taken)
+        name = report_name(sealed_name(raws[folder], folder), taken)
         taken.add(unique_key(name))
         target = args.out / name
+        report = bounded(raws[folder])
         if target.resolve() != folder.resolve():
             shutil.copytree(folder, target, dirs_exist_ok=True)
+        write_pages(report, target)
         remarks = (f"mixed: {mixed[folder]}",) if folder in mixed else ()
-        report = bounded(raws[folder])
         outcomes.append(earlier(name, str(folder), report, remarks))
         print(finished_line(args.lang, len(outcomes), len(folders), outcomes[-1]), file=sys.stderr)
     options = {"folder": ", ".join(map(str, args.merge)), **usual, "lang": args.lang}

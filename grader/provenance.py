@@ -101,22 +101,28 @@ UNSEALED = {
 def seal_state(report: dict) -> str | None:
     """Whether the report is "sealed", or why not (a key of `UNSEALED`), from what it records;
     None for a report from before the keyed seal (no `provenance.key`)."""
-    made = report.get("provenance") or {}
+    made = field(report, "provenance")
     if "key" not in made:
         return None
     if isinstance(made.get("seal"), str):
         return "sealed"
-    if (report.get("environment") or {}).get("kit") == "candidate":
+    if field(report, "environment").get("kit") == "candidate":
         return "candidate"
-    if (report.get("isolation") or {}).get("isolated") is False:
+    if field(report, "isolation").get("isolated") is False:
         return "unisolated"
     return "no_key"
 
 
+def field(report: dict, name: str) -> dict:
+    """`report[name]` where it is a dict, else an empty one: a report read from disk may hold
+    anything."""
+    value = report.get(name)
+    return value if isinstance(value, dict) else {}
+
+
 def settings(report: dict) -> dict:
     """What a report was graded with: kit version, profile, seed, rubric and parts."""
-    made = report.get("provenance") or {}
-    environment = report.get("environment") or {}
+    made, environment = field(report, "provenance"), field(report, "environment")
     return {
         "kit": made.get("kit"),
         "profile": environment.get("profile"),
@@ -133,7 +139,7 @@ def problems(report: dict, key: bytes | None) -> list[str]:
     if not isinstance(made, dict):
         return ["it records no provenance (a kit older than grade-all --merge)"]
     found = []
-    files = (report.get("submission") or {}).get("files")
+    files = field(report, "submission").get("files")
     if not isinstance(files, dict) or files_checksum(files) != made.get("files"):
         found.append("its submission's file hashes do not match their recorded checksum")
     seal, state = made.get("seal"), seal_state(report)
@@ -149,6 +155,6 @@ def problems(report: dict, key: bytes | None) -> list[str]:
             f"it was sealed with another key (id {sealed_by}; this one's is {key_id(key)}): "
             "give --seal-key FILE, the key it was graded with"
         )
-    elif not hmac.compare_digest(seal_of(report, key), seal):
+    elif not hmac.compare_digest(seal_of(report, key).encode(), seal.encode()):
         found.append("it was changed after grading (its seal does not match)")
     return found

@@ -19,7 +19,7 @@ from grader.report.compare import ReportError, read
 from grader.report.leaderboard import Outcome, earlier
 from grader.report.model import bounded
 from grader.report.render import SIMULATION_PAGE
-from grader.report.writers import WRITERS
+from grader.report.writers import WRITERS, write_pages
 from grader.scoring.rubric import load_rubric
 
 REPORT_FILES = (*WRITERS, "grade.log")  # the grader's files, then grade-all's log
@@ -41,7 +41,8 @@ def kept(
     name: str, entry: Path, report_dir: Path, settings: dict, key: bytes | None
 ) -> Outcome | None:
     """The earlier grading of `entry` in `report_dir` if it stands (see the module; its seal
-    checked with `key`, and none stands without one), else None."""
+    checked with `key`, and none stands without one), its pages drawn again from its verified
+    report.json (`write_pages`); else None."""
     if not all((report_dir / file).is_file() for file in REPORT_FILES):
         return None
     try:
@@ -53,6 +54,7 @@ def kept(
         return None
     if raw["submission"]["files"] != files:
         return None
+    write_pages(bounded(raw), report_dir)
     return earlier(name, str(entry), bounded(raw), (KEPT,))
 
 

@@ -293,6 +293,7 @@ STRINGS = {
             "above the threshold."
         ),
         "board_obfuscated": "obfuscated: cannot be compared",
+        "board_similar_failed": "The comparison failed, so no pair is shown: {error}",
         # a similar pair's page (grader/similarity/page.py)
         "pair_title": "Similar code: {left} / {right}",
         "pair_heading": "Similar code",
@@ -602,6 +603,7 @@ STRINGS = {
         "board_fingerprints": "共同指纹",
         "board_no_similar": "没有哪两份提交、也没有哪份提交与已知实现共有超过阈值的代码。",
         "board_obfuscated": "经过混淆：无法比较",
+        "board_similar_failed": "比较失败，因此不显示任何相似的提交：{error}",
         "pair_title": "相似代码：{left} / {right}",
         "pair_heading": "相似代码",
         "pair_intro": (

@@ -41,6 +41,16 @@ def write_all(report: dict, out: Path, key: bytes | None = None) -> None:
     write_simulation(report, out)
 
 
+def write_pages(report: dict, out: Path) -> None:
+    """Draw again, from `report` (a report.json read back and verified by its seal, `bounded`),
+    every file `write_all` writes beside it: so that a page changed after grading never outlives
+    a report kept or merged (the seal covers report.json only)."""
+    for name, render in WRITERS.items():
+        if name != "report.json":
+            (out / name).write_text(render(report), encoding="utf-8", errors="replace")
+    write_simulation(report, out)
+
+
 def write_simulation(report: dict, out: Path) -> None:
     """`simulation.html` in `out` for a report with the kit's simulation; for one without, none
     (an earlier grading's is removed: no page outlives the report that links to it)."""

@@ -7,8 +7,9 @@ adjacent strings one) `S`; keywords, operators and other brackets stay; a comma 
 closing bracket goes (a re-wrap adds one), but the one of a one-element tuple. Then each run of
 assignments that follow one another in a block is put in one canonical order that keeps every
 statement after those it depends on (`canonical_order`), so that reordering independent assignments
-changes nothing. Renaming, re-commenting, re-wrapping, semicolons and redundant parentheses leave a
-file's stream unchanged.
+changes nothing. Renaming, re-commenting, re-wrapping, semicolons and added parentheses leave a
+file's stream unchanged (every grouping parenthesis goes, needed or not: `(a + b) * c` reads as
+`a + b * c`, a loss a comparison of code can bear).
 
 This is JPlag's and Dolos's idea (compare what the code does, not how it is laid out), taken
 lighter: they tokenize a parse tree (JPlag into statement tokens, `ASSIGN`, `APPLY`, `IF_BEGIN`;
@@ -57,6 +58,7 @@ CALLED = frozenset({")", "]"})  # a `(` after one of these (or after a name) is 
 ASSIGNMENTS = frozenset({"=", "+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "&=", "|=", "^="})
 ASSIGNMENTS |= {"<<=", ">>="}
 BARRIERS = frozenset({"yield", "await", "lambda", ":="})  # an assignment holding one stays put
+MAX_RUN = 64  # assignments in a run put in order; a longer run stays as written (order is O(n^2))
 FSTRING_START = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+: f-strings are split
 FSTRING_END = getattr(tokenize, "FSTRING_END", None)
 
@@ -181,8 +183,11 @@ Chain = tuple[str, ...]  # a dotted name as it is written: `self.free` is ("self
 
 def effects(statement: list[Token]) -> tuple[set[Chain], set[Chain]] | None:
     """The name chains an assignment statement writes (its targets) and uses (all of its
-    chains); None for any other statement, which no other statement crosses (a call may change
-    anything), and for an assignment that yields, awaits, defines a lambda or assigns inside."""
+    chains); None for any other statement, which no other statement crosses (an expression
+    statement is most often a call, which may change anything), and for an assignment that
+    yields, awaits, defines a lambda or assigns inside. A call inside an assignment is taken for
+    what its chains say (`a = pool.pop()` uses `pool`), and an f-string's names are not seen:
+    a normaliser for comparing code, not a compiler."""
     if statement[0].text != "V" or any(token.text in BARRIERS for token in statement):
         return None
     depths = list(
@@ -198,7 +203,7 @@ def effects(statement: list[Token]) -> tuple[set[Chain], set[Chain]] | None:
     written = {
         chain
         for at, chain in found
-        if at < split and depths[at] == 0 and (at == 0 or statement[at - 1].text in ("=", ","))
+        if at < split and depths[at] == 0 and (at == 0 or statement[at - 1].text in ("=", ",", "*"))
     }
     return written, {chain for _, chain in found}
 
@@ -254,10 +259,13 @@ def canonical_order(stream: list[Token]) -> list[Token]:
 
 
 def ordered(run: list[tuple[list[Token], tuple]]) -> list[tuple[list[Token], tuple]]:
-    """The statements of `run` in the canonical order (see `canonical_order`): at each step,
+    """The statements of `run` in the canonical order (see `canonical_order`), or as written
+    where it is longer than `MAX_RUN`: at each step,
     every statement that is ready (all it depends on is out) and has the smallest text, at once.
     Ready statements are independent of each other, so which ones are out after each step does
     not depend on the order they were written in, ties included."""
+    if len(run) > MAX_RUN:
+        return run
     texts = [[token.text for token in statement] for statement, _ in run]
     after = [{j for j in range(i) if depends(run[i][1], run[j][1])} for i in range(len(run))]
     waiting, done = set(range(len(run))), []

@@ -149,9 +149,10 @@ def daemon(marker: Path) -> str:
 
 
 def confined(tmp_path: Path) -> dict[str, str]:
-    """The grader's environment: its workers' temp folders under the test's own folder."""
+    """The grader's environment: its workers' temp folders under the test's own folder, and a
+    config folder of its own (an unisolated grading is refused beside a seal key)."""
     (tmp_path / "tmp").mkdir(exist_ok=True)
-    return {"TMPDIR": str(tmp_path / "tmp")}
+    return {"TMPDIR": str(tmp_path / "tmp"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
 
 
 def digest(folder: Path) -> str:

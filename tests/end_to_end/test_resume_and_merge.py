@@ -1,8 +1,9 @@
 """`grade-all` resumes a drive (a second run keeps every report made with the same settings from
 the same files, Ctrl-C included), and `grade-all --merge` builds one leaderboard from report
 folders graded apart, refusing mixed settings (unless `--allow-mixed`) and edited reports. A
-report forged with all its folder holds is graded again and refused; a team's own key seals a
-drive that only it merges."""
+report forged with all its folder holds is graded again and refused, one copied into another
+candidate's folder keeps its own name, and a page edited beside a sealed report is drawn again; a
+team's own key seals a drive that only it merges."""
 
 import csv
 import json
@@ -216,3 +217,22 @@ def test_a_drive_sealed_with_a_teams_key_merges_only_with_it(graded, tmp_path: P
     done = grade_all("--merge", again, "--out", tmp_path / "merged", "--seal-key", team_key)
     assert done.returncode == 0, done.stderr
     assert set(rows(tmp_path / "merged")) == {"key", "stubs"}
+
+
+def test_a_copied_report_keeps_its_name_and_an_edited_page_is_drawn_again(
+    graded, tmp_path: Path
+) -> None:
+    """The key's sealed report copied over the stubs' folder: merged, its row is the key's, not
+    the stubs'; merged beside the original, it is refused as a copy. A page edited beside a
+    sealed report.json comes out of merge drawn again from it."""
+    _, out = graded
+    swapped = tmp_path / "stubs"
+    shutil.copytree(out / "key", swapped)
+    (swapped / "report.html").write_text("<p>15/15, hire</p>")
+    done = grade_all("--merge", swapped, "--out", tmp_path / "merged")
+    assert done.returncode == 0, done.stderr
+    assert set(rows(tmp_path / "merged")) == {"key"}
+    assert "hire" not in (tmp_path / "merged" / "key" / "report.html").read_text()
+    refused = grade_all("--merge", out / "key", swapped, "--out", tmp_path / "twice")
+    assert refused.returncode == 2
+    assert f"{swapped}: a copy of the report in {out / 'key'}" in refused.stderr

@@ -218,8 +218,10 @@ SEAL_KEY = b"a test's seal key, 32 characters or more"
 
 
 def sealed_report(folder: Path) -> Path:
-    """`folder` holding a golden report as the grader writes one: sealed with `SEAL_KEY`."""
+    """`folder` holding a golden report as the grader writes one, for the submission named as
+    the folder: sealed with `SEAL_KEY`."""
     report = json.loads((GOLDEN / "answer_key.json").read_text())
+    report["submission"] |= {"name": folder.name, "path": str(folder)}
     files = dict.fromkeys(report["submission"]["files"], "a1" * 32)  # the golden lists the names
     report["submission"]["files"] = files
     report["provenance"] = {"kit": "v1", "rubric": "r1", "files": provenance.files_checksum(files)}

@@ -134,13 +134,16 @@ def test_only_an_isolated_grading_by_the_full_kit_holds_a_key(
 ) -> None:
     (tmp_path / "team.key").write_bytes(KEY)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert seal_key.grading_key(None, isolated=False) is None  # no key on the machine yet
     assert seal_key.grading_key(tmp_path / "team.key", isolated=True) == KEY
+    with pytest.raises(seal_key.SealKeyError, match="not isolated and could read the key"):
+        seal_key.grading_key(tmp_path / "team.key", isolated=False)
     assert seal_key.grading_key(None, isolated=True) == seal_key.read_key(
         seal_key.default_key_file()
     )
-    assert seal_key.grading_key(None, isolated=False) is None
-    with pytest.raises(seal_key.SealKeyError, match="not isolated and could read the key"):
-        seal_key.grading_key(tmp_path / "team.key", isolated=False)
+    with pytest.raises(seal_key.SealKeyError, match="is on this machine, and a worker that is not"):
+        seal_key.grading_key(None, isolated=False)  # it could read the key now made
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "candidate"))  # a candidate's machine
     monkeypatch.setattr(seal_key, "ANSWER_KEY", tmp_path / "no_answer_key")  # the candidate kit
     assert seal_key.grading_key(None, isolated=True) is None
     with pytest.raises(seal_key.SealKeyError, match="the candidate kit does not seal"):
@@ -151,3 +154,22 @@ def test_checking_a_seal_never_makes_a_key(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     assert seal_key.verifying_key(None) is None
     assert not (tmp_path / "paged-attention-kit").exists()
+
+
+def not_ascii_seal(report: dict) -> dict:
+    return {**report, "provenance": {**report["provenance"], "seal": "\u00e9" * 64}}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        not_ascii_seal,  # with the right key's id: hmac.compare_digest would raise on it
+        lambda report: {**report, "environment": "x", "isolation": [1]},
+        lambda report: {**report, "submission": None},
+    ],
+    ids=["seal not ascii", "fields not dicts", "no submission"],
+)
+def test_a_malformed_report_is_refused_not_a_crash(tmp_path: Path, change) -> None:
+    report = change(written(tmp_path, KEY))
+    assert provenance.problems(report, KEY)
+    provenance.settings(report)
