@@ -4,11 +4,14 @@ At decode time each sequence brings one new query token per head, and attends ov
 keys and values it has cached so far. Those live in the paged pool of parts 2 and 3: the kernel
 must find them through each sequence's block table, never through a contiguous copy.
 
-What to write: `paged_attention_decode` below, whose work is done by a `@triton.jit` kernel
-that you write in this file (a pure-torch answer scores 0 for this part). On a CUDA device it
-runs natively; without one the grader runs it under Triton's interpreter (`TRITON_INTERPRET=1`)
-on CPU tensors, so you can develop on a laptop. The interpreter is slow (milliseconds per loop
-iteration of a program): test on small shapes.
+What to write: `paged_attention_decode` below, whose work is done by a `@triton.jit` kernel that
+you write in this file. Outside its kernels the file may only allocate, view, copy, fill and
+convert tensors, do integer bookkeeping and launch its kernels (the kernel rule,
+exercises/README.md part 4): a file that breaks it, a pure-torch answer among them, is not run
+and scores 0 for this part. The file is graded alone: it imports none of your other files. On a
+CUDA device it runs natively; without one the grader runs it under Triton's interpreter
+(`TRITON_INTERPRET=1`) on CPU tensors, so you can develop on a laptop. The interpreter is slow
+(milliseconds per loop iteration of a program): test on small shapes.
 
 Accuracy is measured against a float64 reference, relatively: 1e-4 for float32, 2e-3 for
 float16, 1.6e-2 for bfloat16. Accumulate in float32 whatever the input dtype.

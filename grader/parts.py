@@ -23,6 +23,7 @@ class Part:
     weight: float
     checks: tuple[str, ...]  # module names in grader/checks/, in the order they run
     swapped: tuple[str, ...] = ()  # other parts' files, always the answer key's when graded
+    alone: bool = False  # its worker holds its own files only
     regraded: tuple[str, ...] = ()  # its check modules graded again on the kit's allocator, where
     # the candidate's fails part 1 and they lost points
     engine: bool = False  # the engine check serves a trace through it

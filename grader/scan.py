@@ -23,7 +23,8 @@ Likewise a file that runs code it decodes at run time (`decoded_code`): the grad
 `@triton.jit` function (the worker's dispatch mode fails such a call at run time), and the ways
 around that dispatch mode it cannot see: torch's dispatch internals, patches of Triton's launch
 machinery, torch reached by a computed name, torch inside a kernel (run as Python by Triton's
-interpreter), and numpy.
+interpreter), and numpy. These are a reviewer's leads too: the kernel's verdict is the kernel rule
+(`kernel_rule.py`), which the grading process holds the same file to before any worker runs it.
 """
 
 import ast

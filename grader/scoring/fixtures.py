@@ -106,9 +106,14 @@ class WorkerFixtures:
 
     def files_for(self, part: str) -> dict[str, bytes]:
         """The candidate's files, with those `part` builds on, and `swapped`, replaced by
-        stand-ins for the answer key's (where the kit ships it); made once per part."""
+        stand-ins for the answer key's (where the kit ships it); only its own for a part graded
+        `alone`; made once per part."""
         if part in self.part_files:
             return self.part_files[part]
+        if PARTS[part].alone:
+            own = {name: self.files[name] for name in PARTS[part].files if name in self.files}
+            self.part_files[part] = own
+            return own
         built_on = PARTS[part].swapped
         if built_on:
             names = " and ".join(built_on)

@@ -64,7 +64,7 @@ MUTANTS = [
     # The block-size-1 case: its counterexample used to end in a comment.
     of_test_buggy("decode_uses_the_tutorial_rule", "decode"),
     of_test_buggy("gather_does_not_slice", "gather"),
-    of_test_kernel("torch_with_noop_launch", limit=2),
+    of_test_kernel("gqa_head_mapping_by_modulo", limit=2),
     of_test_kernel("nan_for_an_empty_sequence", limit=2),
     of_test_scheduler("never_preempts_and_deadlocks"),
     of_test_buggy("copy_on_write_copies_nothing", "sharing"),

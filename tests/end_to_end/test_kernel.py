@@ -2,16 +2,18 @@
 key's kernel gets full marks (full_kit/test_shipped_kits.py grades the kit's other parts).
 
 A buggy kernel is the answer key's `paged_attention.py` with exact text edits (each old text must
-occur exactly once, so the table fails loudly when the answer key changes), or a whole file from
-`submissions/kernels/`. Its kernel part must score below its maximum through at least one failed
-check, with no grader error. A kernel that reads or writes memory it does not own may crash its
-worker: it is graded beside the allocator part, whose checks never import `paged_attention.py`,
+occur exactly once, so the table fails loudly when the answer key changes), or whole files from a
+folder of `submissions/kernels/`. Its kernel part must score below its maximum through at least one
+failed check, with no grader error. A kernel that reads or writes memory it does not own may crash
+its worker: it is graded beside the allocator part, whose checks never import `paged_attention.py`,
 and that part must keep full marks. A buggy kernel that no check catches yet is a strict expected
 failure, whose reason says why.
 
-Attention computed by torch, with or without a Triton launch beside it, must score 0, every check
-saying why. A kernel that switches the worker's dispatch mode off may get past it at run time,
-but the static scan flags the switch for a reviewer.
+Attention computed by torch or numpy, with or without a Triton launch beside it, in the kernel's
+file or another, with the worker's watchers patched or not, must score 0, every check saying why:
+the kernel rule (`grader/kernel_rule.py`) refuses the file before it runs. A kernel that switches
+the worker's dispatch mode off is refused by it too, and the static scan flags the switch for a
+reviewer.
 """
 
 from concurrent.futures import Future
@@ -43,9 +45,8 @@ UNTOUCHED = "allocator"  # its checks never import paged_attention.py
 # 2-core machine; 60 s is six times as much, and on idle cores lets about a dozen of the 19 CPU
 # kernel checks crash (about 60 s of CPU).
 CRASH_CAP = "60"
-NO_LAUNCH = "launched no @triton.jit kernel"
 PART_FILE = "paged_attention.py"
-TORCH_ATTENTION = "computed attention with torch"
+NOT_RUN = f"{PART_FILE} is not run: line"  # the kernel rule refused it (grader/kernel_rule.py)
 
 SCORES_MASK = '        scores = tl.where(token_mask, scores, float("-inf"))\n'
 TILE_MASK = "tile_mask = token_mask[:, None] & dim_mask[None, :]"
@@ -61,7 +62,7 @@ TABLE_READS_UNSEEN = (
 class Buggy:
     id: str
     edits: tuple[Edit, ...] = ()
-    replaced_by: Path | None = None  # a whole paged_attention.py instead of the answer key's
+    replaced_by: Path | None = None  # a folder of whole files in place of the answer key's
     wild: bool = False  # may crash its worker (reaches far outside its tensors): graded beside
     # the untouched part
     crashes: bool = False  # crashes its worker in every check: the parts' time is capped
@@ -71,7 +72,11 @@ class Buggy:
 
     @property
     def files(self) -> dict[str, Path]:
-        return {PART_FILE: self.replaced_by} if self.replaced_by else {}
+        return (
+            {path.name: path for path in sorted(self.replaced_by.glob("*.py"))}
+            if self.replaced_by
+            else {}
+        )
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -129,13 +134,19 @@ BUGGY = [
     # and past the table's end, but loads through them only masked slots.
     Buggy("loops_over_tokens_reads_past_the_table", uncaught=TABLE_READS_UNSEEN, edits=kernel(
         "for j in range(tl.cdiv(seq_len, BLOCK_SIZE)):", "for j in range(seq_len):")),
-    Buggy("pure_torch", replaced_by=FIXTURES / "kernels" / "pure_torch" / "paged_attention.py",
-          says=(NO_LAUNCH,), scores_nothing=True),
-    # Torch attention and a launch of a kernel that does nothing: the worker's dispatch mode sees
-    # the gather, the einsums' matmuls and the softmax.
-    Buggy("torch_with_noop_launch", scores_nothing=True,
-          replaced_by=FIXTURES / "kernels" / "torch_with_noop_launch" / "paged_attention.py",
-          says=(TORCH_ATTENTION, "aten.index", "aten.bmm", "aten._softmax")),
+    # The kernel rule, read by the grading process, refuses each of these before it runs.
+    Buggy("pure_torch", replaced_by=FIXTURES / "kernels" / "pure_torch", scores_nothing=True,
+          says=(NOT_RUN, "`k_cache[blocks]` gathers by a computed index")),
+    # Torch attention and a launch of a kernel that does nothing.
+    Buggy("torch_with_noop_launch", replaced_by=FIXTURES / "kernels" / "torch_with_noop_launch",
+          says=(NOT_RUN, "`k_cache[blocks]` gathers by a computed index"), scores_nothing=True),
+    # Torch attention, and at import the worker's launch counter and torch watcher replaced.
+    Buggy("patches_the_watchers", replaced_by=FIXTURES / "kernels" / "patches_the_watchers",
+          says=(NOT_RUN, "imports sys, outside the modules"), scores_nothing=True),
+    # Attention in numpy in scheduler.py, imported by paged_attention.py beside a Triton launch.
+    Buggy("numpy_in_another_file", replaced_by=FIXTURES / "kernels" / "numpy_in_another_file",
+          says=(NOT_RUN, "imports .scheduler: paged_attention.py is graded alone"),
+          scores_nothing=True),
 ]
 # fmt: on
 ANSWER_KEY = "answer_key"
@@ -181,7 +192,7 @@ def graded(
     if test_answer_key_gets_full_kernel_marks in tests:
         jobs[ANSWER_KEY] = lambda: grade(SOLUTIONS, "--parts", PART, out=root / ANSWER_KEY)
     if test_switching_the_dispatch_mode_off_is_flagged in tests:
-        jobs[ESCAPE] = job(Buggy(ESCAPE, replaced_by=FIXTURES / "kernels" / ESCAPE / PART_FILE))
+        jobs[ESCAPE] = job(Buggy(ESCAPE, replaced_by=FIXTURES / "kernels" / ESCAPE))
     if test_a_wrapper_may_allocate_copy_and_count_around_its_kernel in tests:
         jobs[BOOKKEEPING] = job(Buggy(BOOKKEEPING, edits=BOOKKEEPING_EDITS))
     return concurrently(jobs)
@@ -241,10 +252,11 @@ def test_a_wrapper_may_allocate_copy_and_count_around_its_kernel(
 
 
 def test_switching_the_dispatch_mode_off_is_flagged(graded: dict[str, Future[Graded]]) -> None:
-    """The run-time check cannot see torch work done with the dispatch modes off; the scan of
-    the file flags the switch for a reviewer (the score is whatever the checks found)."""
+    """The run-time check cannot see torch work done with the dispatch modes off: the kernel
+    rule refuses the file (the part scores 0), and the scan flags the switch for a reviewer."""
     result = graded[ESCAPE].result()
     result.assert_clean()
+    assert result.score(PART) == 0, result.describe(PART)
     flags = [
         flag
         for flag in result.report["integrity"]

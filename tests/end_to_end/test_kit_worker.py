@@ -10,6 +10,7 @@ in any part; handed the answer key's files, the same searcher finds them (so it 
 import importlib
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -40,8 +41,11 @@ import os
 import sys
 import types
 
-from .block_allocator import BlockAllocator
-from .kv_cache_manager import KVCacheManager, Request
+try:
+    from .block_allocator import BlockAllocator
+    from .kv_cache_manager import KVCacheManager, Request
+except ImportError:  # a worker that holds one file, the kernel's: no kit's objects to call
+    BlockAllocator = KVCacheManager = Request = None
 
 # Not read: the system's, the runtime's and the site-packages' folders, which the kit never writes.
 SKIPPED = {os.path.normpath(path) for path in ("/proc", "/sys", "/dev", "/usr", sys.base_prefix,
@@ -54,6 +58,8 @@ SEEN = ""  # what the kit's exceptions said, kept where the search looks
 def use_the_kit():
     """Every kind of call a stand-in makes, so that the kit has answered each."""
     global SEEN
+    if Request is None:
+        return
     try:
         manager = KVCacheManager(8, 2, 1)
         req = Request(0, 3)
@@ -158,12 +164,12 @@ def fixtures(swapped: tuple[str, ...] = ()) -> WorkerFixtures:
 
 
 def scheduler_call(files: dict[str, bytes], kit_files: dict[str, bytes], found, name: str,
-                   *args: object) -> object:  # fmt: skip
-    """`scheduler.<name>(*args)`, among `files` in a worker served by a kit's worker of
-    `kit_files`: its value."""
+                   *args: object, module: str = "scheduler") -> object:  # fmt: skip
+    """`<module>.<name>(*args)` (the scheduler's, by default), among `files` in a worker served
+    by a kit's worker of `kit_files`: its value."""
     limits = Limits(call_seconds=600.0, import_seconds=600.0)
     sandbox = Sandbox(files, limits, {}, time.monotonic() + 1200, found, kit_files=kit_files)
-    message = {"op": "new", "module": "scheduler", "name": name, "args": list(args)}
+    message = {"op": "new", "module": module, "name": name, "args": list(args)}
     try:
         reply = sandbox.request(message, 600.0)
     finally:
@@ -173,18 +179,21 @@ def scheduler_call(files: dict[str, bytes], kit_files: dict[str, bytes], found, 
 
 
 def search(files: dict[str, bytes], kit_files: dict[str, bytes], found) -> list[str]:
-    """What the searcher, run as the scheduler among `files`, finds of the answer key."""
+    """What the searcher finds of the answer key, run as the scheduler among `files`, or in
+    place of the one file of a worker that holds only one (the kernel's, graded alone)."""
     reversed_fingerprints = [text[::-1] for text in FINGERPRINTS]
-    return scheduler_call(files, kit_files, found, "search", reversed_fingerprints)
+    module = "scheduler" if "scheduler.py" in files or len(files) != 1 else Path(*files).stem
+    files = files | {f"{module}.py": SEARCHER}
+    return scheduler_call(files, kit_files, found, "search", reversed_fingerprints, module=module)
 
 
 def candidate_workers() -> dict[str, tuple[dict, dict, set[bool]]]:
     """Each distinct candidate's worker of a grading, by the parts it serves: its files, those of
     the kit's worker that serves it, and whether each of those parts must have a kit's worker
     (it swaps files for the kit's, `parts.toml`'s `swapped`, or is graded again on the kit's
-    allocator). Parts 1, 2, 3, 4 and 6 share one (the candidate's files alone), part 5 has its
-    own (the stand-ins of the allocator and the manager), and so has the second grading of the
-    parts built on the allocator (its stand-in)."""
+    allocator). Parts 1, 2, 3 and 6 share one (the candidate's files alone), part 4 has its own
+    (`paged_attention.py` alone), part 5 too (the stand-ins of the allocator and the manager),
+    and so has the second grading of the parts built on the allocator (its stand-in)."""
     distinct: dict[tuple, list[tuple[str, bool]]] = {}
     for swapped, parts in (((), list(PARTS)), ((KIT_ALLOCATOR,), PARTS_REGRADED)):
         plugin = fixtures(swapped)
@@ -200,6 +209,13 @@ def candidate_workers() -> dict[str, tuple[dict, dict, set[bool]]]:
 
 
 WORKERS = candidate_workers()
+
+
+def test_the_kernels_worker_holds_its_file_alone() -> None:
+    """Nothing else the submission wrote runs beside the kernel (`alone` in parts.toml)."""
+    (files, kit, _) = WORKERS["kernel"]
+    assert set(files) == {"paged_attention.py"}
+    assert kit == {}
 
 
 @pytest.mark.parametrize("parts", WORKERS)

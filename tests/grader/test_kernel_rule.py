@@ -1,0 +1,214 @@
+"""The kernel rule (`grader/kernel_rule.py`): every honest wrapper keeps it, however it is
+written (the answer key's, one with integer bookkeeping and fills, a split-K one with two
+kernels, one that autotunes and launches from a helper); every way to compute attention outside
+a Triton kernel, or to escape the reading, breaks it at its line, saying how."""
+
+from pathlib import Path
+
+import pytest
+
+from grader import KIT_ROOT
+from grader.kernel_rule import RULE, first_break
+
+ANSWER_KEY = (KIT_ROOT / "solutions" / "paged_attention.py").read_text()
+FIXTURES = KIT_ROOT / "tests" / "submissions" / "kernels"
+LAUNCH_END = "        HEAD_DIM=triton.next_power_of_2(head_dim),\n    )\n    return out\n"
+CHECKED = "    check_inputs(q, k_cache, v_cache, block_tables, seq_lens)\n"
+
+
+def edited(old: str, new: str, source: str = ANSWER_KEY) -> str:
+    assert source.count(old) == 1, old
+    return source.replace(old, new)
+
+
+def after_launch(code: str) -> str:
+    """The answer key with `code` (indented lines) run after its launch, before `return out`."""
+    return edited(LAUNCH_END, LAUNCH_END.replace("    return out\n", f"{code}    return out\n"))
+
+
+def before_launch(code: str) -> str:
+    return edited(CHECKED, f"{CHECKED}{code}")
+
+
+SPLIT_K = """
+import math
+from functools import lru_cache
+
+import torch
+import triton
+import triton.language as tl
+
+SUPPORTED = (torch.float16, torch.bfloat16, torch.float32)
+
+
+@triton.jit
+def _partial(part_ptr, q_ptr, k_ptr, SPLITS: tl.constexpr):
+    tl.store(part_ptr + tl.program_id(0), tl.load(q_ptr))
+
+
+@triton.jit
+def _reduce(out_ptr, part_ptr, SPLITS: tl.constexpr):
+    tl.store(out_ptr + tl.program_id(0), tl.load(part_ptr))
+
+
+@lru_cache(maxsize=None)
+def splits_for(max_len: int, block_size: int) -> int:
+    return max(1, min(8, math.ceil(max_len / (block_size * 4))))
+
+
+def _check(q, k_cache, v_cache, block_tables, seq_lens):
+    if q.dim() != 3 or not isinstance(q, torch.Tensor):
+        raise ValueError(f"q must be 3-d, got shape {tuple(q.shape)} on {q.device}")
+    assert q.dtype in SUPPORTED, q.dtype
+    assert k_cache.shape == v_cache.shape and q.is_contiguous() or True
+    for name, t in (("block_tables", block_tables), ("seq_lens", seq_lens)):
+        if t.dtype != torch.int32:
+            raise ValueError(f"{name} must be int32, got {t.dtype}")
+
+
+def paged_attention_decode(q, k_cache, v_cache, block_tables, seq_lens, scale=None):
+    _check(q, k_cache, v_cache, block_tables, seq_lens)
+    num_seqs, num_heads, head_dim = q.shape
+    _, block_size, num_kv_heads, _ = k_cache.shape
+    scale = scale or 1.0 / math.sqrt(head_dim)
+    if q.numel() == 0:
+        return torch.empty_like(q)
+    max_len = int(seq_lens.max().item()) if seq_lens.numel() else 0
+    splits = splits_for(max_len, block_size)
+    lengths = [int(n) for n in seq_lens.tolist()]
+    print("longest", max(lengths, default=0), "splits", splits)
+    q = q.contiguous()
+    part = torch.empty((num_seqs, num_heads, splits, head_dim), dtype=torch.float32,
+                       device=q.device)
+    out = q.new_empty(q.shape)
+    grid = lambda meta: (num_seqs, num_heads, meta["SPLITS"])  # noqa: E731
+    _partial[grid](part, q, k_cache.view(-1, num_kv_heads, head_dim), SPLITS=splits,
+                   num_warps=4, num_stages=2)
+    _reduce[(num_seqs, num_heads)](out, part, SPLITS=splits)
+    out.masked_fill_((seq_lens == 0)[:, None, None], 0.0)
+    return out.view(num_seqs, num_heads, head_dim)
+"""
+
+AUTOTUNED = """
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (16, 32) for w in (2, 4)]
+
+
+@triton.autotune(configs=CONFIGS, key=["head_dim"])
+@triton.heuristics({"EVEN": lambda args: args["head_dim"] % 16 == 0})
+@triton.jit
+def _kernel(out_ptr, q_ptr, head_dim, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    tl.store(out_ptr, tl.load(q_ptr))
+
+
+def _launch(out: torch.Tensor, q: torch.Tensor, head_dim: int) -> torch.Tensor:
+    _kernel[(q.shape[0], q.shape[1])](out, q, head_dim)
+    return out
+
+
+def paged_attention_decode(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    seq_lens: torch.Tensor,
+    scale: float | None = None,
+) -> torch.Tensor:
+    if not torch.cuda.is_available() and q.device.type == "cuda":
+        raise RuntimeError("no CUDA")
+    head_dim = q.size(-1)
+    scale = head_dim**-0.5 if scale is None else scale
+    out = torch.zeros_like(q, dtype=torch.float32)
+    strides = [*q.stride(), *k_cache.stride()]
+    assert len(strides) == 7
+    return _launch(out, q.to(torch.float32), head_dim).to(q.dtype)
+"""
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(ANSWER_KEY, id="the answer key"),
+        pytest.param(
+            after_launch("    out[seq_lens == 0] = 0.0\n"
+                         "    out.masked_fill_(seq_lens[:, None, None] == 0, 0.0)\n")
+            .replace(CHECKED, CHECKED + "    longest = int(seq_lens.max())\n"
+                     "    block_tables = block_tables.long().to(torch.int32).contiguous()\n"
+                     "    needed = (seq_lens + k_cache.shape[1] - 1) // k_cache.shape[1]\n"
+                     "    assert int(needed.max()) <= block_tables.shape[1] or longest == 0\n"),
+            id="bookkeeping and fills",
+        ),
+        pytest.param(SPLIT_K, id="split-K, two kernels, helpers"),
+        pytest.param(AUTOTUNED, id="autotuned, launched by a helper"),
+        pytest.param((KIT_ROOT / "exercises" / "paged_attention.py").read_text(), id="the stub"),
+    ],
+)  # fmt: skip
+def test_an_honest_wrapper_keeps_the_rule(source: str) -> None:
+    assert first_break(source.encode()) is None
+
+
+CHEATS = {
+    "pure torch": ((FIXTURES / "pure_torch" / "paged_attention.py").read_text(),
+                   "line 25 `k_cache[blocks]` gathers by a computed index"),
+    "arithmetic on the output": (after_launch("    out = out * 1.0\n"), "`out * 1.0` computes on"),
+    "a method that computes": (before_launch("    q = q.exp()\n"), "calls .exp() on"),
+    "a torch function by alias": (
+        before_launch("    e = einsum('shd,shd->sh', q, q)\n")
+        .replace("import torch\n", "import torch\nfrom torch import einsum\n", 1),
+        "calls torch.einsum on"),
+    "a literal getattr": (before_launch("    getattr(torch, 'softmax')(q, -1)\n"),
+                          "calls torch.softmax on"),
+    "a matmul operator": (before_launch("    s = q @ k_cache\n"), "computes on"),
+    "a builtin that reduces": (before_launch("    s = sum(q)\n"), "calls `sum` on"),
+    "a value read out": (before_launch("    x = float(q[0, 0, 0])\n"), "calls `float` on"),
+    "the data as a list": (before_launch("    rows = q.tolist()\n"), "calls .tolist() on"),
+    "iteration": (before_launch("    for row in q:\n        pass\n"), "iterates over"),
+    "a gather by an index": (before_launch("    k = k_cache[block_tables[0].long()]\n"),
+                             "gathers by a computed index"),
+    "a truth test": (before_launch("    if q.any():\n        pass\n"), "calls .any() on"),
+    "a comparison": (before_launch("    mask = q > 0\n"), "`q > 0` computes on"),
+    "laundered by a copy kernel": (after_launch("    out = out.softmax(-1)\n"),
+                                   "calls .softmax() on"),
+    "laundered by copy_": (before_launch("    buf = torch.empty(q.shape)\n    buf.copy_(q)\n"
+                                         "    buf = buf.exp()\n"), "calls .exp() on"),
+    "laundered into a global": (before_launch("    STORE[0] = q\n")
+                                .replace("\n\n@triton.jit", "\nSTORE = [None]\n\n\n@triton.jit", 1),
+                                "stores, beyond the function's own names,"),
+    "a closure": (before_launch("    def inner():\n        return q * 2\n\n    inner()\n"),
+                  "`q * 2` computes on"),
+    "a lambda": (before_launch("    f = lambda: q.sum()  # noqa: E731\n"), "calls .sum() on"),
+    "numpy": (ANSWER_KEY.replace("import torch\n", "import numpy\nimport torch\n", 1),
+              "imports numpy, outside the modules the contract lists"),
+    "another file of the submission": (
+        ANSWER_KEY.replace("import torch\n", "import torch\n\nfrom .scheduler import x\n", 1),
+        "imports .scheduler: paged_attention.py is graded alone"),
+    "exec": (before_launch("    exec('pass')\n"), "reads exec, which runs or finds code by name"),
+    "getattr by a computed name": (before_launch("    getattr(torch, 'soft' + 'max')\n"),
+                                   "calls getattr with a computed name"),
+    "the entry bound again": (ANSWER_KEY + "\npaged_attention_decode = check_inputs\n",
+                              "defines paged_attention_decode other than by one plain def"),
+    "a module patched": (ANSWER_KEY + "\ntorch.Tensor.softmax = None\n",
+                         "changes torch.Tensor.softmax"),
+    "torch's internals": ((FIXTURES / "torch_escaping_the_dispatch_mode" / "paged_attention.py")
+                          .read_text(), "uses torch.utils._python_dispatch._disable_current_modes"),
+    "the worker's watchers patched": (
+        (FIXTURES / "patches_the_watchers" / "paged_attention.py").read_text(), "imports sys"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("source", "said"), CHEATS.values(), ids=CHEATS)
+def test_computing_outside_a_kernel_breaks_the_rule_at_its_line(source: str, said: str) -> None:
+    broken = first_break(source.encode())
+    assert broken is not None
+    assert broken.startswith("line ")
+    assert said in broken, broken
+    assert broken.endswith(RULE)
+
+
+def test_a_file_that_does_not_parse_is_left_to_the_syntax_check(tmp_path: Path) -> None:
+    assert first_break(b"def paged_attention_decode(:\n") is None
