@@ -4,21 +4,30 @@ grading process from the file's syntax tree (never run).
 Anywhere in the file: imports only of the contract's modules and `triton` (none of the
 submission's other files: it is graded alone); nothing that runs or finds code by name (`exec`,
 `eval`, `compile`, `__import__`, `vars`, `globals`, `getattr` with a computed name, the
-interpreter's hidden attributes, torch's internals, Triton's launch machinery); no change to a
-module's attributes; `paged_attention_decode` a plain `def` of the module.
+interpreter's hidden attributes, torch's internals, Triton's launch machinery); no change to an
+attribute but a method's own object's (`self.x = ...`), no second binding of an import's or a
+function's name, no decorator but Triton's, `functools`' caches, `torch.no_grad` and the
+builtin ones, no class with a special method Python calls on its own (`__len__`,
+`__instancecheck__`...) or a metaclass; `paged_attention_decode` one plain `def` of the module
+whose first three parameters are `q`, `k_cache` and `v_cache`; and in a kernel's body, which
+Triton's interpreter runs as Python on the CPU, no module but Triton's and no function of the
+file but kernels.
 
-Outside its `@triton.jit` functions, the data of `q`, `k_cache` and `v_cache` (the entry's first
-three parameters), of whatever is made from them, and of every tensor a kernel launch or an
-in-place copy may have written (`Function.taint`), may only be viewed, copied, filled, converted,
+Outside the kernels, the data of `q`, `k_cache` and `v_cache`, of whatever is made from them, and
+of every tensor a kernel launch, a function of the file or an in-place copy may have written
+(with the tensors that view it: `Function.taint`), may only be viewed, copied, filled, converted,
 measured (shapes, strides, dtypes) and handed to a launch or to a function of the file: no
-arithmetic, comparison, truth test, iteration, computed index, or any other call on it, and no
-store outside the function's own names. Integer bookkeeping on `seq_lens`, `block_tables`,
-shapes and strides is free.
+arithmetic, comparison, truth test, iteration, computed index or any other call on it, no store
+of it in an attribute, an item or a name of another scope, and no launch given it in a tuple or
+list. The values of `block_tables` never index it (a gather from the cache is the kernel's work).
+Integer bookkeeping on `seq_lens`, `block_tables`, shapes and strides is free.
 
 `first_break` gives the first line that breaks it, and how; `grade.runnable` then never runs the
 file: every kernel check and the engine check fail, saying so, and the kernel part scores 0. This
 is the kernel's verdict, which nothing in a worker can change: the worker's torch dispatch mode
-and launch count only guide an honest candidate.
+and launch count only guide an honest candidate. It was written against 30 honest wrappers and
+over 100 ways around it (`tests/grader/test_kernel_rule.py` keeps a sample of each); a way it
+still misses is a gap to close here, with its case added there.
 """
 
 import ast
@@ -56,17 +65,27 @@ VIEWS = {
 }  # fmt: skip
 MEASURES = {
     "stride", "size", "dim", "ndimension", "numel", "nelement", "element_size", "is_contiguous",
-    "data_ptr", "storage_offset", "is_floating_point", "get_device",
+    "storage_offset", "is_floating_point", "get_device",
     "new_empty", "new_zeros", "new_ones", "new_full",
 }  # fmt: skip
-MEASURED = {"shape", "dtype", "device", "is_cuda", "ndim", "layout", "itemsize"}  # attributes
+MEASURED = {  # attributes
+    "shape", "dtype", "device", "is_cuda", "ndim", "layout", "itemsize", "nbytes",
+    "requires_grad", "is_leaf", "is_sparse", "is_quantized", "is_meta",
+}  # fmt: skip
 TORCH_MEASURES = {"torch.is_tensor", "torch.is_floating_point", "torch.numel"}
+TORCH_MEASURES |= {"torch.cuda.device_of", "torch.cuda.device", "torch.device"}
 TORCH_MEASURES |= {"torch.empty_like", "torch.zeros_like", "torch.ones_like", "torch.full_like"}
-BUILTIN_MEASURES = {"len", "isinstance", "type", "id", "print"}
-SCALARS = BUILTIN_MEASURES | {"int", "float", "bool", "min", "max", "abs", "round", "divmod"}
+BUILTIN_MEASURES = {"len", "isinstance", "type"}  # `type` of one argument
+SCALARS = BUILTIN_MEASURES | {"int", "float", "bool"}
+SCALAR_OF_SCALARS = {"min", "max", "abs", "round", "divmod"}  # a number when given numbers
+CLASS_DUNDERS = {"__init__", "__call__", "__post_init__"}  # a class of the file may define
+KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
+DECORATORS = {"functools.lru_cache", "functools.cache", "functools.wraps", "dataclasses.dataclass"}
+DECORATORS |= {"torch.no_grad", "torch.inference_mode"}
+DECORATORS |= {"staticmethod", "classmethod", "property"} | KERNEL_DECORATORS
 SCALAR_METHODS = {
     "stride", "size", "dim", "ndimension", "numel", "nelement", "element_size", "storage_offset",
-    "get_device", "data_ptr", "item", "bit_length",
+    "get_device", "item", "bit_length",
 }  # fmt: skip
 
 
@@ -105,14 +124,34 @@ class Reader:
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree, self.aliases = tree, import_aliases(tree)
-        self.functions = {
-            node.name: node
-            for node in ast.walk(tree)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        }
+        self.methods: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        for node in ast.walk(tree):
+            for item in node.body if isinstance(node, ast.ClassDef) else ():
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    self.methods.setdefault(item.name, []).append(item)
+        in_classes = {id(item) for items in self.methods.values() for item in items}
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                if id(node) in in_classes:
+                    continue
+                if node.name in self.functions or node.name in self.aliases:
+                    raise RuleBroken(node.lineno, f"defines {node.name} a second time")
+                if not isinstance(node, ast.ClassDef):
+                    self.functions[node.name] = node
         self.kernels = {name for name, node in self.functions.items() if self.is_kernel(node)}
         self.launchers = self.launching()
         self.given: dict[str, set[str]] = {}  # by function: its parameters given tainted data
+        self.given_table: dict[str, set[str]] = {}  # and those given the block table's data
+        self.module_scalars: set[str] = set()  # the module's names bound to numbers
+        self.kernel_params: dict[tuple[str, str], set[bool]] = {}  # whether given kernels only
+        classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+        self.instances = {  # the module's names bound to an object of one of its classes
+            target.id
+            for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") in classes
+            for target in node.targets if isinstance(target, ast.Name)
+        }  # fmt: skip
         self.gives: set[str] = set()  # the functions that return tainted data
 
     def launching(self) -> set[str]:
@@ -135,8 +174,9 @@ class Reader:
         return launchers
 
     def is_kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        decorators = [getattr(item, "func", item) for item in node.decorator_list]
-        return any(self.dotted(item) in JIT_DECORATORS for item in decorators)
+        """Decorated by `triton.jit` (of the imported triton), and by nothing but Triton's."""
+        decorators = [self.module_of(getattr(item, "func", item)) for item in node.decorator_list]
+        return JIT_DECORATORS & set(decorators) and set(decorators) <= KERNEL_DECORATORS
 
     def dotted(self, node: ast.expr) -> str | None:
         """`a.b.c` with `a` resolved through the imports; a literal `getattr(a, "b")` as `a.b`."""
@@ -164,6 +204,8 @@ class Reader:
         entry = self.functions[ENTRY]
         params = [arg.arg for arg in [*entry.args.posonlyargs, *entry.args.args]]
         self.given[ENTRY] = set(params[:TENSORS])
+        self.given_table[ENTRY] = set(params[TENSORS : TENSORS + 1])  # block_tables
+        self.entry_params = set(params)
         while True:
             before = ({name: set(given) for name, given in self.given.items()}, set(self.gives))
             Function(self, ENTRY_MODULE, self.tree.body, set(), set()).run()
@@ -188,6 +230,10 @@ class Reader:
         if len(defs) != 1 or len(bindings) != 1:
             line = next((node.lineno for node in bindings if hasattr(node, "lineno")), 1)
             raise RuleBroken(line, f"defines {ENTRY} other than by one plain def of the module")
+        args = defs[0].args
+        if len([*args.posonlyargs, *args.args]) < TENSORS:
+            raise RuleBroken(defs[0].lineno, f"defines {ENTRY} without q, k_cache and v_cache as "
+                             "its first three parameters")  # fmt: skip
 
     def everywhere(self, node: ast.AST) -> None:
         """The rules that hold in the whole file, kernels included."""
@@ -203,6 +249,38 @@ class Reader:
                                      "contract lists")  # fmt: skip
         if isinstance(node, ast.Name) and node.id in BY_NAME:
             raise RuleBroken(node.lineno, f"reads {node.id}, which runs or finds code by name")
+        if isinstance(node, ast.ClassDef):
+            dunders = [
+                item for item in node.body
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                and item.name.startswith("__") and item.name not in CLASS_DUNDERS
+            ]  # fmt: skip
+            if node.keywords or dunders:
+                what = dunders[0].name if dunders else "a metaclass"
+                raise RuleBroken(node.lineno, f"gives the class {node.name} {what}, which Python "
+                                 "calls on its own")  # fmt: skip
+        if "self" in set(bound_by(node)) and not isinstance(node, ast.arg):
+            raise RuleBroken(node.lineno, "binds self, which names a method's own object")
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, LOAD):
+            root = node.value
+            while isinstance(root, ast.Attribute | ast.Subscript):
+                root = root.value
+            if getattr(root, "id", None) != "self":
+                raise RuleBroken(node.lineno, f"changes {shown(node)}: only a method may change "
+                                 "its own object's attributes")  # fmt: skip
+        bound_here = {*bound_by(node)} & ({*self.aliases, *self.functions} - {ENTRY})
+        if bound_here:
+            raise RuleBroken(node.lineno, f"binds {min(bound_here)} again, the name of an "
+                             "import or of a function of the file")  # fmt: skip
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            for decorator in node.decorator_list:
+                name = self.module_of(getattr(decorator, "func", decorator))
+                name = name or getattr(getattr(decorator, "func", decorator), "id", None)
+                if name not in DECORATORS:
+                    raise RuleBroken(decorator.lineno, f"decorates {node.name} with "
+                                     f"{shown(decorator)}, which may replace it")  # fmt: skip
+            if node.name in self.functions and self.is_kernel(node):
+                self.kernel_body(node)
         if isinstance(node, ast.Attribute) and node.attr in HIDDEN:
             raise RuleBroken(node.lineno, f"reads .{node.attr}, the interpreter's internals")
         named = isinstance(node, ast.Call) and getattr(node.func, "id", None) in NAMED
@@ -218,9 +296,32 @@ class Reader:
             if changed:
                 raise RuleBroken(node.lineno, f"changes {name}, a module's attribute")
 
+    def kernel_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A kernel's body runs as Python under Triton's interpreter (the CPU's checks): it may
+        reach no module but Triton's, and call no function of the file but kernels."""
+        for inner in ast.walk(node):
+            name = self.module_of(inner) if isinstance(inner, ast.Name | ast.Attribute) else None
+            if name and name.split(".")[0] != "triton":
+                raise RuleBroken(inner.lineno, f"uses {name} inside the @triton.jit kernel "
+                                 f"{node.name}")  # fmt: skip
+            called = isinstance(inner, ast.Call) and getattr(inner.func, "id", None)
+            if called in self.functions and not self.is_kernel(self.functions[called]):
+                raise RuleBroken(inner.lineno, f"calls {called}, not a kernel, inside the "
+                                 f"@triton.jit kernel {node.name}")  # fmt: skip
+
 
 ENTRY_MODULE = "<module>"
 LOAD = ast.Load
+
+
+def bound_by(node: ast.AST) -> Iterator[str]:
+    """The names `node` binds (an assignment target, a parameter, an import's alias)."""
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, LOAD):
+        yield node.id
+    elif isinstance(node, ast.arg):
+        yield node.arg
+    elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+        yield node.name
 
 
 def is_literal_getattr(node: ast.AST) -> bool:
@@ -247,15 +348,24 @@ class Function:
     ) -> None:
         self.reader, self.name, self.body = reader, name, body
         self.taint = set(taint) | reader.given.get(name, set())
-        self.scalars: set[str] = set()
+        self.table = set(reader.given_table.get(name, set()))  # the block table's data
         self.made = own_names(body)  # the names it binds itself
+        self.scalars = reader.module_scalars - self.made
         self.own = self.made | params
+        # what a launch may write into: its names, and its parameters but the entry's own
+        self.writable = self.own - (reader.entry_params if name == ENTRY else set())
+        self.items: dict[str, list[bool]] = {}  # a name bound to a tuple or list written out
+        self.views: set[tuple[str, str]] = set()  # (a, b): a was bound to a view of b
+        self.packs: dict[str, set[str]] = {}  # a name bound to a tuple written out: its names
+        self.kernel_names: set[str] = set()  # names bound to one of the file's kernels
         self.defined: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
 
     def run(self) -> None:
         self.statements(self.body)
+        if self.name == ENTRY_MODULE:
+            self.reader.module_scalars = set(self.scalars)
         for node in self.defined:
-            if node.name not in self.reader.kernels:
+            if not self.reader.is_kernel(node):
                 Function(self.reader, node.name, node.body, self.taint, params_of(node)).run()
 
     def statements(self, body: list[ast.stmt]) -> None:
@@ -266,6 +376,10 @@ class Function:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             for decorator in node.decorator_list:
                 self.expression(decorator)
+            arguments = getattr(node, "args", None)  # a class has none
+            defaults = [*arguments.defaults, *arguments.kw_defaults] if arguments else []
+            if self.any_held(defaults):
+                self.broken(node, "binds, as a default,")
             if isinstance(node, ast.ClassDef):
                 self.statements(node.body)
             else:
@@ -279,7 +393,7 @@ class Function:
             if self.expression(node.value) | bool(bound(node.target) & self.taint):
                 self.broken(node, "computes on")
         elif isinstance(node, ast.For | ast.AsyncFor):
-            self.bind(node.target, self.iterated(node.iter), node.iter)
+            self.bind_items(node.target, node.iter)
             for _ in range(2):
                 self.statements(node.body)
             self.statements(node.orelse)
@@ -305,6 +419,8 @@ class Function:
                 else:
                     self.expression(item.context_expr)
             self.statements(node.body)
+        elif isinstance(node, ast.Match) and self.expression(node.subject):
+            self.broken(node.subject, "matches on")
         else:  # try, raise, del, match, an expression...
             for child in ast.iter_child_nodes(node):
                 self.child(child)
@@ -319,15 +435,77 @@ class Function:
                 self.child(part)
 
     def bind(self, target: ast.expr, held: bool, value: ast.expr | None) -> None:
-        """An assignment of a value that holds tainted data (`held`) or not to `target`."""
+        """An assignment of `value`, which holds tainted data (`held`) or not, to `target`: a
+        tuple written out to a tuple of names, item by item."""
+        pairs = unpacked(target, value)
+        if pairs is not None:
+            for item_target, item_value in pairs:
+                self.bind(item_target, self.expression(item_value), item_value)
+            return
         names = bound(target)
+        if held and not isinstance(target, ast.Name | ast.Tuple | ast.List | ast.Starred):
+            self.broken(target, "stores, in an attribute or an item,")
         if held and names - self.own:
             self.broken(target, "stores, beyond the function's own names,")
         if held:
-            self.taint |= names
+            self.taint |= self.with_views(names)
+        if value is not None and mentions(value, self.table):
+            self.table |= names
+        functions = {*self.reader.functions, *self.reader.instances}
+        self.views |= {(name, base) for name in names for base in viewed(value, functions)}
+        if isinstance(target, ast.Name):
+            choices = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+            if all(getattr(c, "id", None) in self.reader.kernels for c in choices):
+                self.kernel_names.add(target.id)
+            else:
+                self.kernel_names.discard(target.id)
+            if isinstance(value, ast.Tuple | ast.List):
+                self.packs[target.id] = set().union(*map(bound, value.elts))
+            if isinstance(value, ast.Tuple | ast.List):
+                self.items[target.id] = [self.expression(item) for item in value.elts]
+            else:
+                self.items.pop(target.id, None)
         scalar = is_scalar(value, self) if isinstance(target, ast.Name) else is_measure(value)
         if isinstance(target, ast.Name | ast.Tuple | ast.List):
             self.scalars = self.scalars | names if scalar else self.scalars - names
+
+    def bind_items(self, target: ast.expr, iterable: ast.expr) -> None:
+        if mentions(iterable, self.table):
+            self.table |= bound(target)
+        self.bind_each(target, iterable)
+
+    def bind_each(self, target: ast.expr, iterable: ast.expr) -> None:
+        """A loop's target, or a comprehension's, bound to each item of `iterable`: a tuple or
+        list written out, or a name bound to one, gives its items (position by position where
+        each item is itself written out as the target is); iterating over tainted data breaks."""
+        items = self.items_of(iterable)
+        if items is None:
+            self.iterated(iterable)
+            self.bind(target, False, iterable)
+            return
+        rows = iterable.elts if isinstance(iterable, ast.Tuple | ast.List) else []
+        for row in rows:
+            self.views |= {(name, base) for name in bound(target) for base in viewed(row)}
+        if (
+            isinstance(target, ast.Tuple)
+            and rows
+            and all(
+                isinstance(row, ast.Tuple) and len(row.elts) == len(target.elts) for row in rows
+            )
+        ):
+            for at, name in enumerate(target.elts):
+                self.bind(name, any(self.expression(row.elts[at]) for row in rows), None)
+            return
+        self.bind(target, any(items), None)
+
+    def items_of(self, node: ast.expr) -> list[bool] | None:
+        """Whether each item of a tuple or list written out (or of a name bound to one) holds
+        tainted data; None for anything else."""
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return [self.expression(item) for item in node.elts]
+        if isinstance(node, ast.Name) and node.id in self.items:
+            return self.items[node.id]
+        return None
 
     def broken(self, node: ast.AST, what: str) -> None:
         raise RuleBroken(
@@ -340,10 +518,11 @@ class Function:
             self.broken(node, "tests the truth of")
 
     def iterated(self, node: ast.expr) -> bool:
-        """Whether iterating over `node` gives tainted items: a tuple or list written out may
-        hold tensors; iterating over tainted data itself breaks the rule."""
-        if isinstance(node, ast.Tuple | ast.List | ast.Set):
-            return self.any_held(node.elts)
+        """Whether iterating over `node` gives tainted items (`items_of`); iterating over
+        tainted data itself breaks the rule."""
+        items = self.items_of(node)
+        if items is not None:
+            return any(items)
         if self.expression(node):
             self.broken(node, "iterates over")
         return False
@@ -374,15 +553,19 @@ class Function:
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Starred):
-            if self.expression(node.value):
-                self.broken(node, "iterates over")
-            return False
+            return self.iterated(node.value)
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             return self.comprehension(node)
         if isinstance(node, ast.Lambda):
-            body = [ast.Return(node.body, lineno=node.lineno)]
-            Function(self.reader, "<lambda>", body, self.taint, params_of(node)).run()
-            return False
+            if self.any_held([*node.args.defaults, *node.args.kw_defaults]):
+                self.broken(node, "binds, as a default,")
+            lambda_ = Function(self.reader, "<lambda>", [], self.taint, params_of(node))
+            return lambda_.expression(node.body)  # the lambda holds what its body holds
+        if isinstance(node, ast.Yield | ast.YieldFrom | ast.Await):
+            held = self.expression(node.value)
+            if held:
+                self.reader.gives.add(self.name)
+            return held
         if isinstance(node, ast.NamedExpr):
             held = self.expression(node.value)
             self.bind(node.target, held, node.value)
@@ -398,9 +581,8 @@ class Function:
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
     ) -> bool:
         for generator in node.generators:
-            held = self.iterated(generator.iter)
             self.own |= bound(generator.target)
-            self.bind(generator.target, held, None)
+            self.bind_items(generator.target, generator.iter)
             for test in generator.ifs:
                 self.truth(test)
         parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
@@ -415,77 +597,143 @@ class Function:
             self.broken(node, "indexes by")
         if held and not all(is_view_index(item) for item in index):
             self.broken(node, "gathers by a computed index")
+        if held and mentions(node.slice, self.table):
+            self.broken(node, "gathers by the block table")
         return held
 
     def call(self, node: ast.Call) -> bool:
-        """A call: a kernel launch, a function of the file, a module's function, a method or a
-        builtin; whether its result holds tainted data. A launch taints the tensors it is given
-        (`written`); a method given tainted data taints its tensor (`out.copy_(q)`)."""
+        """A call: a kernel launch, a function or method of the file, a module's function, a
+        tensor's method or a builtin; whether its result holds tainted data. A launch, and a
+        function of the file given tainted data, taint the tensors they are given (`written`); a
+        method given tainted data taints its tensor (`out.copy_(q)`)."""
         arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
-        held = [self.expression(argument) for argument in arguments]
         func = node.func
+        passed = (isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name)) or (
+            getattr(func, "id", None) in {*self.reader.functions, *self.reader.instances}
+            or getattr(func, "attr", None) in self.reader.methods
+        )  # a launch or a function of the file: its `*args` are handed on, not iterated
+        held = [self.expression(unstarred(a) if passed else a) for a in arguments]
         if isinstance(func, ast.Subscript) and self.launched(func):
+            if any(
+                isinstance(a, ast.Tuple | ast.List | ast.Set | ast.Dict)
+                or (getattr(a, "id", None) in self.items)
+                for a in arguments
+            ):
+                self.broken(node, "passes to a kernel a tuple or list, which may hold")
+            self.foreign(arguments)
             self.written(arguments)
-            return False
+            return any(held)
         if isinstance(func, ast.Name) and func.id in self.reader.functions:
-            if func.id in self.reader.launchers:
+            if func.id in self.reader.launchers or any(held):
                 self.written(arguments)
-            return self.helper(func.id, node, held)
+            return self.helper(self.reader.functions[func.id], node, held, method=False)
+        if getattr(func, "id", None) in self.reader.instances:  # an object of the file's class
+            if any(held):
+                self.written(arguments)
+            calls = self.reader.methods.get("__call__", [])
+            return any([self.helper(method, node, held, method=True) for method in calls])
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in self.reader.methods
+            and not self.expression(func.value)  # a tensor's method is a tensor's
+        ):
+            if any(held):
+                self.written(arguments)
+            gives = [self.helper(method, node, held, method=True)
+                     for method in self.reader.methods[func.attr]]  # fmt: skip
+            return any(gives)
         if (module := self.reader.module_of(func)) is not None:
-            if any(held) and module not in TORCH_MEASURES:
+            template_only = module in TORCH_MEASURES and not any(held[1:])
+            if any(held) and not template_only:
                 self.broken(node, f"calls {module} on")
             return False
         if isinstance(func, ast.Attribute):
             receiver = self.expression(func.value)
-            if not (receiver or any(held)) or func.attr in MEASURES:
+            if not (receiver or any(held)):
                 return False
+            if func.attr in MEASURES | {"data_ptr"} and not any(held):
+                return False  # an address: a launch given it taints its tensor (`viewed`)
             if func.attr not in VIEWS:
                 self.broken(node, f"calls .{func.attr}() on")
-            self.taint |= bound(func.value)
+            if receiver and any(mentions(argument, self.table) for argument in arguments):
+                self.broken(node, "gathers by the block table")
+            self.taint |= self.with_views(bound(func.value) | viewed(func.value))
             return True
         if isinstance(func, ast.Name) and func.id in BUILTIN_MEASURES:
+            if func.id == "type" and len(arguments) > 1:
+                self.broken(node, "makes a class of")
             return False
         if any(held) | self.expression(func):
             self.broken(node, f"calls {shown(func)} on")
         return False
 
-    def written(self, arguments: list[ast.expr]) -> None:
-        """Taint the tensors this function made that a launch, or a function of the file that
-        launches one, was given: it may have written the tensors' data into them. Numbers
-        cannot be written into, nor (for want of room) the entry's own `block_tables` and
-        `seq_lens`."""
+    def foreign(self, arguments: list[ast.expr]) -> None:
+        """A launch given a name of another scope (a module's tensor, an enclosing function's)
+        breaks the rule: what the kernel writes there, this reading cannot follow."""
+        known = {*self.own, *self.reader.module_scalars, *self.reader.kernels}
         for argument in arguments:
-            self.taint |= (bound(unstarred(argument)) & self.made) - self.scalars
+            name = getattr(unstarred(argument), "id", None)
+            if name is not None and name not in known:
+                self.broken(argument, f"hands {name}, a name of another scope, to a kernel with")
+
+    def with_views(self, names: set[str]) -> set[str]:
+        """`names` and every name of the function that may view the same tensor: a name bound
+        to a view of another (`v = out[0]`, `v = out.view(-1)`) shares its data both ways."""
+        shared = set(names)
+        while grown := {n for pair in self.views for n in pair if set(pair) & shared} - shared:
+            shared |= grown
+        return shared
+
+    def written(self, arguments: list[ast.expr]) -> None:
+        """Taint the tensors a launch, or a function of the file, was given: it may have written
+        the tensors' data into them (and into what views them). Numbers cannot be written into,
+        nor (for want of room) the entry's own `block_tables` and `seq_lens`."""
+        for argument in arguments:
+            names = bound(unstarred(argument)) | viewed(unstarred(argument))
+            names |= set().union(*(self.packs.get(name, set()) for name in names))
+            self.taint |= self.with_views((names & self.writable) - self.scalars)
 
     def launched(self, func: ast.Subscript) -> bool:
-        """`kernel[grid]`: a @triton.jit function of the file, launched."""
+        """`kernel[grid]`: a @triton.jit function of the file (or a name bound only to one),
+        launched."""
         self.expression(func.slice)
-        return isinstance(func.value, ast.Name) and func.value.id in self.reader.kernels
-
-    def helper(self, name: str, node: ast.Call, held: list[bool]) -> bool:
-        """A function of the file called: its parameters given tainted data are tainted in it
-        (all of them, where a starred argument gives any); whether it returns tainted data."""
-        function = self.reader.functions[name]
-        if name in self.reader.kernels:  # called without a grid: Triton refuses it
+        if not isinstance(func.value, ast.Name):
             return False
-        params = [arg.arg for arg in [*function.args.posonlyargs, *function.args.args]]
+        name = func.value.id
+        passed = self.reader.kernel_params.get((self.name, name))  # a parameter given kernels
+        return name in self.reader.kernels | self.kernel_names or passed == {True}
+
+    def helper(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.Call, held: list[bool],
+        method: bool,
+    ) -> bool:  # fmt: skip
+        """A function of the file called (a `method` drops its first parameter): its parameters
+        given tainted data are tainted in it (its `*args` and `**kwargs` too where they get any,
+        and all of them behind a starred argument), and those given only kernels may be
+        launched; whether it returns tainted data."""
+        if self.reader.is_kernel(function):  # called without a grid: Triton refuses it
+            return False
+        args = function.args
+        params = [arg.arg for arg in [*args.posonlyargs, *args.args]][int(method) :]
+        named = [*params, *(arg.arg for arg in args.kwonlyargs)]
+        rest = [arg.arg for arg in (args.vararg, args.kwarg) if arg is not None]
         given = {param for param, h in zip(params, held, strict=False) if h}
-        keywords = zip(node.keywords, held[len(node.args) :], strict=True)
-        given |= {keyword.arg for keyword, h in keywords if h and keyword.arg}
-        if any(
-            h
-            for argument, h in zip(arguments_of(node), held, strict=True)
-            if isinstance(argument, ast.Starred) or getattr(argument, "arg", "") is None
-        ):
-            given |= set(params) | {arg.arg for arg in function.args.kwonlyargs}  # fmt: skip
-            if function.args.vararg:
-                given.add(function.args.vararg.arg)
-        self.reader.given.setdefault(name, set()).update(given)
-        return name in self.reader.gives
-
-
-def arguments_of(node: ast.Call) -> list[ast.AST]:
-    return [*node.args, *node.keywords]
+        if any(held[len(params) : len(node.args)]):
+            given |= set(rest)  # extra positional arguments: its *args
+        for keyword, h in zip(node.keywords, held[len(node.args) :], strict=True):
+            if h:
+                given |= {keyword.arg} if keyword.arg in named else set(rest)
+        if any(isinstance(a, ast.Starred) for a in node.args) and any(held[: len(node.args)]):
+            given |= set(named) | set(rest)  # a starred argument may reach any of them
+        tabled = {
+            param for param, a in zip(params, node.args, strict=False) if mentions(a, self.table)
+        }
+        self.reader.given_table.setdefault(function.name, set()).update(tabled)
+        for param, argument in zip(params, node.args, strict=False):
+            kernel = getattr(argument, "id", None) in self.reader.kernels | self.kernel_names
+            self.reader.kernel_params.setdefault((function.name, param), set()).add(kernel)
+        self.reader.given.setdefault(function.name, set()).update(given)
+        return function.name in self.reader.gives
 
 
 def unstarred(node: ast.expr) -> ast.expr:
@@ -505,7 +753,7 @@ def is_scalar(value: ast.expr | None, function: Function) -> bool:
     if value is None:
         return False
     if isinstance(value, ast.Constant):
-        return True
+        return isinstance(value.value, int | float)
     if isinstance(value, ast.Name):
         return value.id in function.scalars
     if isinstance(value, ast.BinOp):
@@ -521,6 +769,8 @@ def is_scalar(value: ast.expr | None, function: Function) -> bool:
             return True
         if isinstance(func, ast.Attribute) and func.attr in SCALAR_METHODS:
             return True
+        if isinstance(func, ast.Name) and func.id in SCALAR_OF_SCALARS:
+            return all(is_scalar(argument, function) for argument in value.args)
         return isinstance(func, ast.Name) and func.id in SCALARS
     return False
 
@@ -544,6 +794,43 @@ def params_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[
     args = node.args
     named = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
     return {arg.arg for arg in named if arg is not None}
+
+
+def mentions(node: ast.AST, names: set[str]) -> bool:
+    """Whether `node` reads any of `names`."""
+    return bool(names) and any(
+        isinstance(inner, ast.Name) and inner.id in names for inner in ast.walk(node)
+    )
+
+
+def viewed(value: ast.expr | None, functions: set[str] = frozenset()) -> set[str]:
+    """The names whose tensor `value` may view: `x[...]`, `x.view(...)`, `x.T`, any method's
+    result but a measure's (`x.shape`, `x.size(0)`), and what a function of the file
+    (`functions`) given them returns."""
+    while True:
+        if isinstance(value, ast.Call) and getattr(value.func, "id", None) in functions:
+            return set().union(*(viewed(unstarred(a), functions) for a in value.args))
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            if value.func.attr in MEASURES | SCALAR_METHODS:
+                return set()
+            value = value.func.value
+        elif isinstance(value, ast.Subscript) or (
+            isinstance(value, ast.Attribute) and value.attr not in MEASURED
+        ):
+            value = value.value
+        else:
+            return {value.id} if isinstance(value, ast.Name) else set()
+
+
+def unpacked(target: ast.expr, value: ast.expr | None) -> list[tuple[ast.expr, ast.expr]] | None:
+    """`a, b = x, y` as its pairs (`a`, `x`), (`b`, `y`); None for any other assignment."""
+    if not (isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Tuple | ast.List)):
+        return None
+    if len(target.elts) != len(value.elts) or any(
+        isinstance(item, ast.Starred) for item in [*target.elts, *value.elts]
+    ):
+        return None
+    return list(zip(target.elts, value.elts, strict=True))
 
 
 def bound(target: ast.expr) -> set[str]:

@@ -25,9 +25,10 @@ from grader.report.messages_zh import SIMULATION
 from grader.report.render import report_markdown, simulation_html
 from grader.resume import KEPT
 from grader.scan import scan_files
-from tests.end_to_end.test_messages import GOLDEN, SAMPLE, fields, golden, untranslated
+from tests.end_to_end.test_messages import SAMPLE, fields, golden, untranslated
 from tests.grader.report.english import english_words, html_text, markdown_kit_words, names_in
 from tests.grader.report.punctuation import slips
+from tests.grader.report.test_writers import full_marks_report
 
 # Sources that make the source scan raise each kind of flag it has, and the kernel file's.
 FLAGGED_SOURCE = b"""
@@ -218,12 +219,11 @@ SEAL_KEY = b"a test's seal key, 32 characters or more"
 
 
 def sealed_report(folder: Path) -> Path:
-    """`folder` holding a golden report as the grader writes one, for the submission named as
+    """`folder` holding a whole report as the grader writes one, for the submission named as
     the folder: sealed with `SEAL_KEY`."""
-    report = json.loads((GOLDEN / "answer_key.json").read_text())
+    report = full_marks_report()
     report["submission"] |= {"name": folder.name, "path": str(folder)}
-    files = dict.fromkeys(report["submission"]["files"], "a1" * 32)  # the golden lists the names
-    report["submission"]["files"] = files
+    files = report["submission"]["files"]
     report["provenance"] = {"kit": "v1", "rubric": "r1", "files": provenance.files_checksum(files)}
     folder.mkdir(parents=True)
     (folder / "report.json").write_text(json.dumps(provenance.sealed(report, SEAL_KEY)))

@@ -134,6 +134,7 @@ def test_only_an_isolated_grading_by_the_full_kit_holds_a_key(
 ) -> None:
     (tmp_path / "team.key").write_bytes(KEY)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setattr(seal_key, "ANSWER_KEY", tmp_path)  # the full kit (also in the candidate's)
     assert seal_key.grading_key(None, isolated=False) is None  # no key on the machine yet
     assert seal_key.grading_key(tmp_path / "team.key", isolated=True) == KEY
     with pytest.raises(seal_key.SealKeyError, match="not isolated and could read the key"):

@@ -1,7 +1,9 @@
-"""The kernel rule (`grader/kernel_rule.py`): every honest wrapper keeps it, however it is
-written (the answer key's, one with integer bookkeeping and fills, a split-K one with two
-kernels, one that autotunes and launches from a helper); every way to compute attention outside
-a Triton kernel, or to escape the reading, breaks it at its line, saying how."""
+"""The kernel rule (`grader/kernel_rule.py`), read on the answer key, on the kit's split-KV
+kernel and on edits of them: every honest wrapper keeps it, however it is written (the answer
+key's, one with integer bookkeeping and fills, split-K ones with two kernels, one that autotunes
+and launches from a helper, one that launches through an object); every way to compute
+attention outside a Triton kernel, or to escape the reading, breaks it at its line, saying how.
+(Here, not in `tests/grader/`: the candidate kit has neither the answer key nor `full_kit/`.)"""
 
 from pathlib import Path
 
@@ -130,6 +132,24 @@ def paged_attention_decode(
 """
 
 
+SPLIT_KV = (
+    (KIT_ROOT / "full_kit" / "paged_attention_split.py").read_text()
+    .replace("def paged_attention_decode_split(", "def paged_attention_decode(")
+    .replace("from full_kit.decode_inputs import check_inputs\n", "")
+    .replace("    check_inputs(q, k_cache, v_cache, block_tables, seq_lens)\n", "")
+)  # fmt: skip
+CLASS_WRAPPER = edited(
+    "    _paged_attention_decode_kernel[(num_seqs, num_heads)](\n",
+    "    LAUNCH(_paged_attention_decode_kernel, (num_seqs, num_heads),\n",
+).replace(
+    "\n\ndef paged_attention_decode(",
+    "\n\nclass Launcher:\n    def __call__(self, kernel, grid, *args, **meta):\n"
+    "        kernel[grid](*args, **meta)\n\n\nLAUNCH = Launcher()\n\n\n"
+    "def paged_attention_decode(",
+    1,
+)
+
+
 @pytest.mark.parametrize(
     "source",
     [
@@ -144,8 +164,17 @@ def paged_attention_decode(
             id="bookkeeping and fills",
         ),
         pytest.param(SPLIT_K, id="split-K, two kernels, helpers"),
+        pytest.param(SPLIT_KV, id="the kit's split-KV kernel"),
         pytest.param(AUTOTUNED, id="autotuned, launched by a helper"),
         pytest.param((KIT_ROOT / "exercises" / "paged_attention.py").read_text(), id="the stub"),
+        pytest.param(before_launch(
+            "    for name, t, dims in (('q', q, 3), ('k_cache', k_cache, 4)):\n"
+            "        if t.dim() != dims:\n            raise ValueError(f'{name}: {dims}')\n"
+            "    tensors = (q, k_cache, v_cache)\n"
+            "    assert all(isinstance(t, torch.Tensor) for t in tensors)\n"
+            "    assert k_cache.nbytes < 2**40 and not q.requires_grad\n"
+        ), id="loops over a tuple of tensors, measures"),
+        pytest.param(CLASS_WRAPPER, id="an object of a class of the file, a kernel as argument"),
     ],
 )  # fmt: skip
 def test_an_honest_wrapper_keeps_the_rule(source: str) -> None:
@@ -178,7 +207,7 @@ CHEATS = {
                                          "    buf = buf.exp()\n"), "calls .exp() on"),
     "laundered into a global": (before_launch("    STORE[0] = q\n")
                                 .replace("\n\n@triton.jit", "\nSTORE = [None]\n\n\n@triton.jit", 1),
-                                "stores, beyond the function's own names,"),
+                                "stores, in an attribute or an item,"),
     "a closure": (before_launch("    def inner():\n        return q * 2\n\n    inner()\n"),
                   "`q * 2` computes on"),
     "a lambda": (before_launch("    f = lambda: q.sum()  # noqa: E731\n"), "calls .sum() on"),
@@ -193,7 +222,60 @@ CHEATS = {
     "the entry bound again": (ANSWER_KEY + "\npaged_attention_decode = check_inputs\n",
                               "defines paged_attention_decode other than by one plain def"),
     "a module patched": (ANSWER_KEY + "\ntorch.Tensor.softmax = None\n",
-                         "changes torch.Tensor.softmax"),
+                         "changes `torch.Tensor.softmax`"),
+    "laundered by a copy into a view": (
+        before_launch("    buf = torch.empty(q.shape)\n    buf.view(-1).copy_(q.reshape(-1))\n"
+                      "    buf = buf.exp()\n"), "calls .exp() on"),
+    "laundered by a kernel into a view": (
+        after_launch("    view = out.view(-1)\n    _paged_attention_decode_kernel[(1,)](view)\n"
+                     "    out.softmax(-1)\n"), "calls .softmax() on"),
+    "printed to a sink": (before_launch("    print(q, file=SINK)\n"), "calls `print` on"),
+    "kept on an object": (before_launch("    box = Box()\n    box.data = q\n"),
+                          "changes `box.data`"),
+    "a lambda that returns it": (before_launch("    k = (lambda: q)()\n"), "calls"),
+    "a default argument": (before_launch("    def inner(x=q):\n        return x\n"),
+                           "binds, as a default,"),
+    "a generator that yields it": (
+        before_launch("    (x,) = gen(q)\n    x = x.exp()\n")
+        .replace("\n\n@triton.jit", "\n\ndef gen(t):\n    yield t\n\n\n@triton.jit", 1),
+        "calls .exp() on"),
+    "a match on it": (before_launch("    match q:\n        case _:\n            pass\n"),
+                      "matches on"),
+    "an entry taking *args": (
+        edited("def paged_attention_decode(\n    q: torch.Tensor,\n    k_cache: torch.Tensor,\n"
+               "    v_cache: torch.Tensor,\n", "def paged_attention_decode(\n    *args,\n"),
+        "without q, k_cache and v_cache as its first three parameters"),
+    "a buffer's abs": (before_launch("    buf = abs(torch.empty_like(q))\n"
+                                     "    _paged_attention_decode_kernel[(1,)](buf, q)\n"
+                                     "    buf = buf.exp()\n"), "calls .exp() on"),
+    "a value made into a tensor": (before_launch("    t = torch.full_like(q, q[0, 0, 0])\n"),
+                                   "calls torch.full_like on"),
+    "laundered into a flat view": (
+        before_launch("    buf = torch.empty_like(q)\n    flat = buf.ravel()\n"
+                      "    _paged_attention_decode_kernel[(1,)](flat, q)\n    buf = buf.exp()\n"),
+        "calls .exp() on"),
+    "laundered through an address": (
+        before_launch("    buf = torch.empty_like(q)\n"
+                      "    _paged_attention_decode_kernel[(1,)](buf.data_ptr(), q)\n"
+                      "    buf = buf.exp()\n"), "calls .exp() on"),
+    "laundered by a kernel into a global": (
+        before_launch("    global BUF\n    BUF = torch.empty_like(q)\n"
+                      "    _paged_attention_decode_kernel[(1,)](BUF, q)\n")
+        .replace("\n\n@triton.jit", "\nBUF = None\n\n\n@triton.jit", 1),
+        "hands BUF, a name of another scope, to a kernel"),
+    "a gather by the block table": (
+        before_launch("    table = block_tables.tolist()\n"
+                      "    k = k_cache.select(0, table[0][0])\n"), "gathers by the block table"),
+    "a tensor's method named in a class": (
+        before_launch("    k = k_cache.index_select(0, block_tables[0].long())\n")
+        .replace("\n\n@triton.jit", "\n\nclass Names:\n    def index_select(self):\n"
+                 "        pass\n\n\n@triton.jit", 1), "calls .index_select() on"),
+    "a class Python calls on its own": (
+        ANSWER_KEY + "\n\nclass Meta(type):\n    def __instancecheck__(cls, other):\n"
+        "        return True\n", "which Python calls on its own"),
+    "self bound outside a method": (ANSWER_KEY + "\nself = torch.Tensor\n", "binds self"),
+    "a class made at run time": (before_launch("    box = type('box', (), {'q': q})\n"),
+                                 "makes a class of"),
     "torch's internals": ((FIXTURES / "torch_escaping_the_dispatch_mode" / "paged_attention.py")
                           .read_text(), "uses torch.utils._python_dispatch._disable_current_modes"),
     "the worker's watchers patched": (
