@@ -22,7 +22,7 @@ of it in an attribute, an item or a name of another scope, and no launch given i
 list. The values of `block_tables` never index it (a gather from the cache is the kernel's work).
 Integer bookkeeping on `seq_lens`, `block_tables`, shapes and strides is free.
 
-`first_break` gives the first line that breaks it, and how; `grade.runnable` then never runs the
+`first_break` gives a line that breaks it, and how; `grade.runnable` then never runs the
 file: every kernel check and the engine check fail, saying so, and the kernel part scores 0. This
 is the kernel's verdict, which nothing in a worker can change: the worker's torch dispatch mode
 and launch count only guide an honest candidate. It was written against 30 honest wrappers and
@@ -78,9 +78,13 @@ TORCH_MEASURES |= {"torch.empty_like", "torch.zeros_like", "torch.ones_like", "t
 BUILTIN_MEASURES = {"len", "isinstance", "type"}  # `type` of one argument
 SCALARS = BUILTIN_MEASURES | {"int", "float", "bool"}
 SCALAR_OF_SCALARS = {"min", "max", "abs", "round", "divmod"}  # a number when given numbers
+CONTAINERS = (ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+INDEXING = {"select", "narrow", "as_strided", "index_fill", "index_fill_"}  # constants only
 CLASS_DUNDERS = {"__init__", "__call__", "__post_init__"}  # a class of the file may define
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
+TRUSTED = {"torch", "triton"}  # modules whose names the reading trusts: never bound again
 DECORATORS = {"functools.lru_cache", "functools.cache", "functools.wraps", "dataclasses.dataclass"}
+DECORATORS |= {"functools.cached_property"}
 DECORATORS |= {"torch.no_grad", "torch.inference_mode"}
 DECORATORS |= {"staticmethod", "classmethod", "property"} | KERNEL_DECORATORS
 SCALAR_METHODS = {
@@ -97,8 +101,8 @@ class RuleBroken(Exception):
 
 
 def first_break(source: bytes) -> str | None:
-    """Why `paged_attention.py` breaks the kernel rule, at its first line that does; None when it
-    keeps it (or does not parse: `scan.syntax_errors` has that)."""
+    """Why `paged_attention.py` breaks the kernel rule, at the first line the reading meets that
+    does; None when it keeps it (or does not parse: `scan.syntax_errors` has that)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -130,16 +134,25 @@ class Reader:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                     self.methods.setdefault(item.name, []).append(item)
         in_classes = {id(item) for items in self.methods.values() for item in items}
-        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-        for node in ast.walk(tree):
+        top: set[str] = set()
+        for node in tree.body:  # the module's names, each bound once
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                if id(node) in in_classes:
-                    continue
-                if node.name in self.functions or node.name in self.aliases:
+                if node.name in top or node.name in self.aliases:
                     raise RuleBroken(node.lineno, f"defines {node.name} a second time")
-                if not isinstance(node, ast.ClassDef):
-                    self.functions[node.name] = node
-        self.kernels = {name for name, node in self.functions.items() if self.is_kernel(node)}
+                top.add(node.name)
+        self.top = top - {ENTRY}
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.same_named: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and id(node) not in in_classes
+            ):
+                self.functions.setdefault(node.name, node)
+                self.same_named.setdefault(node.name, []).append(node)
+        self.kernels = {
+            name for name, nodes in self.same_named.items() if all(map(self.is_kernel, nodes))
+        }
         self.launchers = self.launching()
         self.given: dict[str, set[str]] = {}  # by function: its parameters given tainted data
         self.given_table: dict[str, set[str]] = {}  # and those given the block table's data
@@ -153,6 +166,13 @@ class Reader:
             for target in node.targets if isinstance(target, ast.Name)
         }  # fmt: skip
         self.gives: set[str] = set()  # the functions that return tainted data
+        self.self_attributes: set[str] = set()  # attributes of `self` that hold tainted data
+        self.objects = self.instances | {  # names bound anywhere to an object of a file's class
+            target.id
+            for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") in classes
+            for target in node.targets if isinstance(target, ast.Name)
+        }  # fmt: skip
 
     def launching(self) -> set[str]:
         """The functions of the file that launch a kernel, themselves or through another."""
@@ -176,7 +196,7 @@ class Reader:
     def is_kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Decorated by `triton.jit` (of the imported triton), and by nothing but Triton's."""
         decorators = [self.module_of(getattr(item, "func", item)) for item in node.decorator_list]
-        return JIT_DECORATORS & set(decorators) and set(decorators) <= KERNEL_DECORATORS
+        return bool(JIT_DECORATORS & set(decorators)) and set(decorators) <= KERNEL_DECORATORS
 
     def dotted(self, node: ast.expr) -> str | None:
         """`a.b.c` with `a` resolved through the imports; a literal `getattr(a, "b")` as `a.b`."""
@@ -207,10 +227,15 @@ class Reader:
         self.given_table[ENTRY] = set(params[TENSORS : TENSORS + 1])  # block_tables
         self.entry_params = set(params)
         while True:
-            before = ({name: set(given) for name, given in self.given.items()}, set(self.gives))
+            before = self.state()
             Function(self, ENTRY_MODULE, self.tree.body, set(), set()).run()
-            if before == (self.given, self.gives):
+            if before == self.state():
                 return
+
+    def state(self) -> tuple:
+        """What a reading of the file learns of its functions: it only grows, until it settles."""
+        given = {name: set(params) for name, params in self.given.items()}
+        return given, set(self.gives), set(self.self_attributes)
 
     def entry(self) -> None:
         """`paged_attention_decode` is one plain `def` of the module, bound nowhere else."""
@@ -265,10 +290,11 @@ class Reader:
             root = node.value
             while isinstance(root, ast.Attribute | ast.Subscript):
                 root = root.value
-            if getattr(root, "id", None) != "self":
-                raise RuleBroken(node.lineno, f"changes {shown(node)}: only a method may change "
-                                 "its own object's attributes")  # fmt: skip
-        bound_here = {*bound_by(node)} & ({*self.aliases, *self.functions} - {ENTRY})
+            if getattr(root, "id", None) not in {"self", *self.objects}:
+                raise RuleBroken(node.lineno, f"changes {shown(node)}: only the attributes of an "
+                                 "object of a class of the file may change")  # fmt: skip
+        modules = {name for name, dotted in self.aliases.items() if dotted.split(".")[0] in TRUSTED}
+        bound_here = {*bound_by(node)} & (modules | self.top)
         if bound_here:
             raise RuleBroken(node.lineno, f"binds {min(bound_here)} again, the name of an "
                              "import or of a function of the file")  # fmt: skip
@@ -305,7 +331,7 @@ class Reader:
                 raise RuleBroken(inner.lineno, f"uses {name} inside the @triton.jit kernel "
                                  f"{node.name}")  # fmt: skip
             called = isinstance(inner, ast.Call) and getattr(inner.func, "id", None)
-            if called in self.functions and not self.is_kernel(self.functions[called]):
+            if called in self.functions and called not in self.kernels:
                 raise RuleBroken(inner.lineno, f"calls {called}, not a kernel, inside the "
                                  f"@triton.jit kernel {node.name}")  # fmt: skip
 
@@ -352,8 +378,9 @@ class Function:
         self.made = own_names(body)  # the names it binds itself
         self.scalars = reader.module_scalars - self.made
         self.own = self.made | params
-        # what a launch may write into: its names, and its parameters but the entry's own
-        self.writable = self.own - (reader.entry_params if name == ENTRY else set())
+        # what a launch cannot write into, for want of room: the entry's own `block_tables`,
+        # `seq_lens` and `scale`, and their views and conversions
+        self.unwritable = reader.entry_params - self.taint if name == ENTRY else set()
         self.items: dict[str, list[bool]] = {}  # a name bound to a tuple or list written out
         self.views: set[tuple[str, str]] = set()  # (a, b): a was bound to a view of b
         self.packs: dict[str, set[str]] = {}  # a name bound to a tuple written out: its names
@@ -452,7 +479,10 @@ class Function:
         if value is not None and mentions(value, self.table):
             self.table |= names
         functions = {*self.reader.functions, *self.reader.instances}
-        self.views |= {(name, base) for name in names for base in viewed(value, functions)}
+        bases = viewed(value, functions) | pointed(value)
+        self.views |= {(name, base) for name in names for base in bases}
+        if bases and bases <= self.unwritable:
+            self.unwritable |= names
         if isinstance(target, ast.Name):
             choices = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
             if all(getattr(c, "id", None) in self.reader.kernels for c in choices):
@@ -463,9 +493,12 @@ class Function:
                 self.packs[target.id] = set().union(*map(bound, value.elts))
             if isinstance(value, ast.Tuple | ast.List):
                 self.items[target.id] = [self.expression(item) for item in value.elts]
+            elif isinstance(value, CONTAINERS):
+                self.items[target.id] = [held]
             else:
                 self.items.pop(target.id, None)
         scalar = is_scalar(value, self) if isinstance(target, ast.Name) else is_measure(value)
+        scalar = scalar and not pointed(value)
         if isinstance(target, ast.Name | ast.Tuple | ast.List):
             self.scalars = self.scalars | names if scalar else self.scalars - names
 
@@ -496,6 +529,14 @@ class Function:
             for at, name in enumerate(target.elts):
                 self.bind(name, any(self.expression(row.elts[at]) for row in rows), None)
             return
+        zipped = getattr(getattr(iterable, "func", None), "id", None) in ("zip", "enumerate")
+        if zipped and isinstance(target, ast.Tuple):  # zip(a, b) position by position
+            columns = [[False]] if iterable.func.id == "enumerate" else []
+            columns += [self.items_of(argument) for argument in iterable.args]
+            if len(columns) == len(target.elts):
+                for name, column in zip(target.elts, columns, strict=True):
+                    self.bind(name, any(column), None)
+                return
         self.bind(target, any(items), None)
 
     def items_of(self, node: ast.expr) -> list[bool] | None:
@@ -505,6 +546,10 @@ class Function:
             return [self.expression(item) for item in node.elts]
         if isinstance(node, ast.Name) and node.id in self.items:
             return self.items[node.id]
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("zip", "enumerate"):
+            each = [self.items_of(argument) for argument in node.args]
+            if each and all(items is not None for items in each):
+                return [any(any(items) for items in each)]
         return None
 
     def broken(self, node: ast.AST, what: str) -> None:
@@ -535,7 +580,11 @@ class Function:
         if isinstance(node, ast.Name):
             return node.id in self.taint
         if isinstance(node, ast.Attribute):
-            return self.expression(node.value) and node.attr not in MEASURED
+            own = (
+                getattr(node.value, "id", None) == "self"
+                and node.attr in self.reader.self_attributes
+            )
+            return (self.expression(node.value) or own) and node.attr not in MEASURED
         if isinstance(node, ast.BinOp | ast.UnaryOp | ast.BoolOp | ast.Compare):
             operands = list(expressions_in(node))
             held = [self.expression(operand) for operand in operands]
@@ -610,14 +659,19 @@ class Function:
         func = node.func
         passed = (isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name)) or (
             getattr(func, "id", None) in {*self.reader.functions, *self.reader.instances}
-            or getattr(func, "attr", None) in self.reader.methods
+            or (
+                getattr(func, "attr", None) in self.reader.methods
+                and getattr(getattr(func, "value", None), "id", None)
+                in {"self", *self.reader.objects}
+            )
         )  # a launch or a function of the file: its `*args` are handed on, not iterated
         held = [self.expression(unstarred(a) if passed else a) for a in arguments]
         if isinstance(func, ast.Subscript) and self.launched(func):
-            if any(
+            given = [*node.args, *(kw.value for kw in node.keywords if kw.arg is not None)]
+            if any(  # each passed as it is: `*args` and `**meta` hand on their items
                 isinstance(a, ast.Tuple | ast.List | ast.Set | ast.Dict)
                 or (getattr(a, "id", None) in self.items)
-                for a in arguments
+                for a in given
             ):
                 self.broken(node, "passes to a kernel a tuple or list, which may hold")
             self.foreign(arguments)
@@ -626,7 +680,9 @@ class Function:
         if isinstance(func, ast.Name) and func.id in self.reader.functions:
             if func.id in self.reader.launchers or any(held):
                 self.written(arguments)
-            return self.helper(self.reader.functions[func.id], node, held, method=False)
+            gives = [self.helper(each, node, held, method=False)
+                     for each in self.reader.same_named[func.id]]  # fmt: skip
+            return any(gives)
         if getattr(func, "id", None) in self.reader.instances:  # an object of the file's class
             if any(held):
                 self.written(arguments)
@@ -635,13 +691,14 @@ class Function:
         if (
             isinstance(func, ast.Attribute)
             and func.attr in self.reader.methods
-            and not self.expression(func.value)  # a tensor's method is a tensor's
-        ):
+            and self.reader.module_of(func) is None
+        ):  # maybe a method of a class of the file: read it as given these arguments
             if any(held):
                 self.written(arguments)
             gives = [self.helper(method, node, held, method=True)
                      for method in self.reader.methods[func.attr]]  # fmt: skip
-            return any(gives)
+            if getattr(func.value, "id", None) in {"self", *self.reader.objects}:
+                return any(gives)  # surely one: a tensor's rules do not apply
         if (module := self.reader.module_of(func)) is not None:
             template_only = module in TORCH_MEASURES and not any(held[1:])
             if any(held) and not template_only:
@@ -657,7 +714,9 @@ class Function:
                 self.broken(node, f"calls .{func.attr}() on")
             if receiver and any(mentions(argument, self.table) for argument in arguments):
                 self.broken(node, "gathers by the block table")
-            self.taint |= self.with_views(bound(func.value) | viewed(func.value))
+            if receiver and func.attr in INDEXING and not all(map(is_view_index, arguments)):
+                self.broken(node, "gathers by a computed index")
+            self.tainted(func.value)
             return True
         if isinstance(func, ast.Name) and func.id in BUILTIN_MEASURES:
             if func.id == "type" and len(arguments) > 1:
@@ -670,11 +729,18 @@ class Function:
     def foreign(self, arguments: list[ast.expr]) -> None:
         """A launch given a name of another scope (a module's tensor, an enclosing function's)
         breaks the rule: what the kernel writes there, this reading cannot follow."""
-        known = {*self.own, *self.reader.module_scalars, *self.reader.kernels}
+        known = {*self.own, *self.reader.module_scalars, *self.reader.kernels, *self.reader.aliases}
         for argument in arguments:
-            name = getattr(unstarred(argument), "id", None)
-            if name is not None and name not in known:
+            names = bound(unstarred(argument)) | viewed(unstarred(argument))
+            for name in sorted(names - known - {"self"}):
                 self.broken(argument, f"hands {name}, a name of another scope, to a kernel with")
+
+    def tainted(self, node: ast.expr) -> None:
+        """Taint the tensor `node` names (a launch or a copy may have written into it): its
+        names, what views them, and the attribute of `self` it is, in every method."""
+        self.taint |= self.with_views(bound(node) | viewed(node))
+        if attribute := self_attribute(node):
+            self.reader.self_attributes.add(attribute)
 
     def with_views(self, names: set[str]) -> set[str]:
         """`names` and every name of the function that may view the same tensor: a name bound
@@ -687,11 +753,13 @@ class Function:
     def written(self, arguments: list[ast.expr]) -> None:
         """Taint the tensors a launch, or a function of the file, was given: it may have written
         the tensors' data into them (and into what views them). Numbers cannot be written into,
-        nor (for want of room) the entry's own `block_tables` and `seq_lens`."""
+        nor (for want of room) the entry's own `block_tables` and `seq_lens` and their views."""
         for argument in arguments:
             names = bound(unstarred(argument)) | viewed(unstarred(argument))
             names |= set().union(*(self.packs.get(name, set()) for name in names))
-            self.taint |= self.with_views((names & self.writable) - self.scalars)
+            self.taint |= self.with_views((names & self.own) - self.unwritable - self.scalars)
+            if attribute := self_attribute(unstarred(argument)):
+                self.reader.self_attributes.add(attribute)
 
     def launched(self, func: ast.Subscript) -> bool:
         """`kernel[grid]`: a @triton.jit function of the file (or a name bound only to one),
@@ -794,6 +862,32 @@ def params_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[
     args = node.args
     named = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
     return {arg.arg for arg in named if arg is not None}
+
+
+def self_attribute(node: ast.expr) -> str | None:
+    """The attribute of `self` that `node` is, or views (`self.buf`, `self.buf.view(-1)`)."""
+    while isinstance(node, ast.Subscript | ast.Call | ast.Attribute):
+        if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "self":
+            return node.attr
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Attribute):
+            return None
+        node = node.func.value if isinstance(node, ast.Call) else node.value
+        if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "self":
+            return node.attr
+    return None
+
+
+def pointed(value: ast.expr | None) -> set[str]:
+    """The names whose tensor's address `value` holds, through any arithmetic or `int`:
+    `x.data_ptr()`."""
+    if value is None:
+        return set()
+    calls = [
+        node.func.value
+        for node in ast.walk(value)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "data_ptr"
+    ]
+    return set().union(*map(viewed, calls))
 
 
 def mentions(node: ast.AST, names: set[str]) -> bool:

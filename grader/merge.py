@@ -50,7 +50,9 @@ def copies(raws: dict[Path, dict]) -> list[str]:
     first: dict[str, Path] = {}
     refused = []
     for folder, raw in raws.items():
-        seal = str(provenance.field(raw, "provenance").get("seal"))
+        seal = provenance.field(raw, "provenance").get("seal")
+        if not isinstance(seal, str):
+            continue  # unsealed: refused for that already
         if seal in first:
             refused.append(f"{folder}: a copy of the report in {first[seal]}")
         first.setdefault(seal, folder)

@@ -138,6 +138,19 @@ SPLIT_KV = (
     .replace("from full_kit.decode_inputs import check_inputs\n", "")
     .replace("    check_inputs(q, k_cache, v_cache, block_tables, seq_lens)\n", "")
 )  # fmt: skip
+MORE_BOOKKEEPING = (
+    after_launch("    lengths = seq_lens.contiguous()\n    longest = int(lengths.max())\n")
+    .replace(CHECKED, CHECKED
+             + "    for name, t in zip(('q', 'k_cache'), (q, k_cache)):\n"
+             "        if t.dim() < 3:\n            raise ValueError(f'{name} has {t.dim()} dims')\n"
+             "    config = Config()\n    config.num_warps = 8\n"
+             "    def grid(meta):\n        return (q.shape[0], meta['BLOCK'])\n\n"
+             "    seq_lens = seq_lens.contiguous()\n")
+    .replace("\n\n@triton.jit", "\n\nclass Config:\n    def __init__(self):\n"
+             "        self.num_warps = 4\n\n\ndef other_grid(num_seqs):\n"
+             "    def grid(meta):\n        return (num_seqs,)\n\n    return grid\n\n\n"
+             "@triton.jit", 1)
+)  # fmt: skip
 CLASS_WRAPPER = edited(
     "    _paged_attention_decode_kernel[(num_seqs, num_heads)](\n",
     "    LAUNCH(_paged_attention_decode_kernel, (num_seqs, num_heads),\n",
@@ -175,6 +188,7 @@ CLASS_WRAPPER = edited(
             "    assert k_cache.nbytes < 2**40 and not q.requires_grad\n"
         ), id="loops over a tuple of tensors, measures"),
         pytest.param(CLASS_WRAPPER, id="an object of a class of the file, a kernel as argument"),
+        pytest.param(MORE_BOOKKEEPING, id="named loops, nested grids, a config, seq_lens after"),
     ],
 )  # fmt: skip
 def test_an_honest_wrapper_keeps_the_rule(source: str) -> None:
