@@ -1,17 +1,16 @@
 """The kernel rule: what `paged_attention.py` may do outside its Triton kernels, read by the
 grading process from the file's syntax tree (never run).
 
-Anywhere in the file: imports only of the contract's modules and `triton` (none of the
-submission's other files: it is graded alone); nothing that runs or finds code by name (`exec`,
-`eval`, `compile`, `__import__`, `vars`, `globals`, `getattr` with a computed name, the
-interpreter's hidden attributes, torch's internals, Triton's launch machinery); no change to an
-attribute but a method's own object's (`self.x = ...`), no second binding of an import's or a
-function's name, no decorator but Triton's, `functools`' caches, `torch.no_grad` and the
-builtin ones, no class with a special method Python calls on its own (`__len__`,
-`__instancecheck__`...) or a metaclass; `paged_attention_decode` one plain `def` of the module
-whose first three parameters are `q`, `k_cache` and `v_cache`; and in a kernel's body, which
-Triton's interpreter runs as Python on the CPU, no module but Triton's and no function of the
-file but kernels.
+Anywhere in the file: imports only of the contract's modules and `triton` (none of the submission's
+other files: it is graded alone); nothing that runs or finds code by name (`exec`, `eval`,
+`compile`, `__import__`, `vars`, `globals`, `getattr` with a computed name, the interpreter's hidden
+attributes, torch's internals, Triton's launch machinery); no change to an attribute but those of
+objects of the file's own classes, no second binding of torch's or triton's names or of a
+module-level function's, no decorator but `DECORATORS`, no class with a special method Python calls
+on its own (`__len__`, `__instancecheck__`...) or a metaclass; `paged_attention_decode` one plain
+`def` of the module whose first three parameters take `q`, `k_cache` and `v_cache`; and in a
+kernel's body, which Triton's interpreter runs as Python on the CPU, no module but Triton's and no
+function of the file but kernels.
 
 Outside the kernels, the data of `q`, `k_cache` and `v_cache`, of whatever is made from them, and
 of every tensor a kernel launch, a function of the file or an in-place copy may have written
@@ -276,12 +275,16 @@ class Reader:
             raise RuleBroken(node.lineno, f"reads {node.id}, which runs or finds code by name")
         if isinstance(node, ast.ClassDef):
             dunders = [
-                item for item in node.body
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-                and item.name.startswith("__") and item.name not in CLASS_DUNDERS
+                name for item in node.body
+                for name in (
+                    [item.name] if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                    else bound(item.targets[0]) if isinstance(item, ast.Assign)
+                    else bound(item.target) if isinstance(item, ast.AnnAssign) else []
+                )
+                if name.startswith("__") and name not in CLASS_DUNDERS
             ]  # fmt: skip
             if node.keywords or dunders:
-                what = dunders[0].name if dunders else "a metaclass"
+                what = dunders[0] if dunders else "a metaclass"
                 raise RuleBroken(node.lineno, f"gives the class {node.name} {what}, which Python "
                                  "calls on its own")  # fmt: skip
         if "self" in set(bound_by(node)) and not isinstance(node, ast.arg):
@@ -312,6 +315,18 @@ class Reader:
         named = isinstance(node, ast.Call) and getattr(node.func, "id", None) in NAMED
         if named and not is_literal_getattr(node):
             raise RuleBroken(node.lineno, f"calls {node.func.id} with a computed name")
+        if named:
+            attribute = node.args[1].value
+            if attribute in HIDDEN | BY_NAME or attribute.startswith("__"):
+                raise RuleBroken(node.lineno, f"reads {attribute} by name, the interpreter's "
+                                 "internals")  # fmt: skip
+            root = getattr(node.args[0], "id", None)
+            if node.func.id in ("setattr", "delattr") and root not in {"self", *self.objects}:
+                raise RuleBroken(
+                    node.lineno,
+                    f"changes {shown(node.args[0])}.{attribute}: only the attributes of an "
+                    "object of a class of the file may change",
+                )
         if isinstance(node, ast.Attribute | ast.Name | ast.Call) and (name := self.module_of(node)):
             if reason := escape_reason(name):
                 raise RuleBroken(node.lineno, f"uses {name} ({reason})")
@@ -491,7 +506,6 @@ class Function:
                 self.kernel_names.discard(target.id)
             if isinstance(value, ast.Tuple | ast.List):
                 self.packs[target.id] = set().union(*map(bound, value.elts))
-            if isinstance(value, ast.Tuple | ast.List):
                 self.items[target.id] = [self.expression(item) for item in value.elts]
             elif isinstance(value, CONTAINERS):
                 self.items[target.id] = [held]
@@ -581,7 +595,7 @@ class Function:
             return node.id in self.taint
         if isinstance(node, ast.Attribute):
             own = (
-                getattr(node.value, "id", None) == "self"
+                getattr(node.value, "id", None) in {"self", *self.reader.objects}
                 and node.attr in self.reader.self_attributes
             )
             return (self.expression(node.value) or own) and node.attr not in MEASURED
@@ -865,15 +879,14 @@ def params_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[
 
 
 def self_attribute(node: ast.expr) -> str | None:
-    """The attribute of `self` that `node` is, or views (`self.buf`, `self.buf.view(-1)`)."""
+    """The attribute of an object that `node` is, or views (`self.buf`, `r.buf.view(-1)`): the
+    objects of the file's classes are the only ones whose attributes may change."""
     while isinstance(node, ast.Subscript | ast.Call | ast.Attribute):
-        if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "self":
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             return node.attr
         if isinstance(node, ast.Call) and not isinstance(node.func, ast.Attribute):
             return None
         node = node.func.value if isinstance(node, ast.Call) else node.value
-        if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "self":
-            return node.attr
     return None
 
 

@@ -290,6 +290,20 @@ CHEATS = {
     "self bound outside a method": (ANSWER_KEY + "\nself = torch.Tensor\n", "binds self"),
     "a class made at run time": (before_launch("    box = type('box', (), {'q': q})\n"),
                                  "makes a class of"),
+    "a function's code swapped by name": (
+        ANSWER_KEY + "\n\ndef other(q, k, v):\n    return q\n\n\n"
+        "setattr(paged_attention_decode, '__code__', getattr(other, '__code__'))\n",
+        "reads __code__ by name"),
+    "an object's attribute written by a launch": (
+        after_launch("    runner = Runner()\n"
+                     "    _paged_attention_decode_kernel[(1,)](runner.buf, q)\n"
+                     "    runner.finish()\n")
+        .replace("\n\n@triton.jit", "\n\nclass Runner:\n    def __init__(self):\n"
+                 "        self.buf = torch.empty(4)\n\n    def finish(self):\n"
+                 "        return torch.softmax(self.buf, -1)\n\n\n@triton.jit", 1),
+        "calls torch.softmax on"),
+    "a special method assigned": (ANSWER_KEY + "\n\nclass Box:\n    __bool__ = check_inputs\n",
+                                  "gives the class Box __bool__"),
     "torch's internals": ((FIXTURES / "torch_escaping_the_dispatch_mode" / "paged_attention.py")
                           .read_text(), "uses torch.utils._python_dispatch._disable_current_modes"),
     "the worker's watchers patched": (
