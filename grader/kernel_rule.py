@@ -246,7 +246,8 @@ class Reader:
         bindings = [
             node
             for node in ast.walk(self.tree)
-            if (isinstance(node, ast.Name) and node.id == ENTRY and not isinstance(node.ctx, LOAD))
+            if (isinstance(node, ast.Name) and node.id == ENTRY
+                and not isinstance(node.ctx, ast.Load))
             or (isinstance(node, ast.alias) and (node.asname or node.name) == ENTRY)
             or (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
                 and node.name == ENTRY)
@@ -289,7 +290,7 @@ class Reader:
                                  "calls on its own")  # fmt: skip
         if "self" in set(bound_by(node)) and not isinstance(node, ast.arg):
             raise RuleBroken(node.lineno, "binds self, which names a method's own object")
-        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, LOAD):
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
             root = node.value
             while isinstance(root, ast.Attribute | ast.Subscript):
                 root = root.value
@@ -352,12 +353,11 @@ class Reader:
 
 
 ENTRY_MODULE = "<module>"
-LOAD = ast.Load
 
 
 def bound_by(node: ast.AST) -> Iterator[str]:
     """The names `node` binds (an assignment target, a parameter, an import's alias)."""
-    if isinstance(node, ast.Name) and not isinstance(node.ctx, LOAD):
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
         yield node.id
     elif isinstance(node, ast.arg):
         yield node.arg

@@ -54,8 +54,9 @@ def kept(
         return None
     if raw["submission"]["files"] != files:
         return None
-    write_pages(bounded(raw), report_dir)
-    return earlier(name, str(entry), bounded(raw), (KEPT,))
+    report = bounded(raw)
+    write_pages(report, report_dir)
+    return earlier(name, str(entry), report, (KEPT,))
 
 
 def clear(report_dir: Path) -> None:

@@ -36,9 +36,8 @@ def write_all(report: dict, out: Path, key: bytes | None = None) -> None:
     bounded length, and `sealed` with `key` (`provenance.py`; unsealed without one)."""
     report = sealed(bounded(report), key)
     out.mkdir(parents=True, exist_ok=True)
-    for name, render in WRITERS.items():
-        (out / name).write_text(render(report), encoding="utf-8", errors="replace")
-    write_simulation(report, out)
+    (out / "report.json").write_text(report_json(report), encoding="utf-8", errors="replace")
+    write_pages(report, out)
 
 
 def write_pages(report: dict, out: Path) -> None:
