@@ -204,24 +204,35 @@ ALLOCATOR = {
     ),
     "allocate/free, {size}-block pool": "allocate/free，{size} 个块的池",
     "the allocate/free workload": "allocate/free 工作负载",
-    "allocate(8) + free on a {size}-block pool takes {ratio}x the reference's time (the limit "
-    "is {limit}x)": (
-        "在 {size} 个块的池上，allocate(8) + free 的耗时是参考实现的 {ratio} 倍（上限 {limit} 倍）"
+    "{rounds} allocations of 1 to 15 blocks and their frees, on a {size}-block pool, take "
+    "{ratio}x the reference's time (the limit is {limit}x)": (
+        "在 {size} 个块的池上，{rounds} 次分配 1 到 15 个块及其释放的耗时是参考实现的 {ratio} 倍"
+        "（上限 {limit} 倍）"
     ),
-    "allocate(8) + free on a {size}-block pool takes over {limit}x the reference's time: the "
+    "allocations and frees on a {size}-block pool take over {limit}x the reference's time: the "
     "cost must not depend on num_blocks": (
-        "在 {size} 个块的池上，allocate(8) + free 的耗时超过参考实现的 {limit} 倍：开销不应随 "
+        "在 {size} 个块的池上，分配与释放的耗时超过参考实现的 {limit} 倍：开销不应随 "
         "num_blocks 增长"
     ),
     "allocate/free cost growth from {small} to {large} blocks (ratio: the candidate's growth "
     "over the reference's)": (
         "allocate/free 的开销从 {small} 个块到 {large} 个块的增长（比值：提交的增长除以参考实现的）"
     ),
-    "allocate(8) + free costs {growth}x more on {large} blocks than on {small} (the reference: "
-    "{reference}x): the cost must not depend on num_blocks (a list.pop(0) or a scan over the "
-    "pool?)": (
-        "allocate(8) + free 在 {large} 个块上的开销是 {small} 个块上的 {growth} 倍（参考实现："
+    "allocations and frees cost {growth}x more on {large} blocks than on {small} (the "
+    "reference: {reference}x): the cost must not depend on num_blocks (a list.pop(0) or a scan "
+    "over the pool?)": (
+        "分配与释放在 {large} 个块上的开销是 {small} 个块上的 {growth} 倍（参考实现："
         "{reference} 倍）：开销不应随 num_blocks 增长（是不是用了 list.pop(0)，或者遍历了整个池？）"
+    ),
+    "the timed work was not done as asked: {misstep}": "计时的工作没有按要求完成：{misstep}",
+    "it returned {value}, not the list of the ids handed out": (
+        "它返回了 {value}，而不是分配出的 id 列表"
+    ),
+    "it returned {count} ids, not the {expected} the allocations asked for": (
+        "它返回了 {count} 个 id，而不是这些分配所要求的 {expected} 个"
+    ),
+    "allocation {index} (of {size}) handed out {block}, not a free block": (
+        "第 {index} 次分配（{size} 个块）分配出了 {block}，它不是空闲块"
     ),
 }
 
@@ -268,14 +279,11 @@ GATHER = {
         "manager.get_physical_cache({name}) 与 physical_kv_cache.view(-1, head_dim)"
         "[manager.slot_mapping({again})] 的对比"
     ),
-    "get_physical_cache gave shapes {shapes}, not {expected}": (
-        "get_physical_cache 给出的形状是 {shapes}，而不是 {expected}"
+    "its signed sums over the rows gathered, round by round, are {got}, not {expected}": (
+        "它对所 gather 的行逐轮求出的带符号和是 {got}，而不是 {expected}"
     ),
-    "get_physical_cache returned stale rows (a cached result?)": (
-        "get_physical_cache 返回了过时的行（缓存了结果？）"
-    ),
-    "slot_mapping gave shapes {shapes}, not {expected}": (
-        "slot_mapping 给出的形状是 {shapes}，而不是 {expected}"
+    "its signed sums over the slots, round by round, are {got}, not {expected}": (
+        "它对 slot 逐轮求出的带符号和是 {got}，而不是 {expected}"
     ),
     "get_physical_cache, {tokens} tokens in {count} sequences": (
         "get_physical_cache，{count} 个序列共 {tokens} 个 token"

@@ -399,39 +399,78 @@ def torch_ops_outside_kernels(arguments: list) -> Iterator[list[str]]:
 
 
 # -- timed workloads: kit code, run here so that the grader times whole loops, not round trips --
+# Each returns evidence of its work that the grading process checks against what it asked for
+# (`grader.checks.allocator_timing`, `grader.checks.gather_timing`): what a workload asks comes
+# with the call, drawn afresh each time, so that no answer can be prepared before it.
 
 
-def allocate_free_rounds(allocator: Any, batch: int, rounds: int) -> int:
-    """`rounds` times: allocate `batch` blocks and free them again; returns the blocks handed."""
-    handed = 0
-    for _ in range(rounds):
-        ids = allocator.allocate(batch)
-        allocator.free(ids)
-        handed += len(ids)
+def allocate_free_rounds(allocator: Any, sizes: list) -> list:
+    """For each of `sizes`: allocate that many blocks, then free the ones the allocation before
+    got (the last at the end). Returns every id handed out, in order."""
+    handed, previous = [], []
+    for size in sizes:
+        ids = allocator.allocate(size)
+        allocator.free(previous)
+        handed.extend(ids)
+        previous = ids
+    allocator.free(previous)
     return handed
 
 
-def gather_rounds(manager: Any, requests: list, rounds: int) -> list:
-    """`rounds` times: bump one cached value, then gather every request.
+def shuffle_tables(manager: Any, requests: list, generator: Any) -> None:
+    """Give each request a fresh block table: the next blocks its `seq_len` needs from a random
+    permutation of the manager's pool, drawn from `generator`."""
+    import torch
 
-    Returns the bumped value as the last gather read it (== `rounds`: a gather that serves stale
-    results is caught) and the shapes of the last gathers.
-    """
-    pool, first_block = manager.physical_kv_cache, requests[0].block_table[0]
-    pool[first_block, 0, 0] = 0.0
-    gathered = []
+    order = torch.randperm(manager.num_blocks, generator=generator).tolist()
+    start = 0
+    for request in requests:
+        used = -(-request.seq_len // manager.block_size)
+        request.block_table = order[start : start + used]
+        start += used
+
+
+def gather_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
+    """`rounds` times: fresh block tables for the requests (`shuffle_tables`), then gather each.
+    Returns, per round, the sum over the requests of `token_signs @ rows @ dim_signs`: signs of
+    +-1 drawn from `seed` first, per token of each request and per lane (the pool holds whole
+    numbers: the sums are exact)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    token_signs = [
+        torch.randint(0, 2, (request.seq_len,), generator=generator) * 2.0 - 1
+        for request in requests
+    ]
+    dim_signs = torch.randint(0, 2, (manager.head_dim,), generator=generator) * 2.0 - 1
+    sums = []
     for _ in range(rounds):
-        pool[first_block, 0, 0] += 1.0
-        gathered = [manager.get_physical_cache(request) for request in requests]
-    return [float(gathered[0][0, 0]), [list(tensor.shape) for tensor in gathered]]
+        shuffle_tables(manager, requests, generator)
+        total = 0.0
+        for request, signs in zip(requests, token_signs, strict=True):
+            total += float(signs @ manager.get_physical_cache(request) @ dim_signs)
+        sums.append(total)
+    return sums
 
 
-def slot_mapping_rounds(manager: Any, requests: list, rounds: int) -> list:
-    """`rounds` times: the slot mapping of every request; returns the shapes of the last ones."""
-    slots = []
+def slot_mapping_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
+    """`rounds` times: fresh block tables for the requests (`shuffle_tables`), then the slot
+    mapping of each. Returns, per round, the sum over the requests of `(slots * signs).sum()`:
+    signs of +-1 per token of each request, drawn from `seed` first."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    token_signs = [
+        torch.randint(0, 2, (request.seq_len,), generator=generator) * 2 - 1 for request in requests
+    ]
+    sums = []
     for _ in range(rounds):
-        slots = [manager.slot_mapping(request) for request in requests]
-    return [list(tensor.shape) for tensor in slots]
+        shuffle_tables(manager, requests, generator)
+        total = 0
+        for request, signs in zip(requests, token_signs, strict=True):
+            total += int((manager.slot_mapping(request) * signs).sum())
+        sums.append(total)
+    return sums
 
 
 WORKLOADS: dict[str, Callable[..., Any]] = {

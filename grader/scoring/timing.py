@@ -8,6 +8,12 @@ end of its worker's previous timed call, so work a worker defers to the gaps bet
 background thread while the reference is timed) is charged too. Where the CPU time cannot be
 read (no Linux /proc), the wall clock stands in.
 
+A time counts only with evidence that the work was done as asked: what a call asks for (pool
+states, sizes, block tables) is drawn in this process for that very call, and the call returns
+what that work yields (the ids handed out, sums over the rows gathered), which this process
+checks against what it asked (`Timed`). A workload the worker replaced by one that did other
+work, on other sizes, or remembered an earlier answer, fails its check.
+
 Each round runs every measured call once, one after the other (the reference, other pool sizes,
 then the candidate), interleaved so that drift (frequency scaling, caches) hits all alike;
 pytest-benchmark drives the rounds. The least CPU time of each over the rounds is kept, the
@@ -38,24 +44,33 @@ RecordBenchmark = Callable[[str, float, float, float, float], None]
 
 @dataclass(frozen=True)
 class Timed:
-    """A call into a worker (one whole workload), and the sandbox whose worker runs it."""
+    """One whole workload in a worker, timed by its sandbox. `ask()` draws what a call asks for,
+    afresh each time (in this process: nothing the worker can prepare); `run(asked)` is the
+    worker call, the only part timed, which returns evidence of its work; `verify(asked,
+    evidence)` checks that evidence here and raises where the work was not done as asked."""
 
-    call: Callable[[], Any]
     sandbox: Sandbox
+    ask: Callable[[], Any]
+    run: Callable[[Any], Any]
+    verify: Callable[[Any, Any], None]
 
     def cpu_seconds(self) -> float:
-        """Run the call once; the CPU time the worker's processes spent since the end of its
+        """Run the workload once; the CPU time the worker's processes spent since the end of its
         previous timed call (the wall-clock time of the call where CPU time is not readable)."""
+        asked = self.ask()
         if not CPU_TIME_READABLE:
             started = time.perf_counter()
-            self.call()
-            return time.perf_counter() - started
-        before = self.sandbox.cpu_mark
-        if before is None:
-            before = self.sandbox.cpu_seconds()
-        self.call()
-        self.sandbox.cpu_mark = self.sandbox.cpu_seconds()
-        return self.sandbox.cpu_mark - before
+            evidence = self.run(asked)
+            seconds = time.perf_counter() - started
+        else:
+            before = self.sandbox.cpu_mark
+            if before is None:
+                before = self.sandbox.cpu_seconds()
+            evidence = self.run(asked)
+            self.sandbox.cpu_mark = self.sandbox.cpu_seconds()
+            seconds = self.sandbox.cpu_mark - before
+        self.verify(asked, evidence)
+        return seconds
 
 
 def fresh(calls: dict[str, Timed]) -> dict[str, Timed]:

@@ -1,17 +1,18 @@
 """The timing checks' counterexamples: the worker's timed workload, run by the candidate.
 
 A timing check calls a workload that runs in the worker (`worker.WORKLOADS`); its counterexample
-defines the same function (its source read from `grader/sandbox/worker.py`, never imported),
-builds the same objects, and ends in what the check found: the workload's result against what it
-must be, or its least CPU time (`time.process_time`, like the grader's CPU time of the worker)
-against the limit times the reference's time measured in the grading. Timings differ from machine
-to machine: run on the machine that graded, the counterexample fails as the check did.
+defines the same function (its source read from `grader/sandbox/worker.py`, never imported), and
+the check's own plain functions that draw what a call asks for and judge its evidence, builds the
+same objects, and ends in what the check found: the workload's result against what it must be, or
+its least CPU time (`time.process_time`, like the grader's CPU time of the worker) against the
+limit times the reference's time measured in the grading. Timings differ from machine to machine:
+run on the machine that graded, the counterexample fails as the check did.
 """
 
 import ast
 from pathlib import Path
 
-from grader.sandbox.proxy import RemoteError, Transcript
+from grader.sandbox.proxy import Transcript
 
 WORKER = Path(__file__).resolve().parents[2] / "sandbox" / "worker.py"
 REPEATS = 5  # the counterexample keeps a workload's least CPU time over this many runs
@@ -27,11 +28,11 @@ LEAST_SECONDS = (
 )
 
 
-def function_source(name: str) -> list[str]:
-    """The worker's function `name` as plain lines, then a blank one (the REPL's end of a
-    definition): without its docstring and annotations, which need the worker's imports or
-    hold blank lines."""
-    tree = ast.parse(WORKER.read_text())
+def function_source(name: str, module: Path = WORKER) -> list[str]:
+    """The function `name` of `module` (the worker's by default) as plain lines, then a blank
+    one (the REPL's end of a definition): without its docstring and annotations, which need the
+    module's imports or hold blank lines."""
+    tree = ast.parse(module.read_text())
     function = next(
         node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name
     )
@@ -64,17 +65,6 @@ def replay(
         transcript.imports.setdefault(module, set()).update(names)
     for line in [*definitions, *setup]:
         transcript.define(line)
-
-
-def ends_in_the_result(
-    transcript: Transcript, call: str, expected: str, error: BaseException
-) -> None:
-    """The script ends in the workload's `call`: where it raised (`error`, the candidate's
-    exception), the call itself, else its result against `expected`."""
-    if isinstance(error, RemoteError):
-        transcript.fail_in(call)
-    else:
-        transcript.fail(call, expected)
 
 
 def ends_in_the_time(transcript: Transcript, seconds: str, limit: float, reference: float) -> None:

@@ -4,12 +4,25 @@ the worker's workloads as plain functions (`workloads.function_source`)."""
 
 import pytest
 
+from grader.checks import allocator_timing, gather_timing
 from grader.checks.support.expect import Held, expect, raises, same
-from grader.checks.support.workloads import function_source
+from grader.checks.support.workloads import WORKER, function_source
 from grader.sandbox.proxy import RemoteError, Transcript
 from tests.replay import assert_pastes_into_the_repl
 
-WORKLOADS = ("allocate_free_rounds", "gather_rounds", "slot_mapping_rounds")
+WORKER_FUNCTIONS = (
+    "allocate_free_rounds",
+    "shuffle_tables",
+    "gather_rounds",
+    "slot_mapping_rounds",
+)
+CHECK_FUNCTIONS = (  # what the timing checks' counterexamples define besides the workloads
+    *(
+        (name, allocator_timing.THIS_FILE)
+        for name in ("free_ids_of", "allocation_sizes", "first_misstep")
+    ),
+    ("whole_number_pool", gather_timing.THIS_FILE),
+)
 
 
 def pool_transcript() -> tuple[Transcript, list[int], list[int]]:
@@ -103,9 +116,13 @@ def test_a_call_that_raised_the_wrong_exception_ends_the_script() -> None:
     assert transcript.ending[0].startswith("assert raises(ValueError, lambda: allocator.allocate")
 
 
-@pytest.mark.parametrize("name", WORKLOADS)
-def test_a_workload_is_a_plain_function_a_script_can_define(name: str) -> None:
-    lines = function_source(name)
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [*((name, WORKER) for name in WORKER_FUNCTIONS), *CHECK_FUNCTIONS],
+    ids=[*WORKER_FUNCTIONS, *(name for name, _ in CHECK_FUNCTIONS)],
+)
+def test_a_workload_is_a_plain_function_a_script_can_define(name: str, module) -> None:
+    lines = function_source(name, module)
     assert lines[0].startswith(f"def {name}(")
     assert ":" not in lines[0].removesuffix(":")
     assert '"""' not in "\n".join(lines)

@@ -55,9 +55,14 @@ class FakeBenchmark:
             target()
 
 
+def plain(call, sandbox) -> Timed:
+    """`call` timed, asking nothing and returning no evidence."""
+    return Timed(sandbox, lambda: None, lambda _: call(), lambda asked, evidence: None)
+
+
 def timed(costs: list[float]) -> Timed:
     sandbox = FakeSandbox(costs)
-    return Timed(sandbox.run, sandbox)
+    return plain(sandbox.run, sandbox)
 
 
 def test_the_least_cpu_time_after_the_warm_up_is_kept():
@@ -71,6 +76,25 @@ def test_work_between_calls_is_charged_to_the_next_call():
     assert work.cpu_seconds() == 1.0
     work.sandbox.clock += 5.0  # a background thread, while another worker was timed
     assert work.cpu_seconds() == 6.0
+
+
+def test_each_call_asks_afresh_and_its_evidence_is_verified_after_its_time_is_read():
+    sandbox, asked, seen = FakeSandbox([1.0, 2.0]), iter(["first", "second"]), []
+
+    def run(question: str) -> str:
+        sandbox.run()
+        return question.upper()
+
+    def verify(question: str, evidence: str) -> None:
+        seen.append((question, evidence, sandbox.cpu_mark))
+        if question == "second":
+            raise AssertionError("the timed work was not done as asked")
+
+    work = Timed(sandbox, lambda: next(asked), run, verify)
+    assert work.cpu_seconds() == 1.0
+    with pytest.raises(AssertionError, match="not done as asked"):
+        work.cpu_seconds()
+    assert seen == [("first", "FIRST", 1.0), ("second", "SECOND", 3.0)]
 
 
 def test_a_failing_ratio_is_measured_again_and_a_passing_one_is_not():
@@ -140,7 +164,7 @@ def test_the_worker_cpu_time_is_read_from_outside_and_counts_its_children(worker
 
 def test_a_thread_that_works_after_its_call_returned_is_charged(worker):
     module, sandbox = worker
-    own = Timed(lambda: module.spin(3_000_000), sandbox).cpu_seconds()
-    Timed(lambda: module.later(3_000_000), sandbox).cpu_seconds()
-    charged = Timed(module.join_threads, sandbox).cpu_seconds()  # waits; itself costs nothing
+    own = plain(lambda: module.spin(3_000_000), sandbox).cpu_seconds()
+    plain(lambda: module.later(3_000_000), sandbox).cpu_seconds()
+    charged = plain(module.join_threads, sandbox).cpu_seconds()  # waits; itself costs nothing
     assert charged > own / 2, (own, charged)

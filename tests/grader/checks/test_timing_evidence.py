@@ -1,0 +1,206 @@
+"""The evidence of the timed workloads: what the worker's workload returns for honest work, this
+process computes or accepts (`first_misstep`, `gather_sums`, `slot_sums`), and what a workload
+that did other work returns, it refuses. The workloads run here as the counterexamples define
+them (`function_source`), on small contract-abiding objects of this file."""
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+
+from grader.checks.allocator_timing import allocation_sizes, first_misstep, free_ids_of
+from grader.checks.gather_timing import gather_sums, slot_sums, whole_number_pool
+from grader.checks.support.workloads import function_source
+
+SEQ_LENS = (40, 17, 5, 33)  # ragged, in a pool of 3 + 2 + 1 + 3 blocks of 16 tokens
+NUM_BLOCKS = 9
+
+
+def worker_functions() -> dict[str, Callable]:
+    """The worker's workloads, defined as a counterexample defines them."""
+    names = ("allocate_free_rounds", "shuffle_tables", "gather_rounds", "slot_mapping_rounds")
+    namespace: dict = {}
+    exec("\n".join(line for name in names for line in function_source(name)), namespace)
+    return namespace
+
+
+WORKER = worker_functions()
+
+
+class ListAllocator:
+    """A contract-abiding allocator: a free list, taken from the end (LIFO) or the front."""
+
+    def __init__(self, num_blocks: int, fifo: bool = False) -> None:
+        self.free_ids, self.held, self.fifo = list(range(num_blocks)), set(), fifo
+
+    def allocate(self, n: int) -> list[int]:
+        if n > len(self.free_ids):
+            raise RuntimeError("OOM")
+        ids = [self.free_ids.pop(0 if self.fifo else -1) for _ in range(n)]
+        self.held.update(ids)
+        return ids
+
+    def free(self, ids: list[int]) -> None:
+        assert set(ids) <= self.held
+        assert len(set(ids)) == len(ids)
+        self.held.difference_update(ids)
+        self.free_ids.extend(ids)
+
+
+def held_pool(num_blocks: int, seed: int, fifo: bool = False) -> ListAllocator:
+    """The pool as the check sets it up: all allocated, then `free_ids_of` freed."""
+    allocator = ListAllocator(num_blocks, fifo)
+    allocator.allocate(num_blocks)
+    allocator.free(free_ids_of(seed, num_blocks))
+    return allocator
+
+
+@pytest.mark.parametrize("fifo", [False, True], ids=["lifo", "fifo"])
+@pytest.mark.parametrize("num_blocks", [1_000, 20_000])
+def test_an_honest_run_on_the_pool_set_up_holds(num_blocks: int, fifo: bool) -> None:
+    allocator = held_pool(num_blocks, seed=3, fifo=fifo)
+    free = set(free_ids_of(3, num_blocks))
+    for seed in (1, 2):  # the pool is the same after each call: every block allocated is freed
+        sizes = allocation_sizes(seed, 200)
+        assert first_misstep(free, sizes, WORKER["allocate_free_rounds"](allocator, sizes)) is None
+
+
+def test_the_sizes_are_the_same_work_in_an_order_of_their_seed() -> None:
+    first, second = allocation_sizes(1, 1000), allocation_sizes(2, 1000)
+    assert first != second
+    assert sum(first) == sum(second) == 8 * 1000
+    assert len(first) == 1000
+    assert set(first) <= set(range(1, 16))
+
+
+def test_the_free_blocks_are_half_the_pool_above_its_first_quarter() -> None:
+    free = free_ids_of(5, 1_000)
+    assert len(set(free)) == 500
+    assert set(free) <= set(range(250, 1_000))
+    assert free != free_ids_of(6, 1_000)
+
+
+def test_a_run_on_another_pool_is_refused() -> None:
+    """The attack: the workload on a 1,000-block pool of its own, not the 20,000-block one."""
+    sizes = allocation_sizes(1, 200)
+    small = ListAllocator(1_000)
+    small.allocate(500)
+    handed = WORKER["allocate_free_rounds"](small, sizes)
+    misstep = first_misstep(set(free_ids_of(3, 20_000)), sizes, handed)
+    assert misstep is not None
+    assert misstep.endswith("not a free block"), misstep
+
+
+def test_a_replayed_earlier_run_is_refused() -> None:
+    """The ids of an earlier call, returned for a call with other sizes."""
+    allocator = held_pool(1_000, seed=3)
+    free = set(free_ids_of(3, 1_000))
+    earlier = WORKER["allocate_free_rounds"](allocator, allocation_sizes(1, 200))
+    assert first_misstep(free, allocation_sizes(2, 200), earlier) is not None
+
+
+@pytest.mark.parametrize(
+    ("handed", "says"),
+    [
+        (1600, "it returned 1600, not the list of the ids handed out"),
+        ([], "it returned 0 ids, not the 1600 the allocations asked for"),
+    ],
+)
+def test_a_run_that_returns_no_ids_is_refused(handed: object, says: str) -> None:
+    assert first_misstep({1, 2}, allocation_sizes(1, 200), handed) == says
+
+
+def test_an_id_handed_out_twice_at_once_is_refused() -> None:
+    sizes = [2, 2]
+    assert first_misstep({1, 2, 3, 4}, sizes, [1, 2, 3, 4]) is None
+    assert first_misstep({1, 2, 3, 4}, sizes, [1, 2, 1, 2]) == (
+        "allocation 1 (of 2) handed out 1, not a free block"
+    )  # 1 and 2 are freed only after the second allocation
+    assert first_misstep({1, 2, 3, 4}, [2, 2, 2], [1, 2, 3, 4, 1, 2]) is None  # then reused
+
+
+@dataclass
+class LoopManager:
+    """A contract-abiding gather and slot mapping, a token at a time; `stale` keeps serving the
+    first result of each request, `shift` moves every slot."""
+
+    num_blocks: int
+    stale: bool = False
+    shift: int = 0
+    block_size: int = 16
+    head_dim: int = 16
+    served: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.physical_kv_cache = torch.zeros(self.num_blocks, self.block_size, self.head_dim)
+
+    def slot_mapping(self, req) -> torch.Tensor:
+        table, size = req.block_table, self.block_size
+        slots = [table[i // size] * size + i % size + self.shift for i in range(req.seq_len)]
+        return torch.tensor(slots, dtype=torch.long) % (self.num_blocks * size)
+
+    def get_physical_cache(self, req) -> torch.Tensor:
+        rows = self.physical_kv_cache.view(-1, self.head_dim)[self.slot_mapping(req)]
+        if self.stale:
+            return self.served.setdefault(req.request_id, rows)
+        return rows
+
+
+@dataclass
+class Request:
+    request_id: int
+    seq_len: int
+    block_table: list[int] = field(default_factory=list)
+
+
+def requests() -> list[Request]:
+    return [Request(i, seq_len) for i, seq_len in enumerate(SEQ_LENS)]
+
+
+def gather_run(manager: LoopManager, seed: int) -> list:
+    manager.physical_kv_cache[...] = whole_number_pool(11, NUM_BLOCKS)
+    return WORKER["gather_rounds"](manager, requests(), seed, 3)
+
+
+def test_an_honest_gather_gives_the_sums_computed_here_exactly() -> None:
+    pool = whole_number_pool(11, NUM_BLOCKS)
+    assert pool.eq(pool.round()).all()
+    assert pool.abs().max() <= 4
+    for seed in (1, 2):
+        got = gather_run(LoopManager(NUM_BLOCKS), seed)
+        assert got == gather_sums(pool, SEQ_LENS, seed, 3)
+    assert gather_sums(pool, SEQ_LENS, 1, 3) != gather_sums(pool, SEQ_LENS, 2, 3)
+
+
+@pytest.mark.parametrize("wrong", [{"stale": True}, {"shift": 1}], ids=["stale", "shifted"])
+def test_a_gather_of_other_rows_gives_other_sums(wrong: dict) -> None:
+    pool = whole_number_pool(11, NUM_BLOCKS)
+    assert gather_run(LoopManager(NUM_BLOCKS, **wrong), 1) != gather_sums(pool, SEQ_LENS, 1, 3)
+
+
+def test_an_honest_slot_mapping_gives_the_sums_computed_here() -> None:
+    for seed in (1, 2):
+        got = WORKER["slot_mapping_rounds"](LoopManager(NUM_BLOCKS), requests(), seed, 3)
+        assert got == slot_sums(NUM_BLOCKS, SEQ_LENS, seed, 3)
+
+
+def test_a_slot_mapping_of_other_slots_or_fewer_tokens_gives_other_sums() -> None:
+    expected = slot_sums(NUM_BLOCKS, SEQ_LENS, 1, 3)
+    shifted = LoopManager(NUM_BLOCKS, shift=1)
+    assert WORKER["slot_mapping_rounds"](shifted, requests(), 1, 3) != expected
+    fewer = [Request(i, seq_len // 2) for i, seq_len in enumerate(SEQ_LENS)]
+    assert WORKER["slot_mapping_rounds"](LoopManager(NUM_BLOCKS), fewer, 1, 3) != expected
+
+
+def test_the_tables_of_each_round_are_a_fresh_permutation_of_the_pool() -> None:
+    generator = torch.Generator().manual_seed(random.Random(0).randrange(1 << 30))
+    manager, made = LoopManager(NUM_BLOCKS), requests()
+    tables = []
+    for _ in range(3):
+        WORKER["shuffle_tables"](manager, made, generator)
+        tables.append([block for request in made for block in request.block_table])
+        assert [len(request.block_table) for request in made] == [3, 2, 1, 3]
+    assert all(sorted(table) == list(range(NUM_BLOCKS)) for table in tables)
+    assert len({tuple(table) for table in tables}) > 1
