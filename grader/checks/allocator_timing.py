@@ -5,22 +5,25 @@ The worker runs a workload per call (`worker.allocate_free_rounds`: ROUNDS alloc
 holds all its blocks but a random half of its upper three quarters, for the candidate and for the
 reference in the same rounds, timed by each worker's CPU time (`grader.scoring.timing`). A free
 list that costs O(num_blocks) per call (`list.pop(0)`, a scan from block 0) is tens of times
-slower on 200 000 blocks than on 1 000, on any machine.
+slower on 200 000 blocks than on 1 000, on any machine. Before that pool is made, a probe on a
+pool whose first half the allocator took (cheap to make whatever the allocator) stops one that is
+hopelessly slow: making the first pool frees 100 000 blocks.
 
-Evidence: the workload returns every id it handed out, and this process checks them against the
-pool it set up (`first_misstep`: each allocation got as many ids as it asked, each free at that
-moment). The free blocks are drawn once per pool and the sizes afresh for every call, from seeds
-of this process (`secrets`): a workload that ran on another pool, or replayed the ids of an
-earlier call, fails the check, "the timed work was not done as asked".
+Evidence: the workload returns the ids each allocation handed out, and this process checks them
+against the pool it set up (`first_misstep`: each allocation got as many ids as it asked, each
+free at that moment). The free blocks are drawn once per pool and the sizes afresh for every
+call, from seeds of this process (`secrets`): a workload that ran on another pool, or replayed
+the ids of an earlier call, fails the check, "the timed work was not done as asked".
 """
 
 import random
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from grader.checks.support.expect import int_list
 from grader.checks.support.workloads import (
     LEAST_SECONDS,
     ends_in_the_time,
@@ -32,9 +35,8 @@ from grader.scoring.timing import Timed, implausible, judge_ratio, least, time_c
 
 pytestmark = pytest.mark.part("allocator")
 
-# ROUNDS makes the reference's workload (a few ms of CPU) some 40 times a request's own cost to
-# the worker: a workload replaced by one that does nothing is then flagged as implausibly fast
-# (`timing.IMPLAUSIBLE_SPEEDUP`) with a wide margin, should its evidence hold.
+# ROUNDS makes the reference's workload (a few ms of CPU) far more than a request's own cost to
+# the worker, so that the ratio is the allocator's.
 ROUNDS = 1000
 SMALL_POOL, LARGE_POOL = 1_000, 200_000
 SPEED_LIMIT = 5.0  # candidate / reference on the small pool
@@ -68,14 +70,12 @@ def first_misstep(free, sizes, handed):
     """What is wrong with `handed`, what `allocate_free_rounds(allocator, sizes)` returned on a
     pool whose free blocks are the set `free`: None where each allocation got as many ids as it
     asked, each free at that moment (freed blocks free again)."""
-    if not isinstance(handed, list):
-        return f"it returned {str(handed)[:40]}, not the list of the ids handed out"
-    if len(handed) != sum(sizes):
-        return f"it returned {len(handed)} ids, not the {sum(sizes)} the allocations asked for"
-    taken, start, previous = set(), 0, []
-    for index, size in enumerate(sizes):
-        ids = handed[start : start + size]
-        start += size
+    if not isinstance(handed, list) or len(handed) != len(sizes):
+        return f"it returned {str(handed)[:40]}, not a list of the ids of each allocation"
+    taken, previous = set(), []
+    for index, (size, ids) in enumerate(zip(sizes, handed, strict=True)):
+        if not isinstance(ids, list) or len(ids) != size:
+            return f"allocation {index} (of {size}) handed out {str(ids)[:40]}"
         for block in ids:
             if type(block) is not int or block not in free or block in taken:
                 return f"allocation {index} (of {size}) handed out {block!r}, not a free block"
@@ -85,66 +85,116 @@ def first_misstep(free, sizes, handed):
     return None
 
 
-@dataclass
-class HeldPool:
-    """A candidate's (or the reference's) allocator of `num_blocks` that holds all its blocks
-    but `free_ids_of(seed, num_blocks)` for the whole measurement."""
-
-    allocator: Remote
-    num_blocks: int
-    seed: int
-    free: frozenset[int]
-
-
-def held_pool(submission, num_blocks: int) -> HeldPool:
-    """A fresh `HeldPool`: the allocator allocates the whole pool, then frees the blocks drawn
-    from a new seed."""
-    seed = secrets.randbits(32)
-    free_ids = free_ids_of(seed, num_blocks)
-    allocator = submission.module("block_allocator").BlockAllocator(num_blocks)
-    allocator.allocate(num_blocks)
-    allocator.free(Shown(free_ids, f"free_ids_of({seed}, {num_blocks})"))
-    return HeldPool(allocator, num_blocks, seed, frozenset(free_ids))
-
-
 HELD_POOL = (
     "def held_pool(num_blocks, seed):",
     "    allocator = BlockAllocator(num_blocks)",
     "    allocator.allocate(num_blocks)",
-    "    allocator.free(free_ids_of(seed, num_blocks))",
-    "    return allocator",
+    "    free_ids = free_ids_of(seed, num_blocks)",
+    "    allocator.free(free_ids)",
+    "    return allocator, set(free_ids)",
+    "",
+)
+HALF_HELD_POOL = (
+    "def half_held_pool(num_blocks):",
+    "    allocator = BlockAllocator(num_blocks)",
+    "    held = allocator.allocate(num_blocks // 2)",
+    "    return allocator, set(range(num_blocks)) - set(held)",
     "",
 )
 
 
-def script(transcript, pools: list[HeldPool], sizes_seed: int, rounds: int, timed: bool) -> None:
-    """The counterexample: the workload and the check's plain functions, each of `pools` set up
-    as the check set it up, the sizes drawn from `sizes_seed`, and where it is `timed`, what
+@dataclass
+class HeldPool:
+    """An allocator of `num_blocks` (the candidate's or the reference's) whose `free` blocks are
+    all it has free for the whole measurement: `free_ids_of(seed, num_blocks)`, or where `seed`
+    is None (the probe's pool) what the allocator left after taking half the pool. `asked` holds
+    the seeds of the workload's calls so far."""
+
+    allocator: Remote
+    num_blocks: int
+    free: frozenset[int]
+    seed: int | None
+    asked: list[int] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return POOLS[self.num_blocks]
+
+    def code(self, seed: int | None) -> str:
+        """What makes the same pool in the counterexample, its free blocks drawn from `seed`
+        (`HELD_POOL`, `HALF_HELD_POOL`)."""
+        if self.seed is None:
+            return f"half_held_pool({self.num_blocks})"
+        return f"held_pool({self.num_blocks}, {seed})"
+
+
+def held_pool(submission, num_blocks: int, seed: int) -> HeldPool:
+    """The measured pool: the allocator allocates all its blocks, then frees
+    `free_ids_of(seed, num_blocks)`."""
+    transcript = submission.transcript
+    transcript.needs("import random")
+    for line in function_source("free_ids_of", THIS_FILE):
+        transcript.define(line)
+    free_ids = free_ids_of(seed, num_blocks)
+    allocator = submission.module("block_allocator").BlockAllocator(num_blocks)
+    allocator.allocate(num_blocks)
+    allocator.free(Shown(free_ids, f"free_ids_of({seed}, {num_blocks})"))
+    return HeldPool(allocator, num_blocks, frozenset(free_ids), seed)
+
+
+def half_held_pool(submission, num_blocks: int) -> HeldPool:
+    """The probe's pool: the allocator allocates half its blocks, whichever it chooses."""
+    allocator = submission.module("block_allocator").BlockAllocator(num_blocks)
+    held = int_list(submission.transcript, allocator.allocate(num_blocks // 2), "allocate")
+    free = frozenset(range(num_blocks)) - frozenset(held)
+    return HeldPool(allocator, num_blocks, free, None)
+
+
+def script(
+    transcript, pools: list[HeldPool], rounds: int, asked: list[int] | None = None, judged=False
+) -> None:
+    """The counterexample: the workload and the check's plain functions, `pools` made as the
+    check made them, and the calls `asked` before the last on the one pool, with what judges
+    their evidence where it is `judged`; without `asked` (a verdict on time: any seeds do), what
     times the workload."""
     replay(
         transcript,
         {"block_allocator": {"BlockAllocator"}},
         [
             *function_source("allocate_free_rounds"),
-            *function_source("free_ids_of", THIS_FILE),
-            *HELD_POOL,
+            *(
+                (*function_source("free_ids_of", THIS_FILE), *HELD_POOL)
+                if any(pool.seed is not None for pool in pools)
+                else ()
+            ),
+            *(HALF_HELD_POOL if any(pool.seed is None for pool in pools) else ()),
             *function_source("allocation_sizes", THIS_FILE),
-            *(() if timed else function_source("first_misstep", THIS_FILE)),
-            *(LEAST_SECONDS if timed else ()),
+            *(function_source("first_misstep", THIS_FILE) if judged else ()),
+            *(() if asked else LEAST_SECONDS),
         ],
         [
             *(
-                f"{POOLS[pool.num_blocks]} = held_pool({pool.num_blocks}, {pool.seed})"
+                f"{pool.name}, {pool.name}_free = {pool.code(pool.seed if asked else 0)}"
                 for pool in pools
             ),
-            f"sizes = allocation_sizes({sizes_seed}, {rounds})",
+            *earlier_calls(pools[0], rounds, asked),
+            f"sizes = allocation_sizes({asked[-1] if asked else 0}, {rounds})",
         ],
     )
     transcript.needs("import random")
 
 
+def earlier_calls(pool: HeldPool, rounds: int, asked: list[int] | None) -> list[str]:
+    """A loop that makes the calls `asked` before the last on `pool`, as the grading did: the
+    allocator it leaves is the one the last call found."""
+    if not asked or len(asked) < 2:
+        return []
+    call = f"allocate_free_rounds({pool.name}, allocation_sizes(seed, {rounds}))"
+    return [f"for seed in {asked[:-1]}:  # the calls before, in the grading", f"    {call}", ""]
+
+
 def run_code(pool: HeldPool) -> str:
-    return f"allocate_free_rounds({POOLS[pool.num_blocks]}, sizes)"
+    return f"allocate_free_rounds({pool.name}, sizes)"
 
 
 def seconds_code(pool: HeldPool) -> str:
@@ -153,7 +203,7 @@ def seconds_code(pool: HeldPool) -> str:
 
 def workload(pool: HeldPool, rounds: int = ROUNDS) -> Timed:
     """The workload on `pool`, its sizes drawn for each call, its evidence checked; where it
-    raises or its evidence is wrong, the counterexample runs it once."""
+    raises or its evidence is wrong, the counterexample reruns the calls up to that one."""
     transcript = transcript_of(pool.allocator)
 
     def ask() -> tuple[int, list[int]]:
@@ -162,20 +212,20 @@ def workload(pool: HeldPool, rounds: int = ROUNDS) -> Timed:
 
     def run(asked: tuple[int, list[int]]) -> object:
         seed, sizes = asked
+        pool.asked.append(seed)
         try:
             return pool.allocator.workload("allocate_free_rounds", sizes)
         except RemoteError:
-            script(transcript, [pool], seed, rounds, timed=False)
+            script(transcript, [pool], rounds, pool.asked)
             transcript.fail_in(run_code(pool))
             raise
 
     def verify(asked: tuple[int, list[int]], handed: object) -> None:
-        seed, sizes = asked
-        misstep = first_misstep(pool.free, sizes, handed)
+        misstep = first_misstep(pool.free, asked[1], handed)
         if misstep is not None:
-            script(transcript, [pool], seed, rounds, timed=False)
-            free = f"set(free_ids_of({pool.seed}, {pool.num_blocks}))"
-            transcript.fail(f"first_misstep({free}, sizes, {run_code(pool)})", "None")
+            script(transcript, [pool], rounds, pool.asked, judged=True)
+            misstep_code = f"first_misstep({pool.name}_free, sizes, {run_code(pool)})"
+            transcript.fail(misstep_code, "None")
             raise AssertionError(f"the timed work was not done as asked: {misstep}")
 
     return Timed(sandbox_of(pool.allocator), ask, run, verify)
@@ -183,20 +233,20 @@ def workload(pool: HeldPool, rounds: int = ROUNDS) -> Timed:
 
 @pytest.mark.points(2)
 def check_allocate_and_free_speed(submission, reference, benchmark, profile, record_benchmark):
+    seed = secrets.randbits(32)  # the same pool for both
+    small = held_pool(submission, SMALL_POOL, seed)
     calls = {
-        "reference": workload(held_pool(reference, SMALL_POOL)),
-        "candidate": workload(small := held_pool(submission, SMALL_POOL)),
+        "reference": workload(held_pool(reference, SMALL_POOL, seed)),
+        "candidate": workload(small),
     }
     best = time_confirmed(
         benchmark, calls, profile.timing_rounds,
         fails=lambda best: best["candidate"] > SPEED_LIMIT * best["reference"],
     )  # fmt: skip
-    speed = best["candidate"] / best["reference"]
     submission.transcript.reset()
-    if not implausible(speed):  # flagged for review, which no script shows
-        script(submission.transcript, [small], 0, ROUNDS, timed=True)
-        seconds = seconds_code(small)
-        ends_in_the_time(submission.transcript, seconds, SPEED_LIMIT, best["reference"])
+    if not implausible(best["candidate"] / best["reference"]):  # flagged: no script shows it
+        script(submission.transcript, [small], ROUNDS)
+        ends_in_the_time(submission.transcript, seconds_code(small), SPEED_LIMIT, best["reference"])
     judge_ratio(
         record_benchmark, f"allocate/free, {SMALL_POOL:,}-block pool",
         (best["candidate"], best["reference"]), SPEED_LIMIT, "the allocate/free workload",
@@ -210,24 +260,29 @@ def check_allocate_and_free_speed(submission, reference, benchmark, profile, rec
 def check_cost_does_not_grow_with_the_pool(
     submission, reference, benchmark, profile, record_benchmark
 ):
-    large = held_pool(submission, LARGE_POOL)
-    reference_large = held_pool(reference, LARGE_POOL)
-    probes = {"c": workload(large, PROBE_ROUNDS), "r": workload(reference_large, PROBE_ROUNDS)}
+    probed = half_held_pool(submission, LARGE_POOL)
+    probes = {
+        "c": workload(probed, PROBE_ROUNDS),
+        "r": workload(half_held_pool(reference, LARGE_POOL), PROBE_ROUNDS),
+    }
     probe = time_once(probes)
     if probe["c"] > HOPELESS * probe["r"]:  # confirmed before it stands, like every verdict
         probe = least([probe, time_once(probes)])
     if probe["c"] > HOPELESS * probe["r"]:
-        script(submission.transcript, [large], 0, PROBE_ROUNDS, timed=True)
-        ends_in_the_time(submission.transcript, seconds_code(large), HOPELESS, probe["r"])
+        script(submission.transcript, [probed], PROBE_ROUNDS)
+        ends_in_the_time(submission.transcript, seconds_code(probed), HOPELESS, probe["r"])
     assert probe["c"] <= HOPELESS * probe["r"], (
         f"allocations and frees on a {LARGE_POOL:,}-block pool take over {HOPELESS:.0f}x the "
         "reference's time: the cost must not depend on num_blocks"
     )
-    small = held_pool(submission, SMALL_POOL)
+    del probed, probes  # their pools are not measured further: free the workers' memory
+    small_seed, large_seed = secrets.randbits(32), secrets.randbits(32)
+    small = held_pool(submission, SMALL_POOL, small_seed)
+    large = held_pool(submission, LARGE_POOL, large_seed)
     calls = {
         "candidate small": workload(small),
-        "reference large": workload(reference_large),
-        "reference small": workload(held_pool(reference, SMALL_POOL)),
+        "reference large": workload(held_pool(reference, LARGE_POOL, large_seed)),
+        "reference small": workload(held_pool(reference, SMALL_POOL, small_seed)),
         "candidate large": workload(large),
     }
     best = time_confirmed(
@@ -237,7 +292,7 @@ def check_cost_does_not_grow_with_the_pool(
     reference_growth = best["reference large"] / best["reference small"]
     submission.transcript.reset()
     if not implausible(best["candidate large"] / best["reference large"]):  # as above
-        script(submission.transcript, [small, large], 0, ROUNDS, timed=True)
+        script(submission.transcript, [small, large], ROUNDS)
         seconds = f"{seconds_code(large)} / {seconds_code(small)}"
         ends_in_the_time(submission.transcript, seconds, GROWTH_LIMIT, reference_growth)
     name = (

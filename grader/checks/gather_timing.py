@@ -6,16 +6,17 @@ reference in the same rounds, timed by each worker's CPU time (`grader.scoring.t
 that loops over blocks stays well within its limit; a loop over tokens, in the gather or in the
 slot mapping, goes well past it (the figures measured are beside the limits).
 
-Evidence: each round's block tables and the +-1 signs of its sums are drawn in the worker from a
-seed this process draws afresh for every call (`secrets`), and the workload returns, per round, a
-signed sum over everything the calls returned: of the gathered rows (the pool holds whole numbers
-that this process wrote: the sums are exact) or of the slots. This process computes the same sums
-from what it asked (`gather_sums`, `slot_sums`); a workload that gathered other rows, fewer
-tokens, or an earlier round's result fails the check, "the timed work was not done as asked".
+Evidence: each round's block tables, and the weights of its sums, are drawn in the worker from a
+seed this process draws afresh for every call (`secrets`); the workload returns the shapes of the
+results and, per round, a weighted sum over them: of every token and lane of the rows gathered
+(the pool holds whole numbers this process wrote, so the sums are exact), or of a number per slot
+at every token's slot. This process computes the same from what it asked (`expected_evidence`): a
+workload that gathered other rows, fewer tokens, or an earlier round's result fails the check,
+"the timed work was not done as asked".
 """
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -33,38 +34,37 @@ from kernels.reference import cdiv
 
 pytestmark = pytest.mark.part("gather")
 
-BLOCK_SIZE, HEAD_DIM = 16, 16  # `whole_number_pool` and `LONG_REQUESTS` write them out
+BLOCK_SIZE, HEAD_DIM = 16, 16
 SEQ_LENS = (8192, 8000, 6001, 5000)
 LONG_SEQ_LENS = tuple(
     4 * n for n in SEQ_LENS
 )  # the reference's slot mapping costs little per token
-GATHER_LIMIT = 15.0  # candidate / reference: a loop over blocks ~4x, over tokens ~70x
-SLOT_MAPPING_LIMIT = 8.0  # candidate / reference: a loop over tokens ~20x
+GATHER_LIMIT = 15.0  # candidate / reference: a loop over blocks ~3x, over tokens ~70x
+SLOT_MAPPING_LIMIT = 8.0  # candidate / reference: a loop over blocks ~12x, over tokens ~14x
 THIS_FILE = Path(__file__)
 
 
-def whole_number_pool(seed, num_blocks):
-    """A pool of `num_blocks` blocks of 16 rows of 16 whole numbers from -4 to 4, drawn from
-    `seed`: any signed sum of its rows is exact in float32, whatever order it is added in."""
+def whole_number_pool(seed, num_blocks, block_size, head_dim):
+    """A pool of whole numbers from -4 to 4, drawn from `seed`: any sum of its rows weighted by
+    +-1 is exact in float32 (well under 2**24), whatever order it is added in."""
     generator = torch.Generator().manual_seed(seed)
-    return torch.randint(-4, 5, (num_blocks, 16, 16), generator=generator).float()
+    shape = (num_blocks, block_size, head_dim)
+    return torch.randint(-4, 5, shape, generator=generator).float()
 
 
-def long_requests_source(filled: bool) -> tuple[str, ...]:
-    """The counterexample's `long_requests`: the manager, its pool written where it is `filled`,
-    and the requests (their block tables are the workload's to give)."""
-    return (
-        "def long_requests(seq_lens, pool_seed):",
-        f"    num_blocks = sum(-(-seq_len // {BLOCK_SIZE}) for seq_len in seq_lens)",
-        f"    manager = KVCacheManager(num_blocks, {BLOCK_SIZE}, {HEAD_DIM})",
-        *(
-            ["    manager.physical_kv_cache[...] = whole_number_pool(pool_seed, num_blocks)"]
-            if filled
-            else []
-        ),
-        "    return manager, [Request(i, seq_len) for i, seq_len in enumerate(seq_lens)]",
-        "",
-    )
+def signs(shape: tuple, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+    """`worker.signs`: +1 and -1, drawn as the worker draws them."""
+    return torch.randint(0, 2, shape, generator=generator, dtype=dtype) * 2 - 1
+
+
+def block_tables(num_blocks: int, seq_lens: tuple[int, ...], generator) -> list[torch.Tensor]:
+    """One round's block tables, drawn as `worker.shuffle_tables` draws them."""
+    order, start, tables = torch.randperm(num_blocks, generator=generator), 0, []
+    for seq_len in seq_lens:
+        used = cdiv(seq_len, BLOCK_SIZE)
+        tables.append(order[start : start + used])
+        start += used
+    return tables
 
 
 def gathered(pool: torch.Tensor, blocks: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -72,138 +72,167 @@ def gathered(pool: torch.Tensor, blocks: torch.Tensor, seq_len: int) -> torch.Te
     return pool[blocks].flatten(0, 1)[:seq_len]
 
 
-def gather_sums(pool: torch.Tensor, seq_lens: tuple[int, ...], seed: int, rounds: int) -> list:
-    """What `worker.gather_rounds` must return on `pool`: the same draws, in the same order."""
-    generator = torch.Generator().manual_seed(seed)
-    token_signs = [
-        torch.randint(0, 2, (seq_len,), generator=generator) * 2.0 - 1 for seq_len in seq_lens
-    ]
-    dim_signs = torch.randint(0, 2, (HEAD_DIM,), generator=generator) * 2.0 - 1
-    sums = []
-    for order in block_orders(pool.shape[0], generator, rounds):
-        total = 0.0
-        for signs, blocks in zip(token_signs, tables(order, seq_lens), strict=True):
-            total += float(signs @ gathered(pool, blocks, len(signs)) @ dim_signs)
-        sums.append(total)
-    return sums
-
-
-def slot_sums(num_blocks: int, seq_lens: tuple[int, ...], seed: int, rounds: int) -> list:
-    """What `worker.slot_mapping_rounds` must return: a token's slot is what a gather returns
-    from a pool whose every slot holds its own number."""
-    numbers = torch.arange(num_blocks * BLOCK_SIZE).view(num_blocks, BLOCK_SIZE)
-    generator = torch.Generator().manual_seed(seed)
-    token_signs = [
-        torch.randint(0, 2, (seq_len,), generator=generator) * 2 - 1 for seq_len in seq_lens
-    ]
-    sums = []
-    for order in block_orders(num_blocks, generator, rounds):
-        total = 0
-        for signs, blocks in zip(token_signs, tables(order, seq_lens), strict=True):
-            total += int((gathered(numbers, blocks, len(signs)) * signs).sum())
-        sums.append(total)
-    return sums
-
-
-def block_orders(num_blocks: int, generator: torch.Generator, rounds: int):
-    """Each round's permutation of the pool's blocks, drawn as `worker.shuffle_tables` draws it."""
-    for _ in range(rounds):
-        yield torch.randperm(num_blocks, generator=generator)
-
-
-def tables(order: torch.Tensor, seq_lens: tuple[int, ...]) -> list[torch.Tensor]:
-    """The block tables `worker.shuffle_tables` gives requests of `seq_lens` from `order`."""
-    start, blocks = 0, []
-    for seq_len in seq_lens:
-        used = cdiv(seq_len, BLOCK_SIZE)
-        blocks.append(order[start : start + used])
-        start += used
-    return blocks
-
-
 @dataclass
 class LongRequests:
-    """A candidate's (or the reference's) manager and requests of `seq_lens` tokens for one
-    workload, and this process's copy of the pool it wrote (None: left as made)."""
+    """A manager of `num_blocks` and requests of `seq_lens` tokens for `workload` (`rounds` a
+    call), this process's copy of the pool it wrote (the gather's; None: left as made), and the
+    seeds of the calls so far."""
 
     workload: str
     manager: Remote
     requests: list[Remote]
     seq_lens: tuple[int, ...]
     rounds: int
+    num_blocks: int
     pool_seed: int
     pool: torch.Tensor | None
+    asked: list[int] = field(default_factory=list)
 
     def expected(self, seed: int) -> list:
-        """The workload's sums for the call that asked with `seed`."""
+        """What the workload must return for the call that asked with `seed`: the same draws,
+        in the same order (`worker.gather_rounds`, `worker.slot_mapping_rounds`)."""
+        generator, num_blocks = torch.Generator().manual_seed(seed), self.num_blocks
         if self.pool is not None:
-            return gather_sums(self.pool, self.seq_lens, seed, self.rounds)
-        num_blocks = sum(cdiv(seq_len, BLOCK_SIZE) for seq_len in self.seq_lens)
-        return slot_sums(num_blocks, self.seq_lens, seed, self.rounds)
+            pool = self.pool
+            weights = [signs((n, HEAD_DIM), generator, torch.float32) for n in self.seq_lens]
+        else:  # a token's slot is what a gather returns from a pool of each slot's own number
+            pool = torch.arange(num_blocks * BLOCK_SIZE).view(num_blocks, BLOCK_SIZE)
+            values = torch.randint(
+                0, 1 << 20, (pool.numel(),), generator=generator, dtype=torch.float64
+            )
+            weights = [signs((n,), generator, torch.float64) for n in self.seq_lens]
+        sums = []
+        for _ in range(self.rounds):
+            tables = block_tables(num_blocks, self.seq_lens, generator)
+            total = 0.0
+            for weight, blocks in zip(weights, tables, strict=True):
+                rows = gathered(pool, blocks, len(weight))
+                if self.pool is not None:
+                    total += float((weight * rows).sum())
+                else:
+                    total += float(values[rows] @ weight)
+            sums.append(total)
+        return [[list(weight.shape) for weight in weights], sums]
 
 
-def long_requests(submission, workload: str, seq_lens: tuple[int, ...], rounds: int):
-    """A manager and requests of `seq_lens` tokens for `workload`, the pool written with whole
-    numbers for the gather. Plain data, as in the gather's other checks: the candidate's
-    prefill and allocator (parts 2 and 1) play no part in part 3's timing."""
+def long_requests(
+    submission, workload: str, seq_lens: tuple[int, ...], rounds: int, pool_seed: int
+) -> LongRequests:
+    """A manager and requests of `seq_lens` tokens for `workload`, the gather's pool written
+    with whole numbers drawn from `pool_seed`. Plain data: the workload gives the block tables,
+    and the candidate's prefill and allocator (parts 2 and 1) play no part in part 3's timing."""
     module = submission.module("kv_cache_manager")
     num_blocks = sum(cdiv(seq_len, BLOCK_SIZE) for seq_len in seq_lens)
     manager = module.KVCacheManager(num_blocks, BLOCK_SIZE, HEAD_DIM)
     requests = [module.Request(i, seq_len) for i, seq_len in enumerate(seq_lens)]
-    pool_seed, pool = secrets.randbits(32), None
+    pool = None
     if workload == "gather_rounds":
-        pool = whole_number_pool(pool_seed, num_blocks)
-        code = f"whole_number_pool({pool_seed}, {num_blocks})"
+        pool = whole_number_pool(pool_seed, num_blocks, BLOCK_SIZE, HEAD_DIM)
+        transcript = submission.transcript
+        for line in function_source("whole_number_pool", THIS_FILE):
+            transcript.define(line)
+        code = f"whole_number_pool({pool_seed}, {num_blocks}, {BLOCK_SIZE}, {HEAD_DIM})"
         manager.ref("physical_kv_cache")[...] = Shown(pool, code)
-    return LongRequests(workload, manager, requests, seq_lens, rounds, pool_seed, pool)
+    return LongRequests(workload, manager, requests, seq_lens, rounds, num_blocks, pool_seed, pool)
 
 
 def timed(setup: LongRequests) -> Timed:
-    """The workload on `setup`, its seed drawn for each call, its sums checked; where it raises
-    or its sums are wrong, the counterexample runs it once."""
+    """The workload on `setup`, its seed drawn for each call, its evidence checked; where it
+    raises or its evidence is wrong, the counterexample reruns the calls up to that one."""
     transcript = transcript_of(setup.manager)
 
     def run(seed: int) -> object:
+        setup.asked.append(seed)
         try:
             return setup.manager.workload(setup.workload, setup.requests, seed, setup.rounds)
         except RemoteError:
-            script(transcript, setup, seed)
+            script(transcript, setup, setup.asked)
             transcript.fail_in(run_code(setup, seed))
             raise
 
-    def verify(seed: int, sums: object) -> None:
+    def verify(seed: int, evidence: object) -> None:
         expected = setup.expected(seed)
-        if sums != expected:
-            script(transcript, setup, seed)
-            transcript.fail(run_code(setup, seed), repr(expected))
-            got = str(sums)[:200]
-            misstep = (
-                f"its signed sums over the rows gathered, round by round, are {got}, not {expected}"
-                if setup.pool is not None
-                else f"its signed sums over the slots, round by round, are {got}, not {expected}"
-            )
-            raise AssertionError(f"the timed work was not done as asked: {misstep}")
+        if evidence == expected:
+            return
+        script(transcript, setup, setup.asked)
+        transcript.fail(run_code(setup, seed), repr(expected))
+        raise AssertionError(misstep(setup.workload, evidence, expected))
 
     return Timed(sandbox_of(setup.manager), lambda: secrets.randbits(32), run, verify)
 
 
-def script(transcript, setup: LongRequests, seed: int | None = None) -> None:
-    """The counterexample: the workload on requests like `setup`'s, and where no `seed` is
-    given (a verdict on time), what times it."""
-    filled = setup.pool is not None
+def misstep(workload: str, evidence: object, expected: list) -> str:
+    """What is wrong with `evidence`, what a call of `workload` returned where `expected` (its
+    shapes and sums) was due."""
+    pair = isinstance(evidence, list) and len(evidence) == 2
+    got_shapes, got_sums = evidence if pair else (evidence, None)
+    due_shapes, due_sums = expected
+    shapes, sums, gather = str(got_shapes)[:200], str(got_sums)[:200], workload == "gather_rounds"
+    if got_shapes != due_shapes:
+        if gather:
+            return f"get_physical_cache gave shapes {shapes}, not {due_shapes}"
+        return f"slot_mapping gave shapes {shapes}, not {due_shapes}"
+    if gather:
+        wrong = (
+            f"its weighted sums over the rows gathered, round by round, are {sums}, not {due_sums}"
+        )
+    else:
+        wrong = f"its weighted sums over the slots, round by round, are {sums}, not {due_sums}"
+    return f"the timed work was not done as asked: {wrong}"
+
+
+def script(transcript, setup: LongRequests, asked: list[int] | None = None) -> None:
+    """The counterexample: the workload on requests like `setup`'s, and the calls `asked`
+    before the last; without `asked` (a verdict on time: any seeds do), what times it."""
+    gather = setup.workload == "gather_rounds"
+    pool_seed = setup.pool_seed if asked else 0
     replay(
         transcript,
         {"kv_cache_manager": {"KVCacheManager", "Request"}},
         [
             *function_source("shuffle_tables"),
+            *function_source("signs"),
+            *function_source("weighed_rounds"),
             *function_source(setup.workload),
-            *(function_source("whole_number_pool", THIS_FILE) if filled else ()),
-            *long_requests_source(filled),
-            *(LEAST_SECONDS if seed is None else ()),
+            *(function_source("whole_number_pool", THIS_FILE) if gather else ()),
+            *long_requests_source(gather),
+            *(() if asked else LEAST_SECONDS),
         ],
-        [f"manager, requests = long_requests({list(setup.seq_lens)}, {setup.pool_seed})"],
+        [
+            f"manager, requests = long_requests({list(setup.seq_lens)}"
+            + (f", {pool_seed})" if gather else ")"),
+            *earlier_calls(f"{setup.workload}(manager, requests, seed, {setup.rounds})", asked),
+        ],
     )
     transcript.needs("import torch")
+
+
+def long_requests_source(gather: bool) -> tuple[str, ...]:
+    """The counterexample's `long_requests`: the manager, its pool written for the gather, and
+    the requests (their block tables are the workload's to give)."""
+    return (
+        f"def long_requests(seq_lens{', pool_seed' if gather else ''}):",
+        f"    num_blocks = sum(-(-seq_len // {BLOCK_SIZE}) for seq_len in seq_lens)",
+        f"    manager = KVCacheManager(num_blocks, {BLOCK_SIZE}, {HEAD_DIM})",
+        *(
+            [
+                "    manager.physical_kv_cache[...] = whole_number_pool("
+                f"pool_seed, num_blocks, {BLOCK_SIZE}, {HEAD_DIM})"
+            ]
+            if gather
+            else []
+        ),
+        "    return manager, [Request(i, seq_len) for i, seq_len in enumerate(seq_lens)]",
+        "",
+    )
+
+
+def earlier_calls(call: str, asked: list[int] | None) -> list[str]:
+    """A loop that makes `call` (code that reads `seed`) with each seed `asked` before the last,
+    as the grading did: the objects it leaves are those the last call found."""
+    if not asked or len(asked) < 2:
+        return []
+    return [f"for seed in {asked[:-1]}:  # the calls before, in the grading", f"    {call}", ""]
 
 
 def run_code(setup: LongRequests, seed: int) -> str:
@@ -213,8 +242,10 @@ def run_code(setup: LongRequests, seed: int) -> str:
 def compare(submission, reference, benchmark, profile, limit: float, *workload: object) -> dict:
     """Least CPU seconds per call of the candidate's workload and the reference's, measured
     again before a ratio over `limit` stands; the counterexample of the verdict written."""
-    candidate = long_requests(submission, *workload)
-    calls = {"reference": timed(long_requests(reference, *workload)), "candidate": timed(candidate)}
+    pool_seed = secrets.randbits(32)  # the same pool for both
+    candidate = long_requests(submission, *workload, pool_seed)
+    reference_requests = long_requests(reference, *workload, pool_seed)
+    calls = {"reference": timed(reference_requests), "candidate": timed(candidate)}
     best = time_confirmed(
         benchmark, calls, profile.timing_rounds,
         fails=lambda best: best["candidate"] > limit * best["reference"],

@@ -225,11 +225,11 @@ ALLOCATOR = {
         "{reference} 倍）：开销不应随 num_blocks 增长（是不是用了 list.pop(0)，或者遍历了整个池？）"
     ),
     "the timed work was not done as asked: {misstep}": "计时的工作没有按要求完成：{misstep}",
-    "it returned {value}, not the list of the ids handed out": (
-        "它返回了 {value}，而不是分配出的 id 列表"
+    "it returned {value}, not a list of the ids of each allocation": (
+        "它返回了 {value}，而不是每次分配所得 id 的列表"
     ),
-    "it returned {count} ids, not the {expected} the allocations asked for": (
-        "它返回了 {count} 个 id，而不是这些分配所要求的 {expected} 个"
+    "allocation {index} (of {size}) handed out {ids}": (
+        "第 {index} 次分配（{size} 个块）给出了 {ids}"
     ),
     "allocation {index} (of {size}) handed out {block}, not a free block": (
         "第 {index} 次分配（{size} 个块）分配出了 {block}，它不是空闲块"
@@ -279,11 +279,17 @@ GATHER = {
         "manager.get_physical_cache({name}) 与 physical_kv_cache.view(-1, head_dim)"
         "[manager.slot_mapping({again})] 的对比"
     ),
-    "its signed sums over the rows gathered, round by round, are {got}, not {expected}": (
-        "它对所 gather 的行逐轮求出的带符号和是 {got}，而不是 {expected}"
+    "get_physical_cache gave shapes {shapes}, not {expected}": (
+        "get_physical_cache 给出的形状是 {shapes}，而不是 {expected}"
     ),
-    "its signed sums over the slots, round by round, are {got}, not {expected}": (
-        "它对 slot 逐轮求出的带符号和是 {got}，而不是 {expected}"
+    "slot_mapping gave shapes {shapes}, not {expected}": (
+        "slot_mapping 给出的形状是 {shapes}，而不是 {expected}"
+    ),
+    "its weighted sums over the rows gathered, round by round, are {got}, not {expected}": (
+        "它对 gather 所得的行逐轮求出的加权和是 {got}，而不是 {expected}"
+    ),
+    "its weighted sums over the slots, round by round, are {got}, not {expected}": (
+        "它对 slot 逐轮求出的加权和是 {got}，而不是 {expected}"
     ),
     "get_physical_cache, {tokens} tokens in {count} sequences": (
         "get_physical_cache，{count} 个序列共 {tokens} 个 token"

@@ -48,7 +48,7 @@ TOOLS = {name: HERE / "tools" / f"{name}.py" for name in ("gpu_timing", "engine"
 LOG_TAIL_BYTES = 3000
 REPLY_BYTES = 64 << 20  # the largest reply a worker may send
 # The most values a reply may hold, counted in its bytes before it is decoded (an honest one of
-# the kit's checks holds up to 100,000 ids and a dozen lists): no reply the grading process
+# the kit's checks holds up to 200,000 ids, or a thousand lists): no reply the grading process
 # decodes takes it past a few hundred MiB.
 REPLY_VALUES, REPLY_CONTAINERS = 2_000_000, 100_000
 READ_BYTES = 1 << 20

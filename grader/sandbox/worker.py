@@ -400,18 +400,20 @@ def torch_ops_outside_kernels(arguments: list) -> Iterator[list[str]]:
 
 # -- timed workloads: kit code, run here so that the grader times whole loops, not round trips --
 # Each returns evidence of its work that the grading process checks against what it asked for
-# (`grader.checks.allocator_timing`, `grader.checks.gather_timing`): what a workload asks comes
-# with the call, drawn afresh each time, so that no answer can be prepared before it.
+# (`grader.checks.allocator_timing`, `grader.checks.gather_timing`): what a call asks comes with
+# it, drawn afresh each time, so that no answer can be prepared before it. The gather's sums
+# weigh every token and lane of its rows, and the slot mapping's every token and slot: no sum of
+# the pool or of the signs made once per call stands in for a round's work.
 
 
 def allocate_free_rounds(allocator: Any, sizes: list) -> list:
     """For each of `sizes`: allocate that many blocks, then free the ones the allocation before
-    got (the last at the end). Returns every id handed out, in order."""
+    got (the last at the end). Returns the ids each allocation handed out, a list per call."""
     handed, previous = [], []
     for size in sizes:
         ids = allocator.allocate(size)
         allocator.free(previous)
-        handed.extend(ids)
+        handed.append(list(ids))
         previous = ids
     allocator.free(previous)
     return handed
@@ -430,47 +432,60 @@ def shuffle_tables(manager: Any, requests: list, generator: Any) -> None:
         start += used
 
 
-def gather_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
-    """`rounds` times: fresh block tables for the requests (`shuffle_tables`), then gather each.
-    Returns, per round, the sum over the requests of `token_signs @ rows @ dim_signs`: signs of
-    +-1 drawn from `seed` first, per token of each request and per lane (the pool holds whole
-    numbers: the sums are exact)."""
+def signs(shape: tuple, generator: Any, dtype: Any) -> Any:
+    """A tensor of `shape` and `dtype` of +1 and -1, drawn from `generator`."""
     import torch
 
-    generator = torch.Generator().manual_seed(seed)
-    token_signs = [
-        torch.randint(0, 2, (request.seq_len,), generator=generator) * 2.0 - 1
-        for request in requests
-    ]
-    dim_signs = torch.randint(0, 2, (manager.head_dim,), generator=generator) * 2.0 - 1
+    return torch.randint(0, 2, shape, generator=generator, dtype=dtype) * 2 - 1
+
+
+def weighed_rounds(
+    manager: Any, requests: list, rounds: int, generator: Any, call: Any, weights: list, weigh: Any
+) -> list:
+    """`rounds` times: fresh block tables for the requests (`shuffle_tables`), then `call` of
+    each, weighed by `weigh(result, weight)` where its shape is its weight's. Returns the shapes
+    of the last round's results and, per round, the sum of the weighings."""
     sums = []
     for _ in range(rounds):
         shuffle_tables(manager, requests, generator)
-        total = 0.0
-        for request, signs in zip(requests, token_signs, strict=True):
-            total += float(signs @ manager.get_physical_cache(request) @ dim_signs)
+        total, shapes = 0.0, []
+        for request, weight in zip(requests, weights, strict=True):
+            result = call(request)
+            shapes.append(list(result.shape))
+            if result.shape == weight.shape:
+                total += weigh(result, weight)
         sums.append(total)
-    return sums
+    return [shapes, sums]
+
+
+def gather_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
+    """`weighed_rounds` of `get_physical_cache`: each request's rows weighed by `signs` per token
+    and lane, drawn from `seed` first (the pool holds whole numbers: the sums are exact)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    lanes = manager.head_dim
+    weights = [signs((r.seq_len, lanes), generator, torch.float32) for r in requests]
+    return weighed_rounds(
+        manager, requests, rounds, generator, manager.get_physical_cache, weights,
+        lambda rows, weight: float((weight * rows).sum()),
+    )  # fmt: skip
 
 
 def slot_mapping_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
-    """`rounds` times: fresh block tables for the requests (`shuffle_tables`), then the slot
-    mapping of each. Returns, per round, the sum over the requests of `(slots * signs).sum()`:
-    signs of +-1 per token of each request, drawn from `seed` first."""
+    """`weighed_rounds` of `slot_mapping`: a whole number per slot of the pool, `values[slots]`,
+    weighed by `signs` per token, each drawn from `seed` first (float64 whole numbers: the sums
+    are exact)."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
-    token_signs = [
-        torch.randint(0, 2, (request.seq_len,), generator=generator) * 2 - 1 for request in requests
-    ]
-    sums = []
-    for _ in range(rounds):
-        shuffle_tables(manager, requests, generator)
-        total = 0
-        for request, signs in zip(requests, token_signs, strict=True):
-            total += int((manager.slot_mapping(request) * signs).sum())
-        sums.append(total)
-    return sums
+    slots_in_pool = manager.num_blocks * manager.block_size
+    values = torch.randint(0, 1 << 20, (slots_in_pool,), generator=generator, dtype=torch.float64)
+    weights = [signs((r.seq_len,), generator, torch.float64) for r in requests]
+    return weighed_rounds(
+        manager, requests, rounds, generator, manager.slot_mapping, weights,
+        lambda slots, weight: float(values[slots] @ weight),
+    )  # fmt: skip
 
 
 WORKLOADS: dict[str, Callable[..., Any]] = {

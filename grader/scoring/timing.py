@@ -8,11 +8,12 @@ end of its worker's previous timed call, so work a worker defers to the gaps bet
 background thread while the reference is timed) is charged too. Where the CPU time cannot be
 read (no Linux /proc), the wall clock stands in.
 
-A time counts only with evidence that the work was done as asked: what a call asks for (pool
-states, sizes, block tables) is drawn in this process for that very call, and the call returns
-what that work yields (the ids handed out, sums over the rows gathered), which this process
-checks against what it asked (`Timed`). A workload the worker replaced by one that did other
-work, on other sizes, or remembered an earlier answer, fails its check.
+A time counts only with evidence that the work was done as asked: what a call asks for (the
+sizes of the allocations, the block tables, the weights of the sums) is drawn in this process for
+that very call, and the pool it works on when the pool is made; the call returns what the work
+yields (the ids handed out, weighted sums over the rows gathered), which this process checks
+against what it asked (`Timed`). A workload the worker replaced by one that did other work, on
+other sizes, or remembered an earlier answer, fails its check.
 
 Each round runs every measured call once, one after the other (the reference, other pool sizes,
 then the candidate), interleaved so that drift (frequency scaling, caches) hits all alike;

@@ -221,7 +221,7 @@ WORKLOAD_PATCH = """\
 import __main__
 
 if hasattr(__main__, "WORKLOADS"):
-    __main__.WORKLOADS["allocate_free_rounds"] = lambda allocator, n, rounds: n * rounds
+    __main__.WORKLOADS["allocate_free_rounds"] = lambda allocator, sizes: [[]] * len(sizes)
 """
 # The worker's own workloads, run on a smaller pool or on shorter requests than the grader set up.
 SMALL_POOL_PATCH = """\
@@ -245,7 +245,6 @@ if hasattr(__main__, "WORKLOADS"):
         def workload(manager, requests, *args):
             for request in requests:
                 request.seq_len = min(request.seq_len, 256)
-                request.block_table = request.block_table[:16]
             return honest(manager, requests, *args)
 
         return workload
@@ -282,7 +281,7 @@ ATTACKS = {
         at_import(TORCH_PATCHES),
     ),
     # An allocator that copies its free set on each allocate (O(num_blocks)) and replaces the
-    # worker's timed workload with one that returns the expected count without allocating.
+    # worker's timed workload with one that returns a list per allocation without allocating.
     "timed_workload": Attack(
         "allocator",
         (Edit("block_allocator.py", POP_ITEMS, f"        list(self._free)\n{POP_ITEMS}"),),

@@ -13,6 +13,8 @@ from tests.replay import assert_pastes_into_the_repl
 WORKER_FUNCTIONS = (
     "allocate_free_rounds",
     "shuffle_tables",
+    "signs",
+    "weighed_rounds",
     "gather_rounds",
     "slot_mapping_rounds",
 )

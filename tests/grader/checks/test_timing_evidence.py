@@ -1,6 +1,6 @@
 """The evidence of the timed workloads: what the worker's workload returns for honest work, this
-process computes or accepts (`first_misstep`, `gather_sums`, `slot_sums`), and what a workload
-that did other work returns, it refuses. The workloads run here as the counterexamples define
+process computes or accepts (`first_misstep`, `LongRequests.expected`), and what a workload that
+did other work returns, it refuses. The workloads run here as the counterexamples define
 them (`function_source`), on small contract-abiding objects of this file."""
 
 import random
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from grader.checks.allocator_timing import allocation_sizes, first_misstep, free_ids_of
-from grader.checks.gather_timing import gather_sums, slot_sums, whole_number_pool
+from grader.checks.gather_timing import LongRequests, whole_number_pool
 from grader.checks.support.workloads import function_source
 
 SEQ_LENS = (40, 17, 5, 33)  # ragged, in a pool of 3 + 2 + 1 + 3 blocks of 16 tokens
@@ -20,7 +20,14 @@ NUM_BLOCKS = 9
 
 def worker_functions() -> dict[str, Callable]:
     """The worker's workloads, defined as a counterexample defines them."""
-    names = ("allocate_free_rounds", "shuffle_tables", "gather_rounds", "slot_mapping_rounds")
+    names = (
+        "allocate_free_rounds",
+        "shuffle_tables",
+        "signs",
+        "weighed_rounds",
+        "gather_rounds",
+        "slot_mapping_rounds",
+    )
     namespace: dict = {}
     exec("\n".join(line for name in names for line in function_source(name)), namespace)
     return namespace
@@ -104,21 +111,23 @@ def test_a_replayed_earlier_run_is_refused() -> None:
 @pytest.mark.parametrize(
     ("handed", "says"),
     [
-        (1600, "it returned 1600, not the list of the ids handed out"),
-        ([], "it returned 0 ids, not the 1600 the allocations asked for"),
+        (1600, "it returned 1600, not a list of the ids of each allocation"),
+        ([], "it returned [], not a list of the ids of each allocation"),
+        ([[]] * 4, "allocation 0 (of 3) handed out []"),
+        ([[1, 2, 3], [4], [5, 6], [7, 8]], "allocation 1 (of 5) handed out [4]"),
     ],
 )
-def test_a_run_that_returns_no_ids_is_refused(handed: object, says: str) -> None:
-    assert first_misstep({1, 2}, allocation_sizes(1, 200), handed) == says
+def test_a_run_that_returns_other_ids_than_asked_is_refused(handed: object, says: str) -> None:
+    assert first_misstep(set(range(1, 20)), [3, 5, 2, 2], handed) == says
 
 
 def test_an_id_handed_out_twice_at_once_is_refused() -> None:
     sizes = [2, 2]
-    assert first_misstep({1, 2, 3, 4}, sizes, [1, 2, 3, 4]) is None
-    assert first_misstep({1, 2, 3, 4}, sizes, [1, 2, 1, 2]) == (
+    assert first_misstep({1, 2, 3, 4}, sizes, [[1, 2], [3, 4]]) is None
+    assert first_misstep({1, 2, 3, 4}, sizes, [[1, 2], [1, 2]]) == (
         "allocation 1 (of 2) handed out 1, not a free block"
     )  # 1 and 2 are freed only after the second allocation
-    assert first_misstep({1, 2, 3, 4}, [2, 2, 2], [1, 2, 3, 4, 1, 2]) is None  # then reused
+    assert first_misstep({1, 2, 3, 4}, [2, 2, 2], [[1, 2], [3, 4], [1, 2]]) is None  # reused
 
 
 @dataclass
@@ -159,39 +168,52 @@ def requests() -> list[Request]:
     return [Request(i, seq_len) for i, seq_len in enumerate(SEQ_LENS)]
 
 
-def gather_run(manager: LoopManager, seed: int) -> list:
-    manager.physical_kv_cache[...] = whole_number_pool(11, NUM_BLOCKS)
-    return WORKER["gather_rounds"](manager, requests(), seed, 3)
+def long_requests(workload: str, pool: torch.Tensor | None = None) -> LongRequests:
+    """The check's record of `SEQ_LENS` requests for `workload` (no worker: no handles)."""
+    return LongRequests(workload, None, [], SEQ_LENS, 3, NUM_BLOCKS, 11, pool)
 
 
-def test_an_honest_gather_gives_the_sums_computed_here_exactly() -> None:
-    pool = whole_number_pool(11, NUM_BLOCKS)
+def gather_run(manager: LoopManager, seed: int, made: list | None = None) -> list:
+    manager.physical_kv_cache[...] = whole_number_pool(11, NUM_BLOCKS, 16, 16)
+    return WORKER["gather_rounds"](manager, made or requests(), seed, 3)
+
+
+def test_an_honest_gather_gives_the_evidence_computed_here_exactly() -> None:
+    pool = whole_number_pool(11, NUM_BLOCKS, 16, 16)
     assert pool.eq(pool.round()).all()
     assert pool.abs().max() <= 4
+    expected = long_requests("gather_rounds", pool).expected
     for seed in (1, 2):
-        got = gather_run(LoopManager(NUM_BLOCKS), seed)
-        assert got == gather_sums(pool, SEQ_LENS, seed, 3)
-    assert gather_sums(pool, SEQ_LENS, 1, 3) != gather_sums(pool, SEQ_LENS, 2, 3)
+        assert gather_run(LoopManager(NUM_BLOCKS), seed) == expected(seed)
+    assert expected(1) != expected(2)
 
 
 @pytest.mark.parametrize("wrong", [{"stale": True}, {"shift": 1}], ids=["stale", "shifted"])
 def test_a_gather_of_other_rows_gives_other_sums(wrong: dict) -> None:
-    pool = whole_number_pool(11, NUM_BLOCKS)
-    assert gather_run(LoopManager(NUM_BLOCKS, **wrong), 1) != gather_sums(pool, SEQ_LENS, 1, 3)
+    pool = whole_number_pool(11, NUM_BLOCKS, 16, 16)
+    shapes, sums = gather_run(LoopManager(NUM_BLOCKS, **wrong), 1)
+    assert shapes == [[n, 16] for n in SEQ_LENS]
+    assert sums != long_requests("gather_rounds", pool).expected(1)[1]
 
 
-def test_an_honest_slot_mapping_gives_the_sums_computed_here() -> None:
+def test_a_gather_of_fewer_tokens_gives_other_shapes() -> None:
+    pool = whole_number_pool(11, NUM_BLOCKS, 16, 16)
+    fewer = [Request(i, seq_len // 2) for i, seq_len in enumerate(SEQ_LENS)]
+    shapes, _ = gather_run(LoopManager(NUM_BLOCKS), 1, fewer)
+    assert shapes != long_requests("gather_rounds", pool).expected(1)[0]
+
+
+def test_an_honest_slot_mapping_gives_the_evidence_computed_here() -> None:
+    expected = long_requests("slot_mapping_rounds").expected
     for seed in (1, 2):
         got = WORKER["slot_mapping_rounds"](LoopManager(NUM_BLOCKS), requests(), seed, 3)
-        assert got == slot_sums(NUM_BLOCKS, SEQ_LENS, seed, 3)
+        assert got == expected(seed)
 
 
-def test_a_slot_mapping_of_other_slots_or_fewer_tokens_gives_other_sums() -> None:
-    expected = slot_sums(NUM_BLOCKS, SEQ_LENS, 1, 3)
-    shifted = LoopManager(NUM_BLOCKS, shift=1)
-    assert WORKER["slot_mapping_rounds"](shifted, requests(), 1, 3) != expected
-    fewer = [Request(i, seq_len // 2) for i, seq_len in enumerate(SEQ_LENS)]
-    assert WORKER["slot_mapping_rounds"](LoopManager(NUM_BLOCKS), fewer, 1, 3) != expected
+def test_a_slot_mapping_of_other_slots_gives_other_sums() -> None:
+    shapes, sums = WORKER["slot_mapping_rounds"](LoopManager(NUM_BLOCKS, shift=1), requests(), 1, 3)
+    assert shapes == [[n] for n in SEQ_LENS]
+    assert sums != long_requests("slot_mapping_rounds").expected(1)[1]
 
 
 def test_the_tables_of_each_round_are_a_fresh_permutation_of_the_pool() -> None:
