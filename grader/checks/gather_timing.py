@@ -57,7 +57,9 @@ def signs(shape: tuple, generator: torch.Generator, dtype: torch.dtype) -> torch
     return torch.randint(0, 2, shape, generator=generator, dtype=dtype) * 2 - 1
 
 
-def block_tables(num_blocks: int, seq_lens: tuple[int, ...], generator) -> list[torch.Tensor]:
+def block_tables(
+    num_blocks: int, seq_lens: tuple[int, ...], generator: torch.Generator
+) -> list[torch.Tensor]:
     """One round's block tables, drawn as `worker.shuffle_tables` draws them."""
     order, start, tables = torch.randperm(num_blocks, generator=generator), 0, []
     for seq_len in seq_lens:
