@@ -737,6 +737,7 @@ COMMENTS = {
     "-> {value}, {launches} Triton kernel launch(es)": (
         "-> {value}，启动了 {launches} 次 Triton kernel"
     ),
+    "the calls before, in the grading": "评分时在此之前的调用",
 }
 
 # The f-string messages of a counterexample's last `assert` (`proxy.ASSERTS`), as written in it.
