@@ -13,6 +13,7 @@ import torch
 from grader.checks.allocator_timing import allocation_sizes, first_misstep, free_ids_of
 from grader.checks.gather_timing import LongRequests, whole_number_pool
 from grader.checks.support.workloads import function_source
+from tests.grader.checks.test_support import WORKER_FUNCTIONS
 
 SEQ_LENS = (40, 17, 5, 33)  # ragged, in a pool of 3 + 2 + 1 + 3 blocks of 16 tokens
 NUM_BLOCKS = 9
@@ -20,16 +21,9 @@ NUM_BLOCKS = 9
 
 def worker_functions() -> dict[str, Callable]:
     """The worker's workloads, defined as a counterexample defines them."""
-    names = (
-        "allocate_free_rounds",
-        "shuffle_tables",
-        "signs",
-        "weighed_rounds",
-        "gather_rounds",
-        "slot_mapping_rounds",
-    )
     namespace: dict = {}
-    exec("\n".join(line for name in names for line in function_source(name)), namespace)
+    source = (line for name in WORKER_FUNCTIONS for line in function_source(name))
+    exec("\n".join(source), namespace)
     return namespace
 
 
