@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from grader import interrupt
 from grader.report.i18n import profile_name, tr
 from grader.report.leaderboard import Outcome
 from grader.text import clean
@@ -144,6 +145,7 @@ class DriveProgress:
                 self.stream.flush()
 
     def tick(self, every: float) -> None:
+        interrupt.leave_to_the_main_thread()
         while not self.stopping.wait(every):
             with self.lock:
                 if not self.stopping.is_set():

@@ -62,7 +62,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from grader import KIT_ROOT, resume, seal_key
+from grader import KIT_ROOT, interrupt, resume, seal_key
 from grader import __main__ as grader_cli
 from grader.drive_progress import DriveProgress, grading_line
 from grader.intake import ARCHIVES
@@ -206,7 +206,7 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
             text=True,
             errors="replace",
             start_new_session=True,  # a group of its own, to kill whole on a timeout
-            preexec_fn=die_with_the_grader,  # and gone with grade-all (or its Ray worker)
+            preexec_fn=start_grading,
         )
         RUNNING.add(process)
     try:
@@ -228,6 +228,13 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
             failure = f"exit status 0 but {error}"
     tail = [line for line in output.splitlines() if line.strip()][-LOG_LINES:]
     return Outcome(name, str(entry), report, failure, tail, seconds)
+
+
+def start_grading() -> None:
+    """A grading's `preexec_fn`: gone with grade-all (or its Ray worker), and Ctrl-C unblocked,
+    as it is not in the pool's thread that starts it."""
+    die_with_the_grader()
+    interrupt.unblock()
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -267,7 +274,7 @@ def grade_locally(
 ) -> None:
     """Grade `entries` on this machine, `jobs` at a time, calling `done` with each outcome as it
     comes; on Ctrl-C, stop the gradings under way and raise KeyboardInterrupt."""
-    pool = ThreadPoolExecutor(jobs)
+    pool = ThreadPoolExecutor(jobs, initializer=interrupt.leave_to_the_main_thread)
     try:
         futures = [pool.submit(grade_one, name, entry, args) for name, entry in entries.items()]
         for future in as_completed(futures):

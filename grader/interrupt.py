@@ -7,6 +7,12 @@ that outlives that dies with the grading process (`process.die_with_the_grader`)
 written: `python -m grader` prints one line and exits with `EXIT_STATUS`. Once the checks are
 done, the report is written and its summary printed `held` from Ctrl-C, so that a report is
 written whole or not at all, and the line never says otherwise.
+
+Only the main thread raises KeyboardInterrupt, and only the thread the kernel gives SIGINT to is
+woken by it. A thread of the grader's own (a progress ticker, a drive's pool) calls
+`leave_to_the_main_thread` first: were SIGINT taken there (a thread that forks a grading at that
+moment takes it, say), the main thread, asleep on a lock, would see Ctrl-C only once the lock is
+free, a whole grading later. A process that thread starts calls `unblock` before it runs.
 """
 
 import contextlib
@@ -15,6 +21,18 @@ import threading
 from collections.abc import Iterator
 
 EXIT_STATUS = 130  # 128 + SIGINT: what a shell reports of a command stopped by Ctrl-C
+
+
+def leave_to_the_main_thread() -> None:
+    """In a thread the grader starts, first: SIGINT blocked in it, so the kernel gives Ctrl-C to
+    the main thread."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def unblock() -> None:
+    """In a process started by such a thread, before it runs (`preexec_fn`): SIGINT unblocked, as
+    the thread's mask, which the process inherits, left it blocked."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @contextlib.contextmanager

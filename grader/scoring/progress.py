@@ -34,6 +34,7 @@ from typing import Any, Protocol, TextIO
 
 import pytest
 
+from grader import interrupt
 from grader.report.i18n import tr
 
 TICK_SECONDS = 1.0  # how often the timer thread looks at the running check
@@ -186,6 +187,7 @@ class ProgressLines:
                 self.stream, self.owns_stream = None, False
 
     def tick_until_stopped(self) -> None:
+        interrupt.leave_to_the_main_thread()
         while not self.stopped.wait(TICK_SECONDS):
             self.tick()
 
