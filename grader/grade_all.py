@@ -59,7 +59,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from grader import KIT_ROOT, interrupt, resume, seal_key
@@ -90,6 +90,8 @@ INTERRUPTED = 130  # exit status: Ctrl-C
 RUNNING: set[subprocess.Popen] = set()  # the gradings under way, stopped on Ctrl-C
 LAUNCHING = threading.Lock()  # held while a grading starts, and while Ctrl-C stops them all
 STOPPING = threading.Event()  # set on Ctrl-C: no grading starts after it
+WAKE_EVERY = 1.0  # seconds between the main thread's looks for Ctrl-C while gradings run: a
+# SIGINT taken by a library's thread (the grader's own threads block it) wakes no lock
 
 
 def parser() -> argparse.ArgumentParser:
@@ -231,10 +233,10 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
 
 
 def start_grading() -> None:
-    """A grading's `preexec_fn`: gone with grade-all (or its Ray worker), and Ctrl-C unblocked,
-    as it is not in the pool's thread that starts it."""
+    """A grading's `preexec_fn`: it dies with grade-all (or its Ray worker), and it has SIGINT
+    unblocked, which the thread that starts it blocks (`interrupt.leave_to_the_main_thread`)."""
     die_with_the_grader()
-    interrupt.unblock()
+    interrupt.unblock_ctrl_c()
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -276,9 +278,11 @@ def grade_locally(
     comes; on Ctrl-C, stop the gradings under way and raise KeyboardInterrupt."""
     pool = ThreadPoolExecutor(jobs, initializer=interrupt.leave_to_the_main_thread)
     try:
-        futures = [pool.submit(grade_one, name, entry, args) for name, entry in entries.items()]
-        for future in as_completed(futures):
-            done(future.result())
+        pending = {pool.submit(grade_one, name, entry, args) for name, entry in entries.items()}
+        while pending:
+            finished, pending = wait(pending, timeout=WAKE_EVERY, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done(future.result())
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
         with LAUNCHING:

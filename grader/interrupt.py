@@ -12,7 +12,8 @@ Only the main thread raises KeyboardInterrupt, and only the thread the kernel gi
 woken by it. A thread of the grader's own (a progress ticker, a drive's pool) calls
 `leave_to_the_main_thread` first: were SIGINT taken there (a thread that forks a grading at that
 moment takes it, say), the main thread, asleep on a lock, would see Ctrl-C only once the lock is
-free, a whole grading later. A process that thread starts calls `unblock` before it runs.
+free, a whole grading later. A process such a thread starts calls `unblock_ctrl_c` before it
+runs.
 """
 
 import contextlib
@@ -24,14 +25,15 @@ EXIT_STATUS = 130  # 128 + SIGINT: what a shell reports of a command stopped by 
 
 
 def leave_to_the_main_thread() -> None:
-    """In a thread the grader starts, first: SIGINT blocked in it, so the kernel gives Ctrl-C to
-    the main thread."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    """In a thread the grader starts, first: SIGINT blocked in it, so that the kernel gives Ctrl-C
+    to a thread that does not block it, the main thread. In the main thread it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
-def unblock() -> None:
-    """In a process started by such a thread, before it runs (`preexec_fn`): SIGINT unblocked, as
-    the thread's mask, which the process inherits, left it blocked."""
+def unblock_ctrl_c() -> None:
+    """In a process started by such a thread, before it runs (`preexec_fn`): SIGINT unblocked,
+    which the process inherited blocked from the thread."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 

@@ -2,13 +2,17 @@
 SIGINT, so that the kernel gives the signal to the main thread, the only one that raises
 KeyboardInterrupt: a SIGINT taken by another thread (one forking a grading at that moment takes
 it) left grade-all asleep until the grading under way had finished. A grading such a thread
-starts runs with SIGINT unblocked, as any command does."""
+starts runs with SIGINT unblocked, as any command does. A SIGINT a library's thread takes still
+stops a drive: its main thread looks for one every second (`grade_all.WAKE_EVERY`)."""
 
 import io
 import signal
 import subprocess
+import sys
 import threading
 from argparse import Namespace
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,7 +22,10 @@ from grader.drive_progress import DriveProgress
 from grader.scoring import progress
 from grader.scoring.progress import ProgressLines
 
-WAIT = 60.0  # seconds a test waits for a ticker's first tick: far more than it needs
+WAIT = 60.0  # seconds a test waits for a ticker's first tick, or Ctrl-C: far more than it needs
+PRINT_THE_MASK = (
+    "import signal; print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))"
+)
 
 
 def blocks_ctrl_c() -> bool:
@@ -27,19 +34,29 @@ def blocks_ctrl_c() -> bool:
 
 
 class Ticks:
-    """What a ticker's method records: whether SIGINT was blocked, in each thread that called it."""
+    """What a ticker's method records, called from a thread other than the main one: whether that
+    thread blocked SIGINT."""
 
     def __init__(self) -> None:
-        self.blocked: dict[bool, bool] = {}  # called in the main thread: blocked there
+        self.blocked: list[bool] = []
         self.from_a_thread = threading.Event()
 
     def record(self, *args: object) -> None:
-        in_main = threading.current_thread() is threading.main_thread()
-        self.blocked[in_main] = blocks_ctrl_c()
-        if not in_main:
+        if threading.current_thread() is not threading.main_thread():
+            self.blocked.append(blocks_ctrl_c())
             self.from_a_thread.set()
 
 
+@pytest.fixture
+def main_thread_mask() -> Iterator[None]:
+    """The main thread's SIGINT block (none, unless the runner was started blocking it) is as it
+    was once the test is done."""
+    before = blocks_ctrl_c()
+    yield
+    assert blocks_ctrl_c() == before
+
+
+@pytest.mark.usefixtures("main_thread_mask")
 def test_the_drive_grades_in_threads_that_block_ctrl_c(monkeypatch: pytest.MonkeyPatch) -> None:
     def grade_one(name: str, entry: Path, args: Namespace) -> tuple[str, bool]:
         return name, blocks_ctrl_c()
@@ -48,9 +65,40 @@ def test_the_drive_grades_in_threads_that_block_ctrl_c(monkeypatch: pytest.Monke
     outcomes: list[tuple[str, bool]] = []
     grade_all.grade_locally({"a": Path("a"), "b": Path("b")}, Namespace(), 2, outcomes.append)
     assert sorted(outcomes) == [("a", True), ("b", True)]
-    assert not blocks_ctrl_c()
 
 
+@pytest.mark.usefixtures("main_thread_mask")
+def test_ctrl_c_taken_by_a_library_thread_stops_the_drive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGINT that a thread not the grader's own takes (torch's, Ray's) runs Python's handler
+    there and wakes no lock: the drive's main thread still raises KeyboardInterrupt while the
+    gradings run, and stops them (`grade_all.STOPPING`), instead of waiting for them to end."""
+    stopping, grading = threading.Event(), threading.Event()
+    monkeypatch.setattr(grade_all, "STOPPING", stopping)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as on a terminal
+    stopped: list[bool] = []
+
+    def grade_one(name: str, entry: Path, args: Namespace) -> None:
+        grading.set()
+        stopped.append(stopping.wait(WAIT))  # False: the gradings ended before Ctrl-C was seen
+
+    monkeypatch.setattr(grade_all, "grade_one", grade_one)
+
+    def library() -> None:
+        grading.wait(WAIT)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    thread = threading.Thread(target=library)
+    try:
+        thread.start()
+        with pytest.raises(KeyboardInterrupt):
+            grade_all.grade_locally({"a": Path("a")}, Namespace(), 1, lambda outcome: None)
+    finally:
+        thread.join()
+        signal.signal(signal.SIGINT, previous)
+    assert stopped == [True]
+
+
+@pytest.mark.usefixtures("main_thread_mask")
 def test_the_drive_count_ticks_in_a_thread_that_blocks_ctrl_c(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -60,9 +108,10 @@ def test_the_drive_count_ticks_in_a_thread_that_blocks_ctrl_c(
     with DriveProgress(2, "en", io.StringIO()) as count:
         count.begin(2, at_once=2)
         assert ticks.from_a_thread.wait(WAIT)
-    assert ticks.blocked == {True: False, False: True}
+    assert all(ticks.blocked)
 
 
+@pytest.mark.usefixtures("main_thread_mask")
 def test_the_check_count_ticks_in_a_thread_that_blocks_ctrl_c(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -75,25 +124,20 @@ def test_the_check_count_ticks_in_a_thread_that_blocks_ctrl_c(
         assert ticks.from_a_thread.wait(WAIT)
     finally:
         lines.pytest_sessionfinish(None, 0)
-    assert ticks.blocked == {False: True}
-    assert not blocks_ctrl_c()
+    assert all(ticks.blocked)
 
 
 def blocked_in_a_command(**popen: object) -> bool:
     """Whether a command started from a thread that blocks SIGINT runs with it blocked."""
-    said: list[str] = []
 
-    def start() -> None:
+    def start() -> str:
         interrupt.leave_to_the_main_thread()
-        status = subprocess.run(["cat", "/proc/self/status"], capture_output=True, text=True,
-                                check=True, **popen).stdout  # fmt: skip
-        said.extend(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:"))
+        return subprocess.run([sys.executable, "-c", PRINT_THE_MASK], capture_output=True,
+                              text=True, check=True, **popen).stdout  # fmt: skip
 
-    thread = threading.Thread(target=start)
-    thread.start()
-    thread.join()
-    (mask,) = said
-    return bool(int(mask, 16) >> (signal.SIGINT - 1) & 1)
+    with ThreadPoolExecutor(1) as thread:
+        said = thread.submit(start).result()
+    return {"True\n": True, "False\n": False}[said]
 
 
 def test_a_grading_starts_with_ctrl_c_unblocked() -> None:
