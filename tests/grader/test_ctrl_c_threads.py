@@ -47,6 +47,16 @@ class Ticks:
             self.from_a_thread.set()
 
 
+def ticks_of(
+    monkeypatch: pytest.MonkeyPatch, module: object, every: str, ticker: type, method: str
+) -> Ticks:
+    """What the ticker's `method` records, its interval (`module.every`) made short."""
+    ticks = Ticks()
+    monkeypatch.setattr(module, every, 0.01)
+    monkeypatch.setattr(ticker, method, ticks.record)
+    return ticks
+
+
 @pytest.fixture
 def main_thread_mask() -> Iterator[None]:
     """The main thread's SIGINT block (none, unless the runner was started blocking it) is as it
@@ -102,9 +112,7 @@ def test_ctrl_c_taken_by_a_library_thread_stops_the_drive(monkeypatch: pytest.Mo
 def test_the_drive_count_ticks_in_a_thread_that_blocks_ctrl_c(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ticks = Ticks()
-    monkeypatch.setattr(drive_progress, "LOG_EVERY", 0.01)
-    monkeypatch.setattr(DriveProgress, "show_status", ticks.record)
+    ticks = ticks_of(monkeypatch, drive_progress, "LOG_EVERY", DriveProgress, "show_status")
     with DriveProgress(2, "en", io.StringIO()) as count:
         count.begin(2, at_once=2)
         assert ticks.from_a_thread.wait(WAIT)
@@ -115,9 +123,7 @@ def test_the_drive_count_ticks_in_a_thread_that_blocks_ctrl_c(
 def test_the_check_count_ticks_in_a_thread_that_blocks_ctrl_c(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ticks = Ticks()
-    monkeypatch.setattr(progress, "TICK_SECONDS", 0.01)
-    monkeypatch.setattr(ProgressLines, "tick", ticks.record)
+    ticks = ticks_of(monkeypatch, progress, "TICK_SECONDS", ProgressLines, "tick")
     lines = ProgressLines(stream=io.StringIO())
     lines.pytest_sessionstart(None)
     try:
