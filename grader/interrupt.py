@@ -13,7 +13,8 @@ woken by it. A thread of the grader's own (a progress ticker, a drive's pool) ca
 `leave_to_the_main_thread` first: were SIGINT taken there (a thread that forks a grading at that
 moment takes it, say), the main thread, asleep on a lock, would see Ctrl-C only once the lock is
 free, a whole grading later. A process such a thread starts calls `unblock_ctrl_c` before it
-runs.
+runs. A library's threads (torch's, Ray's) may still take it: grade-all's main thread also looks
+for a SIGINT every second (`grade_all.WAKE_EVERY`).
 """
 
 import contextlib
