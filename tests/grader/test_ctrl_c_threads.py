@@ -80,29 +80,34 @@ def test_the_drive_grades_in_threads_that_block_ctrl_c(monkeypatch: pytest.Monke
 @pytest.mark.usefixtures("main_thread_mask")
 def test_ctrl_c_taken_by_a_library_thread_stops_the_drive(monkeypatch: pytest.MonkeyPatch) -> None:
     """A SIGINT that a thread not the grader's own takes (torch's, Ray's) runs Python's handler
-    there and wakes no lock: the drive's main thread still raises KeyboardInterrupt while the
-    gradings run, and stops them (`grade_all.STOPPING`), instead of waiting for them to end."""
-    stopping, grading = threading.Event(), threading.Event()
+    there and wakes no lock: the drive's main thread still raises KeyboardInterrupt while a
+    grading runs, and stops it (`grade_all.STOPPING`), instead of waiting for it to end. The
+    signal comes once the main thread is past the first grading's outcome, waiting for the
+    other's."""
+    stopping, grading, waiting = threading.Event(), threading.Event(), threading.Event()
     monkeypatch.setattr(grade_all, "STOPPING", stopping)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as on a terminal
     stopped: list[bool] = []
 
     def grade_one(name: str, entry: Path, args: Namespace) -> None:
-        grading.set()
-        stopped.append(stopping.wait(WAIT))  # False: the gradings ended before Ctrl-C was seen
+        if name == "long":
+            grading.set()
+            stopped.append(stopping.wait(WAIT))  # False: the grading ended before Ctrl-C
 
     monkeypatch.setattr(grade_all, "grade_one", grade_one)
 
     def library() -> None:
-        grading.wait(WAIT)
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        if waiting.wait(WAIT) and grading.wait(WAIT):
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 
     thread = threading.Thread(target=library)
+    entries = {"quick": Path("quick"), "long": Path("long")}
     try:
         thread.start()
         with pytest.raises(KeyboardInterrupt):
-            grade_all.grade_locally({"a": Path("a")}, Namespace(), 1, lambda outcome: None)
+            grade_all.grade_locally(entries, Namespace(), 2, lambda outcome: waiting.set())
     finally:
+        stopping.set()  # whatever happened, the grading ends
         thread.join()
         signal.signal(signal.SIGINT, previous)
     assert stopped == [True]
