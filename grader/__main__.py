@@ -75,7 +75,8 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--lang", choices=("en", "zh"), default="en",
                      help="language of the candidate-facing text (summary and report)")  # fmt: skip
     cli.add_argument("--rubric", type=Path,
-                     help="a TOML file of weights and points (default: parts.toml's)")  # fmt: skip
+                     help="a TOML file of weights, points and severity factors "
+                          "(default: parts.toml's)")  # fmt: skip
     cli.add_argument("--memory-limit-gb", type=positive_number,
                      default=Limits.memory_bytes / (1 << 30),
                      help="memory limit of each worker process (its address space; its data "

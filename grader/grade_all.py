@@ -123,7 +123,9 @@ def parser() -> argparse.ArgumentParser:
                           "'not isolated: not for a hiring decision'")  # fmt: skip
     cli.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                      help="seconds one grading may take (default: an hour)")  # fmt: skip
-    cli.add_argument("--rubric", type=Path, help="a TOML file of weights and points, for all")
+    cli.add_argument(
+        "--rubric", type=Path, help="a TOML file of weights, points and severity factors, for all"
+    )
     cli.add_argument("--ray", metavar="ADDRESS",
                      help="grade on the Ray cluster at ADDRESS ('auto': the local one), each "
                           "submission a task (pip install '.[cluster]')")  # fmt: skip
@@ -393,7 +395,7 @@ def rubric_problems(path: Path | None) -> list[str]:
         load_rubric(path)
     except (ValueError, OSError) as error:
         return [f"--rubric: {error}: give a TOML file with the [weights] of every part (and "
-                "[points], if any), as grader/scoring/rubric.py shows"]  # fmt: skip
+                "[points] and [severity], if any), as grader/scoring/rubric.py shows"]  # fmt: skip
     return []
 
 

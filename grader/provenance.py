@@ -1,12 +1,12 @@
 """What a report was made by and from, so that reports graded apart can be trusted together.
 
 Every report.json carries `provenance` (`grade.py`): `kit`, a hash of the kit's own files (its
-version: any change to the grader, the checks, the answer key or the pins changes it); `rubric`,
-a hash of the rubric's weights and points; `files`, a checksum over the submission's per-file
-sha256 (`submission.files`); and, when written (`sealed`), `seal`, an HMAC-SHA256 of the whole
-report as written, `seal` aside, keyed by the hiring team's key (`seal_key.py`), and `key`, that
-key's id; a report graded without a key has `seal` and `key` null (`seal_state` says why). With the
-profile, seed and parts of `environment`, they make the report's `settings`: `grade-all` skips a
+version: any change to the grader, the checks, the answer key or the pins changes it); `rubric`, a
+hash of the rubric's weights, points and severity factors; `files`, a checksum over the submission's
+per-file sha256 (`submission.files`); and, when written (`sealed`), `seal`, an HMAC-SHA256 of the
+whole report as written, `seal` aside, keyed by the hiring team's key (`seal_key.py`), and `key`,
+that key's id; a report graded without a key has `seal` and `key` null (`seal_state` says why). With
+the profile, seed and parts of `environment`, they make the report's `settings`: `grade-all` skips a
 submission whose report has the drive's settings (`resume.py`), and `grade-all --merge` refuses
 reports of different settings (`merge.py`).
 
@@ -60,7 +60,8 @@ def kit_version(root: Path = KIT_ROOT) -> str:
 
 
 def rubric_digest(rubric: Rubric) -> str:
-    return digest(canonical({"weights": rubric.weights, "points": rubric.points}))
+    weighed = {"severity": rubric.severity} if rubric.severity else {}  # the default's as before
+    return digest(canonical({"weights": rubric.weights, "points": rubric.points} | weighed))
 
 
 def files_checksum(files: dict[str, str]) -> str:

@@ -82,6 +82,7 @@ def judge_handed_out(held: Held, ids: list[int], n: int) -> None:
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_new_pool_is_all_free(submission):
     transcript = submission.transcript
     for num_blocks in (0, 1, 7, 1000):
@@ -100,6 +101,7 @@ def check_new_pool_is_all_free(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_allocate_hands_out_distinct_free_ids(submission):
     transcript = submission.transcript
     allocator = new_allocator(submission, 10)
@@ -115,6 +117,7 @@ def check_allocate_hands_out_distinct_free_ids(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_allocate_errors_change_nothing(submission):
     transcript = submission.transcript
     allocator = new_allocator(submission, 6)
@@ -133,6 +136,7 @@ def check_allocate_errors_change_nothing(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_freed_blocks_are_reused(submission):
     transcript = submission.transcript
     allocator = new_allocator(submission, 5)
@@ -154,6 +158,7 @@ def check_freed_blocks_are_reused(submission):
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("safety")
 def check_bad_frees_raise_and_free_nothing(submission):
     transcript = submission.transcript
     allocator = new_allocator(submission, 8)
@@ -281,5 +286,6 @@ class AllocatorMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.points(6)
+@pytest.mark.severity("safety")
 def check_random_allocate_and_free(submission):
     run_state_machine_as_test(lambda: AllocatorMachine(submission))

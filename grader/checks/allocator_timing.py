@@ -232,6 +232,7 @@ def workload(pool: HeldPool, rounds: int = ROUNDS) -> Timed:
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("speed")
 def check_allocate_and_free_speed(submission, reference, benchmark, profile, record_benchmark):
     seed = secrets.randbits(32)  # the same pool for both
     small = held_pool(submission, SMALL_POOL, seed)
@@ -257,6 +258,7 @@ def check_allocate_and_free_speed(submission, reference, benchmark, profile, rec
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("speed")
 def check_cost_does_not_grow_with_the_pool(
     submission, reference, benchmark, profile, record_benchmark
 ):

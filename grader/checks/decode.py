@@ -35,6 +35,7 @@ pytestmark = pytest.mark.part("decode")
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("contract")
 def check_new_manager_and_request(submission):
     """A new manager: every block free, its sizes kept, a float32 pool of zeros; bad sizes and a
     negative prompt_len raise ValueError."""
@@ -94,6 +95,7 @@ def check_new_manager_and_request(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_prefill_takes_ceil_seq_len_over_block_size_blocks(submission):
     """allocate_for_prefill gives ceil(seq_len / block_size) free blocks; an empty prompt none."""
     for block_size in (1, 3, 4):
@@ -105,6 +107,7 @@ def check_prefill_takes_ceil_seq_len_over_block_size_blocks(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_bad_prefills_are_refused(submission):
     """Prefill on a non-empty table raises ValueError; prefill short of blocks RuntimeError, with
     nothing allocated; either way nothing changes."""
@@ -125,6 +128,7 @@ def check_bad_prefills_are_refused(submission):
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("safety")
 def check_decode_adds_a_block_exactly_when_a_token_starts_one(submission):
     """allocate_for_decode adds one to seq_len, and appends a free block exactly when the new
     token's position is a multiple of block_size."""
@@ -138,6 +142,7 @@ def check_decode_adds_a_block_exactly_when_a_token_starts_one(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_decode_with_block_size_one(submission):
     """With block_size 1 every token starts a block (the tutorial's `seq_len % block_size == 1`
     never holds)."""
@@ -150,6 +155,7 @@ def check_decode_with_block_size_one(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_decode_without_a_free_block_is_refused(submission):
     """A token that needs a block when none is free: RuntimeError, seq_len not incremented. A
     token that fits its last block needs no free block."""
@@ -170,6 +176,7 @@ def check_decode_without_a_free_block_is_refused(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_free_returns_every_block(submission):
     """free(req) empties its block table and returns all of its blocks to the pool."""
     model = ManagerModel(submission, 8, 2, 1)
@@ -203,5 +210,6 @@ class DecodeMachine(ManagerMachine):
 
 
 @pytest.mark.points(8)
+@pytest.mark.severity("safety")
 def check_random_prefill_decode_and_free(submission):
     run_state_machine_as_test(lambda: DecodeMachine(submission))

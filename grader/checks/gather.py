@@ -141,6 +141,7 @@ def scattered_request(submission: Submission, case: tuple) -> tuple[PlainPool, P
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_gather_stops_at_seq_len(submission):
     """The rows past seq_len in the last block are not returned; each token more adds one."""
     pool = PlainPool(submission, 3, 4, 2)
@@ -154,6 +155,7 @@ def check_gather_stops_at_seq_len(submission):
 
 
 @pytest.mark.points(1)
+@pytest.mark.severity("contract")
 def check_gather_of_an_empty_request(submission):
     """A request of seq_len 0 gathers a [0, head_dim] tensor and maps to a [0] slot mapping."""
     pool = PlainPool(submission, 2, 4, 3)
@@ -163,6 +165,7 @@ def check_gather_of_an_empty_request(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_gather_follows_a_scattered_block_table(submission):
     """A block table out of order: the gather and the slot mapping follow the table, not the
     order of the block ids."""
@@ -174,6 +177,7 @@ def check_gather_follows_a_scattered_block_table(submission):
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("safety")
 @given(case=scattered())
 def check_gather_is_bit_exact(submission, case):
     """get_physical_cache returns float32 [seq_len, head_dim]: token i's row from block
@@ -183,6 +187,7 @@ def check_gather_is_bit_exact(submission, case):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 @given(case=scattered())
 def check_slot_mapping_follows_the_block_table(submission, case):
     """slot_mapping(req) is int64 [seq_len], token i's slot block_table[i // block_size] *
@@ -291,5 +296,6 @@ class GatherMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.points(6)
+@pytest.mark.severity("safety")
 def check_random_writes_read_back(submission):
     run_state_machine_as_test(lambda: GatherMachine(submission))

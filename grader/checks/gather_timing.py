@@ -262,6 +262,7 @@ def compare(submission, reference, benchmark, profile, limit: float, *workload: 
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("speed")
 def check_gather_speed(submission, reference, benchmark, profile, record_benchmark):
     workload = ("gather_rounds", SEQ_LENS, 4)
     best = compare(submission, reference, benchmark, profile, GATHER_LIMIT, *workload)
@@ -276,6 +277,7 @@ def check_gather_speed(submission, reference, benchmark, profile, record_benchma
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("speed")
 def check_slot_mapping_speed(submission, reference, benchmark, profile, record_benchmark):
     workload = ("slot_mapping_rounds", LONG_SEQ_LENS, 5)
     best = compare(submission, reference, benchmark, profile, SLOT_MAPPING_LIMIT, *workload)

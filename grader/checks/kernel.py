@@ -250,12 +250,14 @@ def cases(draw, dtypes=DTYPES, head_dims=(32, 64, 80, 96), block_sizes=(8, 16)) 
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("contract")
 def check_launches_a_triton_kernel(submission):
     case, description = build({"seq_lens": [5, 12]})
     run_kernel(submission, case, description)
 
 
 @pytest.mark.points(5)
+@pytest.mark.severity("safety")
 def check_head_layouts_in_float32(submission):
     @kernel_examples()
     @given(cases(dtypes=(torch.float32,)))
@@ -267,6 +269,7 @@ def check_head_layouts_in_float32(submission):
 
 
 @pytest.mark.points(4)
+@pytest.mark.severity("safety")
 def check_float16_and_bfloat16(submission):
     @kernel_examples()
     @given(cases(dtypes=(torch.float16, torch.bfloat16)))
@@ -278,6 +281,7 @@ def check_float16_and_bfloat16(submission):
 
 
 @pytest.mark.points(1)
+@pytest.mark.severity("safety")
 @pytest.mark.parametrize("head_dim", HEAD_DIMS)
 def check_every_head_dim(submission, head_dim):
     dtype = DTYPES[HEAD_DIMS.index(head_dim) % len(DTYPES)]
@@ -285,6 +289,7 @@ def check_every_head_dim(submission, head_dim):
 
 
 @pytest.mark.points(1)
+@pytest.mark.severity("safety")
 @pytest.mark.parametrize("block_size", BLOCK_SIZES)
 def check_every_block_size(submission, block_size):
     seq_lens = [2 * block_size + 1, block_size, 1]
@@ -292,12 +297,14 @@ def check_every_block_size(submission, block_size):
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("safety")
 def check_empty_and_one_token_sequences(submission):
     run_kernel(submission, *build({"seq_lens": [0, 1, 0, 6]}))
     run_kernel(submission, *build({"seq_lens": [0, 0]}))
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("safety")
 def check_padding_and_shared_blocks_are_handled(submission):
     # Block 4 holds NaN: only padding entries name it. Blocks 1 and 4 repeat within a table.
     tables = [[3, 1, 1, 4, 4], [1, 0, 4, 4, 4]]
@@ -305,6 +312,7 @@ def check_padding_and_shared_blocks_are_handled(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_scale(submission):
     case, description = build({"seq_lens": [9, 4], "seed": 3})
     run_kernel(submission, case, description, scale=0.37)
@@ -312,6 +320,7 @@ def check_scale(submission):
 
 
 @pytest.mark.points(1)
+@pytest.mark.severity("safety")
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
 def check_large_logits(submission, dtype):
     """Scores of several hundred, of both signs, as outliers among real models' attention logits
@@ -323,6 +332,7 @@ def check_large_logits(submission, dtype):
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("safety")
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def check_large_cases_on_cuda(submission):
     for params in LARGE_CASES:

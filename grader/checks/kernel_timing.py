@@ -453,20 +453,24 @@ def assert_within(measurement: Measurement, limit: float) -> None:
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_timed_outputs_match_the_oracle(measurement):
     assert_correct(measurement)
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("speed")
 def check_speed_within_10x_of_the_reference(measurement):
     assert_within(measurement, SPEED_TIERS[0])
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("speed")
 def check_speed_within_3x_of_the_reference(measurement):
     assert_within(measurement, SPEED_TIERS[1])
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("speed")
 def check_speed_within_1_5x_of_the_reference(measurement):
     assert_within(measurement, SPEED_TIERS[2])

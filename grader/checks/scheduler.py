@@ -51,6 +51,7 @@ def new_scheduler(submission, num_blocks: int, block_size: int, max_num_seqs: in
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("contract")
 def check_add_request_refuses_what_can_never_run(submission):
     """add_request raises ValueError, and queues nothing, for prompt_len < 1, max_new_tokens < 1,
     an id already known (waiting, running or finished) and a request that could never fit; a
@@ -122,6 +123,7 @@ def for_every_trace(rule: Callable[[SchedulerTrace], None]) -> None:
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_every_request_gets_exactly_its_tokens(submission, record_section):
     """Each request is scheduled in exactly max_new_tokens steps, at most once per step, and is
     reported finished once, in the step of its last token; preempted tokens are not lost."""
@@ -132,12 +134,14 @@ def check_every_request_gets_exactly_its_tokens(submission, record_section):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("contract")
 def check_at_most_max_num_seqs_per_step(submission):
     """No step schedules more than max_num_seqs requests."""
     for_every_trace(partial(at_most_max_num_seqs_per_step, submission))
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("contract")
 def check_no_deadlock(submission):
     """Every step with unfinished work gives some request a token, so the trace finishes within
     its bound; has_unfinished() is True before each step that has work (read just after that
@@ -146,6 +150,7 @@ def check_no_deadlock(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("contract")
 def check_admission_in_arrival_order(submission):
     """Requests get their first token in arrival order: first come, first served, and admission
     stops at the first waiting request that does not fit (nobody skips ahead)."""
@@ -153,12 +158,14 @@ def check_admission_in_arrival_order(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_no_blocks_leaked(submission):
     """Once every request has finished, every block of the pool is free again."""
     for_every_trace(partial(no_blocks_leaked, submission))
 
 
 @pytest.mark.points(4)
+@pytest.mark.severity("contract")
 def check_trace_matches_the_reference(submission, reference):
     """Every step schedules, preempts and finishes exactly what the reference scheduler does
     (the contract's step of part 5: decode oldest first, preempt the newest, admit only without a

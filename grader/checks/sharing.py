@@ -44,6 +44,7 @@ def grown(model: ManagerModel, tokens: int) -> Tracked:
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_fork_shares_every_block(submission):
     """fork gives a request with the parent's seq_len and block table, and takes no block; a
     shared block is free only once every request holding it is freed."""
@@ -62,6 +63,7 @@ def check_fork_shares_every_block(submission):
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("safety")
 def check_copy_on_write(submission):
     """Decode on a request whose last block is shared and not full first copies that block:
     the writer gets a fresh block with the same first tokens, the other request's data stays,
@@ -79,6 +81,7 @@ def check_copy_on_write(submission):
 
 
 @pytest.mark.points(1)
+@pytest.mark.severity("contract")
 def check_no_copy_at_a_block_boundary(submission):
     """A token that starts a new block writes into no shared block: nothing is copied."""
     model = ManagerModel(submission, 4, 4, 2, sharing=True)
@@ -91,6 +94,7 @@ def check_no_copy_at_a_block_boundary(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_copy_on_write_without_a_free_block_is_refused(submission):
     """A copy-on-write with no free block raises RuntimeError and changes nothing: tables,
     lengths, reference counts and data all stay."""
@@ -106,6 +110,7 @@ def check_copy_on_write_without_a_free_block_is_refused(submission):
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_fork_and_free_in_any_order(submission):
     """A parent, its child and grandchild, each decoding once and freed in every order: blocks
     come back with their last holder, and the others' data never changes."""
@@ -158,5 +163,6 @@ class SharingMachine(ManagerMachine):
 
 
 @pytest.mark.points(6)
+@pytest.mark.severity("safety")
 def check_random_fork_decode_and_free(submission):
     run_state_machine_as_test(lambda: SharingMachine(submission))

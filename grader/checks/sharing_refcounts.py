@@ -126,6 +126,7 @@ class Counts:
 
 
 @pytest.mark.points(2)
+@pytest.mark.severity("safety")
 def check_ref_counts_follow_allocate_incref_and_free(submission):
     """ref_count is 0 for a free block and 1 once allocated; incref adds one; free drops one, and
     a block is free again only at zero."""
@@ -139,6 +140,7 @@ def check_ref_counts_follow_allocate_incref_and_free(submission):
 
 
 @pytest.mark.points(1)
+@pytest.mark.severity("safety")
 def check_bad_reference_calls_are_refused(submission):
     """incref of a free block, or of a block freed again, raises ValueError and changes no
     count; a free of more references than a block holds raises ValueError."""
@@ -199,5 +201,6 @@ def within_references(blocks: list[int], held: Mapping[int, int]) -> list[int]:
 
 
 @pytest.mark.points(3)
+@pytest.mark.severity("safety")
 def check_random_incref_and_free(submission):
     run_state_machine_as_test(lambda: ReferenceMachine(submission))

@@ -14,6 +14,7 @@ from grader.intake import ARCHIVES
 from grader.provenance import seal_state
 from grader.report.i18n import STRINGS, more_points, profile_name, tr, ungraded_reason
 from grader.report.messages import translated_message
+from grader.severity import SEVERITIES
 
 KITS = ("full", "candidate")  # `environment.kit`: which kit made the report
 # The engine check's figures report.md lists under its one line, where the check has them: those
@@ -225,6 +226,36 @@ def syntax_failures(report: dict) -> dict[str, dict]:
         for error in report.get("syntax_errors", [])
         for check_id in error.get("checks", [])
     }
+
+
+def failed_checks(part: dict, explained: dict[str, dict]) -> list[dict]:
+    """The part's checks that failed, or that the grader could not run, most serious first
+    (`SEVERITIES`; in their own order within a severity), less those in `explained` (a file that
+    does not compile failed them: `syntax_failures`). A report written before severities lists
+    them in their order."""
+    failed = [
+        check
+        for check in part["checks"]
+        if check["status"] in ("failed", "error") and check["id"] not in explained
+    ]
+    return sorted(failed, key=severity_rank)
+
+
+def severity_rank(check: dict) -> int:
+    """Where a check's severity comes in `SEVERITIES`; after them all where it has none."""
+    severity = check.get("severity")
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+
+
+def safety_failures(report: dict) -> list[tuple[str, dict]]:
+    """`(part id, check)` for each failed check of severity "safety", in the parts' order: what
+    the reports show first."""
+    return [
+        (part_id, check)
+        for part_id, part in report["parts"].items()
+        for check in part["checks"]
+        if check.get("status") == "failed" and check.get("severity") == "safety"
+    ]
 
 
 def syntax_line(error: dict, lang: str, shown: Callable[[str], str] = str) -> str:

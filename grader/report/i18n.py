@@ -126,6 +126,15 @@ STRINGS = {
         "ratio_axis": "time / reference's",
         "ok": "ok (limit {limit})",
         "too_slow": "too slow (limit {limit})",
+        "severity_safety": "safety",
+        "severity_contract": "contract",
+        "severity_speed": "speed",
+        "safety_heading": "Safety failures",
+        "safety_intro": (
+            "Failed checks whose failure means the cache is corrupted or leaks: a block handed "
+            "out twice or lost, a request served wrong rows, a wrong attention output. Each is "
+            "first in its part below."
+        ),
         "integrity_heading": "Integrity flags",
         "integrity_intro": (
             "What the grader's source scan and its sandboxed workers noticed, for a person to look "
@@ -460,6 +469,14 @@ STRINGS = {
         "ratio_axis": "耗时 / 参考实现",
         "ok": "通过（上限 {limit}）",
         "too_slow": "太慢（上限 {limit}）",
+        "severity_safety": "安全",
+        "severity_contract": "契约",
+        "severity_speed": "速度",
+        "safety_heading": "安全性失败",
+        "safety_intro": (
+            "这些未通过的检查意味着 cache 被破坏或泄漏：同一个块被分配两次或丢失、"
+            "请求读到错误的行、注意力输出错误。每一项在下面所属部分中排在最前。"
+        ),
         "integrity_heading": "完整性标记",
         "integrity_intro": (
             "评分器的源码扫描和沙箱中的工作进程注意到的情况，供人工查看。它们从不影响得分。"

@@ -1,6 +1,8 @@
 """The batch's leaderboard: `leaderboard.csv` and `leaderboard.html`, one row per submission.
 
-A row holds the candidate, the total and each part's score, the number of integrity flags (never
+A row holds the candidate, the total and each part's score, the checks it fails whose failure
+means a corrupted or leaking cache (severity "safety": marked, first in the page's note cell, and
+the CSV's `failed_safety`, ids separated by spaces), the number of integrity flags (never
 part of the score) and the first of them (all are in the report: a flood of them cannot fill the
 board), the kernel's timing ratio (the geometric mean of the kernel part's benchmark ratios),
 the time the grading took, a relative link to the report and the entry it was graded from (its
@@ -36,7 +38,7 @@ from pathlib import Path, PurePath
 from urllib.parse import quote
 
 from grader.parts import PARTS
-from grader.report.formats import origin, points
+from grader.report.formats import origin, points, safety_failures
 from grader.report.i18n import LANGUAGES, profile_name, tr
 from grader.report.messages import translated_message
 from grader.report.model import bounded
@@ -202,8 +204,8 @@ def cell(value: object) -> str:
 def render_csv(outcomes: list[Outcome]) -> str:
     parts = parts_of(outcomes)
     header = ["rank", "candidate", "entry", "status", "score", "max_score", *parts,
-              "integrity_flags", "first_flag", "kernel_ratio", "seconds", "report",
-              "note"]  # fmt: skip
+              "failed_safety", "integrity_flags", "first_flag", "kernel_ratio", "seconds",
+              "report", "note"]  # fmt: skip
     out = io.StringIO()
     # Every field quoted: a reader that splits on another delimiter (`;`, as Excel does in
     # most of Europe) finds no cell that begins inside a name or a note.
@@ -212,13 +214,13 @@ def render_csv(outcomes: list[Outcome]) -> str:
     for rank, o in ranked([cleaned(o) for o in outcomes]):
         r = o.report
         if r is None:
-            scores = ["", "", *([""] * len(parts)), "", "", ""]
+            scores = ["", "", *([""] * len(parts)), "", "", "", ""]
         else:
             part_scores = [
                 r["parts"][p]["score"] if r["parts"].get(p, {}).get("checks") else "" for p in parts
             ]
-            scores = [r["score"], r["max_score"], *part_scores, len(r["integrity"]),
-                      first_flag(r), kernel_ratio(r)]  # fmt: skip
+            scores = [r["score"], r["max_score"], *part_scores, " ".join(unsafe(r)),
+                      len(r["integrity"]), first_flag(r), kernel_ratio(r)]  # fmt: skip
         status = "graded" if r else "not graded"
         row = [rank or "", o.name, o.entry, status, *scores, round(o.seconds, 1), report_path(o),
                "; ".join(notes(o))]  # fmt: skip
@@ -305,11 +307,17 @@ def html_row(
         "score": points(r["score"]),
         "max_score": points(r["max_score"]),
         "parts": [part_cell(r["parts"].get(part)) for part in parts],
+        "unsafe": unsafe(r),
         "flag_count": len(r["integrity"]),
         "first_flag": shown_flag(r, lang),
         "kernel_ratio": kernel_ratio(r, lang),
         "note": separator.join(notes),
     }
+
+
+def unsafe(report: dict) -> list[str]:
+    """The ids of the checks `report` fails whose severity is "safety"."""
+    return [check["id"] for _, check in safety_failures(report)]
 
 
 def entry_name(outcome: Outcome) -> str:

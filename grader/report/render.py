@@ -49,6 +49,8 @@ ENV.globals.update(
     status_word=formats.status_word,
     origin=formats.origin,
     check_anchor=formats.check_anchor,
+    failed_checks=formats.failed_checks,
+    safety_failures=formats.safety_failures,
     shown=formats.shown,
     environment_value=formats.environment_value,
     graded_from=formats.graded_from,

@@ -2,8 +2,10 @@
 
 Checks are pytest functions named `check_*` in `grader/checks/<part>*.py`; each module marks its
 part (`pytestmark = pytest.mark.part("allocator")`), a part whose `checks` in `grader/parts.toml`
-name that module, and each check its points (`@pytest.mark.points(3)`). Points are read at
-collection, so a check that never gets to run still counts in the maximum score.
+name that module, and each check its points (`@pytest.mark.points(3)`) and the severity of its
+failure (`@pytest.mark.severity("safety")`, `grader/severity.py`). Both are read at collection,
+so a check that never gets to run still counts in the maximum score; a rubric may weigh a
+severity's points.
 
 `GradingPlugin` is one plugin made of three concerns: this module's (collection, points,
 outcomes as `CheckResult`s), the fixtures and the workers behind them (`fixtures.py`), and the
@@ -33,6 +35,7 @@ from grader.sandbox.proxy import RemoteError, Transcript
 from grader.scoring.fixtures import WorkerFixtures
 from grader.scoring.profiles import SHRINK_SECONDS, hypothesis_settings
 from grader.scoring.progress import ProgressLines
+from grader.severity import SEVERITIES
 
 CHECKS_DIR = Path(__file__).resolve().parents[1] / "checks"
 
@@ -47,6 +50,7 @@ class CheckResult:
     status: str  # passed | failed | error | skipped
     points: float
     max_points: float
+    severity: str = "contract"  # one of `SEVERITIES`, from the check's marker
     message: str = ""
     counterexample: str = ""
     hypothesis: str = ""
@@ -61,6 +65,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
 
     seeded: bool  # a fixed hypothesis seed: the grading's examples are reproducible
     point_overrides: dict[str, float] = field(default_factory=dict)  # by check id (the rubric)
+    severity_weights: dict[str, float] = field(default_factory=dict)  # by severity (the rubric)
     results: dict[str, CheckResult] = field(default_factory=dict)  # by check id
     rescored: dict[str, dict] = field(default_factory=dict)  # by part: both gradings, the kept one
     errors: list[str] = field(default_factory=list)  # the grader's own failures, for the report
@@ -70,6 +75,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "part(id): the part a check module grades")
         config.addinivalue_line("markers", "points(n): what a check is worth within its part")
+        config.addinivalue_line("markers", "severity(kind): what a check's failure means")
         hypothesis.settings.register_profile(
             "grader", hypothesis_settings(self.grading_profile, self.seeded)
         )
@@ -85,16 +91,20 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            part, name = item.get_closest_marker("part"), item.name.removeprefix("check_")
-            points = item.get_closest_marker("points")
-            if part is None or points is None:
-                raise pytest.UsageError(f"{item.nodeid} lacks a part or points marker")
-            part_id, module = part.args[0], item.path.stem
+            name = item.name.removeprefix("check_")
+            part, points, severity = (item.get_closest_marker(marker)
+                                      for marker in ("part", "points", "severity"))  # fmt: skip
+            if part is None or points is None or severity is None:
+                raise pytest.UsageError(f"{item.nodeid} lacks a part, points or severity marker")
+            part_id, module, kind = part.args[0], item.path.stem, severity.args[0]
             if part_id not in PARTS or module not in PARTS[part_id].checks:
                 raise pytest.UsageError(f"{module}.py is not a check module of part {part_id!r}")
+            if kind not in SEVERITIES:
+                raise pytest.UsageError(f"{item.nodeid}: severity {kind!r} is none of {SEVERITIES}")
             check_id = f"{part_id}/{name}"
-            max_points = float(self.point_overrides.get(check_id, points.args[0]))
-            item.stash[RESULT] = CheckResult(check_id, part_id, name, "error", 0, max_points)
+            weighed = points.args[0] * self.severity_weights.get(kind, 1.0)
+            max_points = float(self.point_overrides.get(check_id, weighed))
+            item.stash[RESULT] = CheckResult(check_id, part_id, name, "error", 0, max_points, kind)
             self.results[check_id] = item.stash[RESULT]
             self.expect(item.nodeid, item.stash[RESULT])
 

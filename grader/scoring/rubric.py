@@ -15,9 +15,16 @@ by its id from report.json, `part/check` (0 takes the check out of the score):
     [points]
     "allocator/freed_blocks_are_reused" = 0
 
-A part id or a check id that does not exist is refused, with the valid ones: a misspelt check
-would otherwise keep its points without a word. A part's checks are the `check_*` functions of
-its check modules (`parts.toml`'s `checks`; `plugin.check_names`).
+    [severity]
+    safety = 2.0
+
+and, optionally, a factor by severity (`grader/severity.py`): each check of that severity counts
+its points times the factor within its part, so that a part's safety failures cost more of its
+weight (by default every factor is 1; a check in [points] has exactly the points given there).
+
+A part id, a check id or a severity that does not exist is refused, with the valid ones: a
+misspelt check would otherwise keep its points without a word. A part's checks are the `check_*`
+functions of its check modules (`parts.toml`'s `checks`; `plugin.check_names`).
 """
 
 import argparse
@@ -27,14 +34,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.parts import PARTS
+from grader.severity import SEVERITIES
 
-TABLES = ("weights", "points")
+TABLES = ("weights", "points", "severity")
 
 
 @dataclass(frozen=True)
 class Rubric:
     weights: dict[str, float]
     points: dict[str, float] = field(default_factory=dict)
+    severity: dict[str, float] = field(default_factory=dict)  # a factor by severity; 1 if absent
 
 
 DEFAULT = Rubric({part.id: float(part.weight) for part in PARTS.values()})
@@ -52,15 +61,24 @@ def load_rubric(path: Path | None) -> Rubric:
             raise ValueError(f"{path} is not valid TOML: {error}") from None
     stray = [key for key, value in data.items() if key not in TABLES or type(value) is not dict]
     if stray:
-        raise ValueError(f"{path}: {stray[0]!r} is not a table [weights] or [points], all that a "
-                         "rubric holds")  # fmt: skip
+        raise ValueError(f"{path}: {stray[0]!r} is not a table [weights], [points] or "
+                         "[severity], all that a rubric holds")  # fmt: skip
     weights, points = data.get("weights", {}), data.get("points", {})
+    severity = data.get("severity", {})
     check_weights(path, weights)
     check_point_ids(path, points)
-    for key, value in {**weights, **points}.items():
+    unknown = [kind for kind in severity if kind not in SEVERITIES]
+    if unknown:
+        raise ValueError(f"{path}: [severity] names {unknown[0]!r}: the severities are "
+                         f"{', '.join(SEVERITIES)}")  # fmt: skip
+    for key, value in {**weights, **points, **severity}.items():
         if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
             raise ValueError(f"{path}: {key} = {value!r} must be a finite number >= 0")
-    return Rubric({part: float(weights[part]) for part in PARTS}, dict(points))
+    return Rubric(
+        {part: float(weights[part]) for part in PARTS},
+        dict(points),
+        {kind: float(factor) for kind, factor in severity.items()},
+    )
 
 
 def check_weights(path: Path, weights: dict) -> None:

@@ -160,6 +160,21 @@ def test_a_rubric_naming_an_unknown_check_is_refused(tmp_path: Path) -> None:
     assert_refused(result, "'allocator/allocate_timing': no such check (those of allocator: ")
 
 
+def test_a_rubric_weighs_each_severitys_points(tmp_path: Path) -> None:
+    """`[severity]` multiplies the points of each check of that severity within its part: with
+    speed at 0 the allocator's timings are worth nothing, and its safety checks share its 15."""
+    rubric = tmp_path / "rubric.toml"
+    weights = "".join(f"{part.id} = {part.weight}\n" for part in KIT_PARTS.values())
+    rubric.write_text(f"[weights]\n{weights}[severity]\nsafety = 2\nspeed = 0\n")
+    result = grade(SOLUTIONS, *PARTS, "--rubric", str(rubric), out=tmp_path / "report")
+    worth: dict[str, float] = {}
+    for check in result.part("allocator")["checks"]:
+        worth[check["severity"]] = worth.get(check["severity"], 0.0) + check["max_points"]
+    assert worth["speed"] == 0, worth
+    assert worth["safety"] == pytest.approx(15, abs=0.03), worth
+    assert result.score("allocator") == result.max_score("allocator") == 15
+
+
 def test_every_report_says_which_input_it_came_from(
     graded: dict[str, Future[Graded]], root: Path
 ) -> None:

@@ -41,7 +41,9 @@ def options(**weights: float) -> SimpleNamespace:
 
 def result(name: str, points: float, status: str = "passed", message: str = "") -> CheckResult:
     earned = points if status == "passed" else 0
-    return CheckResult(f"allocator/{name}", "allocator", name, status, earned, points, message)
+    return CheckResult(
+        f"allocator/{name}", "allocator", name, status, earned, points, message=message
+    )
 
 
 def allocator(failed: set[str] = frozenset(), skipped: dict[str, str] | None = None):

@@ -3,7 +3,7 @@
 
 import pytest
 
-from grader.report.formats import KIT_PYTHON, run_in
+from grader.report.formats import KIT_PYTHON, failed_checks, run_in, safety_failures
 from grader.report.i18n import tr
 from grader.report.summary import COUNTEREXAMPLE_LINES, LINE_CHARS, counterexample_lines
 
@@ -45,3 +45,34 @@ def test_a_counterexample_too_long_for_the_terminal_is_left_to_the_report() -> N
         "    x = 0",
         "    assert x == 1",
     ]
+
+
+def severe(name: str, status: str, severity: str | None) -> dict:
+    check = {"id": f"decode/{name}", "name": name, "status": status}
+    return check if severity is None else check | {"severity": severity}
+
+
+def test_a_parts_failures_come_most_serious_first_and_safety_ones_are_listed() -> None:
+    checks = [
+        severe("speed", "failed", "speed"),
+        severe("edge", "failed", "contract"),
+        severe("fine", "passed", "safety"),
+        severe("leak", "failed", "safety"),
+        severe("broken", "error", "contract"),
+        severe("garbled", "failed", "safety"),
+    ]
+    report = {"parts": {"decode": {"checks": checks}}}
+    shown = [check["name"] for check in failed_checks(report["parts"]["decode"], {})]
+    assert shown == ["leak", "garbled", "edge", "broken", "speed"]
+    explained = {"decode/garbled": {}}  # a file that does not compile failed it: said elsewhere
+    failed = failed_checks(report["parts"]["decode"], explained)
+    assert [check["name"] for check in failed] == ["leak", "edge", "broken", "speed"]
+    unsafe = [check["name"] for _, check in safety_failures(report)]
+    assert unsafe == ["leak", "garbled"]
+
+
+def test_a_report_written_before_severities_lists_its_failures_in_order() -> None:
+    checks = [severe("b", "failed", None), severe("a", "error", None)]
+    part = {"checks": checks}
+    assert [check["name"] for check in failed_checks(part, {})] == ["b", "a"]
+    assert safety_failures({"parts": {"decode": part}}) == []

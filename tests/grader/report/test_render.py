@@ -2,6 +2,8 @@
 one head with its Content-Security-Policy and nothing that runs or fetches; `.html` templates
 escape what they are given, `report.md` does not, and a name missing from a template is an error."""
 
+import csv
+import io
 from pathlib import Path
 
 import jinja2
@@ -55,3 +57,22 @@ def test_html_templates_escape_and_markdown_ones_do_not() -> None:
 def test_a_name_missing_from_a_template_is_an_error() -> None:
     with pytest.raises(jinja2.UndefinedError):
         ENV.from_string("{{ missing }}").render()
+
+
+def test_the_leaderboard_marks_a_submission_that_fails_a_safety_check() -> None:
+    """The double free of `failing_report` is a safety failure: the page's row carries the mark
+    and the CSV its check id; a clean report's row has neither."""
+    unsafe, clean = failing_report(), failing_report()
+    for part in clean["parts"].values():
+        for check in part["checks"]:
+            check.pop("severity", None)
+    outcomes = [Outcome("unsafe", "unsafe", unsafe, "", [], 1.0),
+                Outcome("clean", "clean", clean, "", [], 1.0)]  # fmt: skip
+    rows = {row["candidate"]: row for row in csv.DictReader(io.StringIO(
+        leaderboard.render_csv(outcomes)))}  # fmt: skip
+    assert rows["unsafe"]["failed_safety"] == "allocator/free_is_atomic"
+    assert rows["clean"]["failed_safety"] == ""
+    page = leaderboard.render_html(outcomes, {"folder": "drive"})
+    assert (
+        page.count('<span class="tag safety" title="allocator/free_is_atomic">safety 1</span>') == 1
+    )

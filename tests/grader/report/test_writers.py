@@ -101,6 +101,7 @@ def failing_report() -> dict:
             0,
             5,
             message="free([3, 3]) freed block 3 twice",
+            severity="safety",
             counterexample=COUNTEREXAMPLE,
             hypothesis="@reproduce_failure('6.170.17', b'AXicY2BgAAAABAAB')",
         ),

@@ -35,6 +35,20 @@ def test_the_docstrings_example_is_a_valid_rubric(tmp_path: Path) -> None:
     loaded = load_rubric(written(tmp_path, docstring_example()))
     assert loaded.weights == {part.id: float(part.weight) for part in PARTS.values()}
     assert loaded.points == {"allocator/freed_blocks_are_reused": 0}
+    assert loaded.severity == {"safety": 2.0}
+
+
+def test_an_unknown_severity_is_refused_with_the_severities(tmp_path: Path) -> None:
+    path = written(tmp_path, WEIGHTS + "[severity]\nsafety = 2\ncorrectness = 3\n")
+    says = "[severity] names 'correctness': the severities are safety, contract, speed"
+    with pytest.raises(ValueError, match=re.escape(says)):
+        load_rubric(path)
+
+
+def test_a_negative_severity_factor_is_refused(tmp_path: Path) -> None:
+    path = written(tmp_path, WEIGHTS + "[severity]\nspeed = -1\n")
+    with pytest.raises(ValueError, match="speed = -1 must be a finite number >= 0"):
+        load_rubric(path)
 
 
 def test_an_unknown_check_is_refused_with_its_parts_checks(tmp_path: Path) -> None:
