@@ -145,7 +145,7 @@ def new_plugin(intake: Intake, options: Options, **fields: Any) -> GradingPlugin
         worker_env={part: device_environment(part) for part in PARTS},
         isolation=options.isolation,
         point_overrides=options.rubric.points,
-        severity_weights=options.rubric.severity,
+        severity_factors=options.rubric.severity,
         live=options.live,
         lang=options.lang,
         **fields,

@@ -5,7 +5,8 @@
               another's rows or wrong ones, a wrong attention output
     contract  the contract is broken without corruption: a wrong error or type, a limit or an
               order not kept, a missed edge case
-    speed     a timing: the right answer, slower than the contract allows
+    speed     a timing: the work slower than the contract allows (a timed run whose result is
+              wrong fails it too; the part's other checks say what is wrong)
 
 The reports list a part's failed checks in this order, most serious first, and the leaderboard
 marks a submission that fails a safety check. A rubric may weigh a severity's points

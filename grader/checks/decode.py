@@ -35,7 +35,7 @@ pytestmark = pytest.mark.part("decode")
 
 
 @pytest.mark.points(2)
-@pytest.mark.severity("contract")
+@pytest.mark.severity("safety")
 def check_new_manager_and_request(submission):
     """A new manager: every block free, its sizes kept, a float32 pool of zeros; bad sizes and a
     negative prompt_len raise ValueError."""

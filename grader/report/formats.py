@@ -17,6 +17,9 @@ from grader.report.messages import translated_message
 from grader.severity import SEVERITIES
 
 KITS = ("full", "candidate")  # `environment.kit`: which kit made the report
+NOT_STARTED = ("not implemented:", "not submitted:")  # messages of checks that could not start
+# Messages of checks that ran none of the candidate's code: it could not start, or not be imported.
+NOT_RUN = (*NOT_STARTED, "import failed:")
 # The engine check's figures report.md lists under its one line, where the check has them: those
 # its message does not already give (requests, tokens, steps). The page has them all.
 ENGINE_FIGURES = ("tokens_per_step", "mismatches", "peak_kv_bytes", "contiguous_kv_bytes", "device")
@@ -247,15 +250,27 @@ def severity_rank(check: dict) -> int:
     return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
 
 
-def safety_failures(report: dict) -> list[tuple[str, dict]]:
-    """`(part id, check)` for each failed check of severity "safety", in the parts' order: what
-    the reports show first."""
+def safety_failures(report: dict) -> list[str]:
+    """The ids of the checks of severity "safety" that `report` (in English, as written) fails
+    having run the candidate's code, in the parts' order: what the reports show first. A check
+    whose code could not start or be imported, or that a file which does not compile failed
+    (`syntax_failures`), shows no corruption, and is not one."""
+    explained = syntax_failures(report)
     return [
-        (part_id, check)
-        for part_id, part in report["parts"].items()
+        check["id"]
+        for part in report["parts"].values()
         for check in part["checks"]
-        if check.get("status") == "failed" and check.get("severity") == "safety"
+        if check.get("status") == "failed"
+        and check.get("severity") == "safety"
+        and not check.get("message", "").startswith(NOT_RUN)
+        and check["id"] not in explained
     ]
+
+
+def severity_word(lang: str, severity: str) -> str:
+    """A check's severity in `lang`; one the kit does not know, as it is."""
+    key = f"severity_{severity}"
+    return tr(lang, key) if key in STRINGS[lang] else severity
 
 
 def syntax_line(error: dict, lang: str, shown: Callable[[str], str] = str) -> str:

@@ -219,7 +219,7 @@ def render_csv(outcomes: list[Outcome]) -> str:
             part_scores = [
                 r["parts"][p]["score"] if r["parts"].get(p, {}).get("checks") else "" for p in parts
             ]
-            scores = [r["score"], r["max_score"], *part_scores, " ".join(unsafe(r)),
+            scores = [r["score"], r["max_score"], *part_scores, " ".join(safety_failures(r)),
                       len(r["integrity"]), first_flag(r), kernel_ratio(r)]  # fmt: skip
         status = "graded" if r else "not graded"
         row = [rank or "", o.name, o.entry, status, *scores, round(o.seconds, 1), report_path(o),
@@ -307,17 +307,12 @@ def html_row(
         "score": points(r["score"]),
         "max_score": points(r["max_score"]),
         "parts": [part_cell(r["parts"].get(part)) for part in parts],
-        "unsafe": unsafe(r),
+        "unsafe": safety_failures(r),
         "flag_count": len(r["integrity"]),
         "first_flag": shown_flag(r, lang),
         "kernel_ratio": kernel_ratio(r, lang),
         "note": separator.join(notes),
     }
-
-
-def unsafe(report: dict) -> list[str]:
-    """The ids of the checks `report` fails whose severity is "safety"."""
-    return [check["id"] for _, check in safety_failures(report)]
 
 
 def entry_name(outcome: Outcome) -> str:

@@ -50,7 +50,7 @@ ENV.globals.update(
     origin=formats.origin,
     check_anchor=formats.check_anchor,
     failed_checks=formats.failed_checks,
-    safety_failures=formats.safety_failures,
+    severity_word=formats.severity_word,
     shown=formats.shown,
     environment_value=formats.environment_value,
     graded_from=formats.graded_from,
@@ -86,13 +86,15 @@ def report_html(report: dict) -> str:
     """`report.html`: the whole page for `report` (the dict of `report.json`, `bounded`), the
     grader's words in the report's language (`messages.in_language`)."""
     lang = language(report)
-    return render("report.html", report=in_language(report, lang), lang=lang)
+    unsafe = formats.safety_failures(report)  # read in English, as written
+    return render("report.html", report=in_language(report, lang), lang=lang, unsafe=unsafe)
 
 
 def report_markdown(report: dict) -> str:
     """`report.md`: the page's content as Markdown, in the same order and language."""
     lang = language(report)
-    return render("report.md", report=in_language(report, lang), lang=lang)
+    unsafe = formats.safety_failures(report)
+    return render("report.md", report=in_language(report, lang), lang=lang, unsafe=unsafe)
 
 
 def simulation_html(report: dict) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from grader.report.formats import (
+    NOT_STARTED,
     check_anchor,
     code_excerpt,
     counted,
@@ -37,7 +38,6 @@ from grader.report.messages import translated_counterexample, translated_message
 from grader.report.model import bounded
 from grader.text import clean
 
-NOT_STARTED = ("not implemented:", "not submitted:")  # messages of checks that could not start
 FAILED = ("failed", "error")
 MESSAGE_LINES = 6  # of the first failure's message, in the terminal
 COUNTEREXAMPLE_LINES = 40  # a longer counterexample is left to the report, never cut

@@ -50,7 +50,7 @@ class CheckResult:
     status: str  # passed | failed | error | skipped
     points: float
     max_points: float
-    severity: str = "contract"  # one of `SEVERITIES`, from the check's marker
+    severity: str  # one of `SEVERITIES`, from the check's marker
     message: str = ""
     counterexample: str = ""
     hypothesis: str = ""
@@ -65,7 +65,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
 
     seeded: bool  # a fixed hypothesis seed: the grading's examples are reproducible
     point_overrides: dict[str, float] = field(default_factory=dict)  # by check id (the rubric)
-    severity_weights: dict[str, float] = field(default_factory=dict)  # by severity (the rubric)
+    severity_factors: dict[str, float] = field(default_factory=dict)  # by severity (the rubric)
     results: dict[str, CheckResult] = field(default_factory=dict)  # by check id
     rescored: dict[str, dict] = field(default_factory=dict)  # by part: both gradings, the kept one
     errors: list[str] = field(default_factory=list)  # the grader's own failures, for the report
@@ -102,7 +102,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
             if kind not in SEVERITIES:
                 raise pytest.UsageError(f"{item.nodeid}: severity {kind!r} is none of {SEVERITIES}")
             check_id = f"{part_id}/{name}"
-            weighed = points.args[0] * self.severity_weights.get(kind, 1.0)
+            weighed = points.args[0] * self.severity_factors.get(kind, 1.0)
             max_points = float(self.point_overrides.get(check_id, weighed))
             item.stash[RESULT] = CheckResult(check_id, part_id, name, "error", 0, max_points, kind)
             self.results[check_id] = item.stash[RESULT]

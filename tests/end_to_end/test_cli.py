@@ -161,18 +161,21 @@ def test_a_rubric_naming_an_unknown_check_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_rubric_weighs_each_severitys_points(tmp_path: Path) -> None:
-    """`[severity]` multiplies the points of each check of that severity within its part: with
-    speed at 0 the allocator's timings are worth nothing, and its safety checks share its 15."""
+    """`[severity]` multiplies the points of each check of that severity within its part, and a
+    check given in `[points]` keeps exactly those: in part 3, a 2-point safety check is worth four
+    times the 1-point contract one, and of the timings only the one given points counts."""
     rubric = tmp_path / "rubric.toml"
     weights = "".join(f"{part.id} = {part.weight}\n" for part in KIT_PARTS.values())
-    rubric.write_text(f"[weights]\n{weights}[severity]\nsafety = 2\nspeed = 0\n")
-    result = grade(SOLUTIONS, *PARTS, "--rubric", str(rubric), out=tmp_path / "report")
-    worth: dict[str, float] = {}
-    for check in result.part("allocator")["checks"]:
-        worth[check["severity"]] = worth.get(check["severity"], 0.0) + check["max_points"]
-    assert worth["speed"] == 0, worth
-    assert worth["safety"] == pytest.approx(15, abs=0.03), worth
-    assert result.score("allocator") == result.max_score("allocator") == 15
+    rubric.write_text(f"[weights]\n{weights}[points]\n\"gather/gather_speed\" = 1\n"
+                      "[severity]\nsafety = 2\nspeed = 0\n")  # fmt: skip
+    result = grade(SOLUTIONS, "--parts", "gather", "--rubric", str(rubric), out=tmp_path / "out")
+    worth = {check["name"]: check["max_points"] for check in result.part("gather")["checks"]}
+    safety, contract = worth["gather_stops_at_seq_len"], worth["gather_of_an_empty_request"]
+    assert safety == pytest.approx(4 * contract, abs=0.02), worth
+    assert worth["slot_mapping_speed"] == 0 < worth["gather_speed"] == pytest.approx(contract), (
+        worth
+    )
+    assert result.score("gather") == result.max_score("gather") == 15
 
 
 def test_every_report_says_which_input_it_came_from(

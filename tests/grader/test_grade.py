@@ -42,7 +42,7 @@ def options(**weights: float) -> SimpleNamespace:
 def result(name: str, points: float, status: str = "passed", message: str = "") -> CheckResult:
     earned = points if status == "passed" else 0
     return CheckResult(
-        f"allocator/{name}", "allocator", name, status, earned, points, message=message
+        f"allocator/{name}", "allocator", name, status, earned, points, "safety", message
     )
 
 

@@ -47,8 +47,8 @@ def test_a_counterexample_too_long_for_the_terminal_is_left_to_the_report() -> N
     ]
 
 
-def severe(name: str, status: str, severity: str | None) -> dict:
-    check = {"id": f"decode/{name}", "name": name, "status": status}
+def severe(name: str, status: str, severity: str | None, message: str = "") -> dict:
+    check = {"id": f"decode/{name}", "name": name, "status": status, "message": message}
     return check if severity is None else check | {"severity": severity}
 
 
@@ -60,15 +60,17 @@ def test_a_parts_failures_come_most_serious_first_and_safety_ones_are_listed() -
         severe("leak", "failed", "safety"),
         severe("broken", "error", "contract"),
         severe("garbled", "failed", "safety"),
+        severe("stub", "failed", "safety", "not implemented: KVCacheManager.free"),
+        severe("broken_import", "failed", "safety", "import failed: NameError: torch"),
     ]
     report = {"parts": {"decode": {"checks": checks}}}
     shown = [check["name"] for check in failed_checks(report["parts"]["decode"], {})]
-    assert shown == ["leak", "garbled", "edge", "broken", "speed"]
-    explained = {"decode/garbled": {}}  # a file that does not compile failed it: said elsewhere
-    failed = failed_checks(report["parts"]["decode"], explained)
-    assert [check["name"] for check in failed] == ["leak", "edge", "broken", "speed"]
-    unsafe = [check["name"] for _, check in safety_failures(report)]
-    assert unsafe == ["leak", "garbled"]
+    assert shown == ["leak", "garbled", "stub", "broken_import", "edge", "broken", "speed"]
+    # a file that does not compile failed "garbled": the report says so once, elsewhere
+    report["syntax_errors"] = [{"checks": ["decode/garbled"]}]
+    failed = failed_checks(report["parts"]["decode"], {"decode/garbled": {}})
+    assert [check["name"] for check in failed][:2] == ["leak", "stub"]
+    assert safety_failures(report) == ["decode/leak"]  # the others never ran the code
 
 
 def test_a_report_written_before_severities_lists_its_failures_in_order() -> None:

@@ -61,17 +61,19 @@ def test_a_name_missing_from_a_template_is_an_error() -> None:
 
 def test_the_leaderboard_marks_a_submission_that_fails_a_safety_check() -> None:
     """The double free of `failing_report` is a safety failure: the page's row carries the mark
-    and the CSV its check id; a clean report's row has neither."""
-    unsafe, clean = failing_report(), failing_report()
-    for part in clean["parts"].values():
+    and the CSV its check id. The same report written before severities, or failing only
+    because its code never ran, has neither."""
+    unsafe, older, unrun = failing_report(), failing_report(), failing_report()
+    for part in older["parts"].values():
         for check in part["checks"]:
             check.pop("severity", None)
-    outcomes = [Outcome("unsafe", "unsafe", unsafe, "", [], 1.0),
-                Outcome("clean", "clean", clean, "", [], 1.0)]  # fmt: skip
+    unrun["parts"]["allocator"]["checks"][1]["message"] = "not implemented: BlockAllocator.free"
+    reports = {"unsafe": unsafe, "older": older, "unrun": unrun}
+    outcomes = [Outcome(name, name, report, "", [], 1.0) for name, report in reports.items()]
     rows = {row["candidate"]: row for row in csv.DictReader(io.StringIO(
         leaderboard.render_csv(outcomes)))}  # fmt: skip
     assert rows["unsafe"]["failed_safety"] == "allocator/free_is_atomic"
-    assert rows["clean"]["failed_safety"] == ""
+    assert rows["older"]["failed_safety"] == rows["unrun"]["failed_safety"] == ""
     page = leaderboard.render_html(outcomes, {"folder": "drive"})
     assert (
         page.count('<span class="tag safety" title="allocator/free_is_atomic">safety 1</span>') == 1

@@ -13,7 +13,7 @@ REPRODUCE = (
 
 
 def failed(error: BaseException, transcript: Transcript | None) -> CheckResult:
-    result = CheckResult("allocator/x", "allocator", "x", "error", 0, 2)
+    result = CheckResult("allocator/x", "allocator", "x", "error", 0, 2, "safety")
     GradingPlugin.record_failure(None, result, error, transcript, None)  # uses no state
     return result
 
