@@ -10,10 +10,12 @@ path, as grade-all was given it: the CSV's `entry` column, the page's tooltip on
 submission the grader could not grade gets a row saying why. Rows are sorted by score, best
 first; ungraded ones come last.
 
-A row's notes (`notes`: the drive's remarks, "not isolated", the grader's own failure,
-"provisional") are the CSV's `note`, each row whole. The page states once, above the table, the
-notes every graded row shares (`shared_notes`: "provisional (kernel)" on a machine without a
-GPU, "kept from an earlier run" on a resumed drive), and keeps on each row only the others.
+A row's note starts with its report's diagnosis (`diagnosis.py`: what is most wrong with it, most
+serious first; none for full marks), then its notes (`notes`: the drive's remarks, "not isolated",
+the grader's own failure, "provisional"): the CSV's `note`, each row whole. The page states once,
+above the table, the notes every graded row shares (`shared_notes`: "provisional (kernel)" on a
+machine without a GPU, "kept from an earlier run" on a resumed drive), and keeps on each row only
+the others.
 
 The CSV is data: its columns and cells are in English whatever the drive's language. The page is
 in the drive's language (`options["lang"]`): its own words through `i18n.tr`, the grader's and the
@@ -38,6 +40,7 @@ from pathlib import Path, PurePath
 from urllib.parse import quote
 
 from grader.parts import PARTS
+from grader.report.diagnosis import diagnosis
 from grader.report.formats import origin, points, safety_failures
 from grader.report.i18n import LANGUAGES, profile_name, tr
 from grader.report.messages import translated_message
@@ -222,8 +225,9 @@ def render_csv(outcomes: list[Outcome]) -> str:
             scores = [r["score"], r["max_score"], *part_scores, " ".join(safety_failures(r)),
                       len(r["integrity"]), first_flag(r), kernel_ratio(r)]  # fmt: skip
         status = "graded" if r else "not graded"
+        said = diagnosis(r, "en") if r else []
         row = [rank or "", o.name, o.entry, status, *scores, round(o.seconds, 1), report_path(o),
-               "; ".join(notes(o))]  # fmt: skip
+               "; ".join(said + notes(o))]  # fmt: skip
         writer.writerow([cell(value) for value in row])
     return out.getvalue()
 
@@ -308,6 +312,7 @@ def html_row(
         "max_score": points(r["max_score"]),
         "parts": [part_cell(r["parts"].get(part)) for part in parts],
         "unsafe": safety_failures(r),
+        "diagnosis": separator.join(diagnosis(r, lang)),
         "flag_count": len(r["integrity"]),
         "first_flag": shown_flag(r, lang),
         "kernel_ratio": kernel_ratio(r, lang),

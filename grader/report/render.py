@@ -13,6 +13,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from grader.report import charts, formats, markdown, simulation
+from grader.report.diagnosis import diagnosis
 from grader.report.i18n import language, part_asks, part_title, tr
 from grader.report.messages import in_language
 
@@ -87,14 +88,16 @@ def report_html(report: dict) -> str:
     grader's words in the report's language (`messages.in_language`)."""
     lang = language(report)
     unsafe = formats.safety_failures(report)  # read in English, as written
-    return render("report.html", report=in_language(report, lang), lang=lang, unsafe=unsafe)
+    return render("report.html", report=in_language(report, lang), lang=lang, unsafe=unsafe,
+                  diagnosis=diagnosis(report, lang))  # fmt: skip
 
 
 def report_markdown(report: dict) -> str:
     """`report.md`: the page's content as Markdown, in the same order and language."""
     lang = language(report)
     unsafe = formats.safety_failures(report)
-    return render("report.md", report=in_language(report, lang), lang=lang, unsafe=unsafe)
+    return render("report.md", report=in_language(report, lang), lang=lang, unsafe=unsafe,
+                  diagnosis=diagnosis(report, lang))  # fmt: skip
 
 
 def simulation_html(report: dict) -> str:

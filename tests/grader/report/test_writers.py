@@ -280,6 +280,19 @@ def test_html_of_full_marks_has_full_bars_and_no_failures(tmp_path: Path) -> Non
     assert html.count('class="bar full') == 4  # the total's two, and one per part
     assert "<article" not in html
     assert 'class="box errors"' not in html
+    assert 'id="diagnosis"' not in html
+
+
+def test_each_report_opens_with_the_diagnosis_then_the_safety_failures(tmp_path: Path) -> None:
+    files = written(failing_report(), tmp_path)
+    html, markdown = files["report.html"], files["report.md"]
+    said = "free_is_atomic (safety)"
+    assert f"<strong>Diagnosis: </strong>{said}</p>" in html
+    assert html.index('id="diagnosis"') < html.index('id="total"') < html.index('id="safety"')
+    title, diagnosis = markdown.split("\n\n")[:2]
+    assert title.startswith("# Grade report: ")
+    assert diagnosis == f"**Diagnosis:** {said}"
+    assert markdown.index("## Safety failures (1)") < markdown.index("## Parts")
 
 
 def test_junit_parses_with_one_suite_per_part_and_the_right_counts(tmp_path: Path) -> None:
