@@ -2,25 +2,41 @@
 first. It is the first line of its report, above the score, and the start of its row's note on
 the leaderboard; a report with nothing wrong has none.
 
-In this order: each file that does not compile; each part none of whose checks got to run the
-candidate's code (not implemented, not submitted, or its code does not import); then each check that
-failed having run it, by severity (`grader/severity.py`) and, within one, in the parts' order, as
-`diagnoses.toml` words it, with its severity. The grader's own failures are not the submission's:
-the report and the row's note say them apart. `SHOWN` sentences at most, then how many more the
-report holds. The diagnosis is read from the report in English, as written, and said in `lang`: a
-report written before severities gives its failures in their order, without one.
+First what stops a part as a whole: each file that does not compile; each part some of whose
+checks never ran the candidate's code (its file not submitted, not importable, or not implemented,
+in whole or in part); each part whose failures share one cause (`PART_CAUSES`: a kernel that
+launches no Triton kernel, or that the kernel rule refuses). Then the failed checks, as
+`diagnoses.toml` words them, with their severity (`grader/severity.py`): each part's most serious
+failure, most serious first, so that one part's many failures cannot hide another's; then the
+others. A check run on several cases (`every_head_dim[32]`) is said once. `SHOWN` sentences at
+most, then how many more the report holds.
+
+The grader's own failures (the report's errors, a check it could not run) are not the
+submission's: the report shows them apart, and the row's note on the leaderboard says them. The
+diagnosis is read from the report in English, as written, and said in `lang`; a report written
+before severities gives its failures without one.
 """
 
 import tomllib
 from functools import cache
 from pathlib import Path
 
-from grader.report.formats import NOT_RUN, severity_rank, severity_word, syntax_failures
+from grader.report.formats import (
+    message_of,
+    never_ran,
+    severity_rank,
+    severity_word,
+    syntax_failures,
+)
 from grader.report.i18n import tr
 
 PHRASES = Path(__file__).resolve().parent / "diagnoses.toml"
 SHOWN = 3  # sentences; the others are counted
-IMPORT_FAILED = "import failed:"  # the message of a check whose file raised on import
+# A failed check's message that names one cause for its whole part, and what the part says then.
+PART_CAUSES = {
+    "launched no @triton.jit kernel": "diagnosis_no_triton",
+    " is not run: line ": "diagnosis_kernel_rule",
+}
 
 
 @cache
@@ -33,36 +49,70 @@ def phrases() -> dict[str, dict[str, str]]:
 def diagnosis(report: dict, lang: str) -> list[str]:
     """The diagnosis of `report` (`report.json` as written), in `lang`."""
     sentences = [
-        tr(lang, "diagnosis_syntax", file=error["file"])
+        tr(lang, "diagnosis_syntax", file=error.get("file", "?"))
         for error in report.get("syntax_errors", [])
     ]
-    explained, failed = syntax_failures(report), []
+    explained, failures = syntax_failures(report), []
     for part_id, part in report["parts"].items():
-        ran = [
+        graded = [
             check
             for check in part["checks"]
             if check.get("status") != "skipped" and check.get("id") not in explained
         ]
-        if ran and all(never_ran(check) for check in ran):
-            imported = not any(check["message"].startswith(IMPORT_FAILED) for check in ran)
-            key = "diagnosis_not_implemented" if imported else "diagnosis_no_import"
+        unrun = [check for check in graded if never_ran(check)]
+        if unrun:
+            sentences.append(
+                tr(lang, unrun_key(unrun, whole=len(unrun) == len(graded)), part=part_id)
+            )
+        caused = [check for check in graded if cause(check)]
+        for key in dict.fromkeys(cause(check) for check in caused):
             sentences.append(tr(lang, key, part=part_id))
-        else:
-            failed += [c for c in ran if c.get("status") == "failed" and not never_ran(c)]
-    sentences += [said(check, lang) for check in sorted(failed, key=severity_rank)]
+        failed = [
+            check
+            for check in graded
+            if check.get("status") == "failed"
+            and check.get("id")  # a broken report's check says nothing
+            and check not in unrun + caused
+        ]
+        failures.append(once_per_check(sorted(failed, key=severity_rank)))
+    firsts = [failed[0] for failed in failures if failed]
+    others = [check for failed in failures for check in failed[1:]]
+    for check in sorted(firsts, key=severity_rank) + sorted(others, key=severity_rank):
+        sentences.append(said(check, lang))
     if len(sentences) <= SHOWN:
         return sentences
     return [*sentences[:SHOWN], tr(lang, "diagnosis_more", count=len(sentences) - SHOWN)]
 
 
-def never_ran(check: dict) -> bool:
-    """Whether a check failed before the candidate's code ran: a stub, a missing file, an import."""
-    return check.get("message", "").startswith(NOT_RUN)
+def unrun_key(unrun: list[dict], whole: bool) -> str:
+    """What a part says of its checks that never ran the candidate's code, all of it or not."""
+    messages = [message_of(check) for check in unrun]
+    if all(message.startswith("not submitted:") for message in messages):
+        return "diagnosis_not_submitted"
+    if any(message.startswith("import failed:") for message in messages):
+        return "diagnosis_no_import"
+    return "diagnosis_not_implemented" if whole else "diagnosis_partly_implemented"
+
+
+def cause(check: dict) -> str | None:
+    """The `PART_CAUSES` sentence key of a failed check whose message names one, else None."""
+    message = message_of(check)
+    return next((key for marker, key in PART_CAUSES.items() if marker in message), None)
+
+
+def once_per_check(checks: list[dict]) -> list[dict]:
+    """`checks` with each check run on several cases (`every_head_dim[32]`) kept once."""
+    return list({base_id(check): check for check in reversed(checks)}.values())[::-1]
+
+
+def base_id(check: dict) -> str:
+    """A check's id without its case: `kernel/every_head_dim[32]` is `kernel/every_head_dim`."""
+    return str(check.get("id", "")).partition("[")[0]
 
 
 def said(check: dict, lang: str) -> str:
     """A failed check as the diagnosis says it: what its failure means, and its severity."""
-    phrase = phrases().get(check["id"], {}).get(lang, check["name"])
+    phrase = phrases().get(base_id(check), {}).get(lang, check.get("name") or base_id(check))
     severity = check.get("severity")
     if severity is None:
         return phrase

@@ -262,9 +262,20 @@ def safety_failures(report: dict) -> list[str]:
         for check in part["checks"]
         if check.get("status") == "failed"
         and check.get("severity") == "safety"
-        and not check.get("message", "").startswith(NOT_RUN)
+        and not never_ran(check)
         and check["id"] not in explained
     ]
+
+
+def never_ran(check: dict) -> bool:
+    """Whether a check failed before the candidate's code ran: a stub, a missing file, an import."""
+    return message_of(check).startswith(NOT_RUN)
+
+
+def message_of(check: dict) -> str:
+    """A check's message; "" where a report (an older one, a broken one) has none."""
+    message = check.get("message")
+    return message if isinstance(message, str) else ""
 
 
 def severity_word(lang: str, severity: str) -> str:

@@ -150,7 +150,8 @@ def notes(outcome: Outcome) -> list[str]:
 
 def report_notes(outcome: Outcome, lang: str) -> list[str]:
     """What a graded row says beside the scores, in `lang`: the drive's remarks, and what to
-    know of its grading (not isolated, the grader's own failure, provisional)."""
+    know of its grading (not isolated, the grader's own failure or checks it could not run,
+    provisional)."""
     notes = [translated_message(lang, remark) for remark in outcome.remarks]
     if outcome.report.get("isolation", {}).get("isolated") is False:
         notes.append(translated_message(lang, UNISOLATED))
@@ -158,6 +159,9 @@ def report_notes(outcome: Outcome, lang: str) -> list[str]:
         last = outcome.report["errors"][-1].strip().rpartition("\n")[2]
         notes.append(tr(lang, "board_grader_failed", error=last))
     parts = outcome.report["parts"]
+    errored = [c for part in parts.values() for c in part["checks"] if c.get("status") == "error"]
+    if errored:
+        notes.append(tr(lang, "board_check_errors", count=len(errored)))
     provisional = [part_id for part_id, part in parts.items() if "provisional" in part]
     if provisional:
         notes.append(tr(lang, "board_provisional", parts=", ".join(provisional)))

@@ -47,22 +47,64 @@ def test_full_marks_have_no_diagnosis() -> None:
     assert diagnosis(report, "en") == []
 
 
-def test_failures_come_most_serious_first_then_the_rest_is_counted() -> None:
+def test_each_parts_most_serious_failure_comes_first_then_the_rest_is_counted() -> None:
     report = graded(
         failed("allocator/allocate_and_free_speed", "speed"),
+        failed("allocator/random_allocate_and_free", "safety"),
         failed("decode/new_manager_and_request", "safety", status="passed"),
         failed("scheduler/no_deadlock", "contract"),
-        failed("sharing/copy_on_write", "safety"),
         failed("allocator/bad_frees_raise_and_free_nothing", "safety"),
+        failed("sharing/copy_on_write", "safety"),
     )
     assert diagnosis(report, "en") == [
-        "a double free or a free of an unknown id is accepted, or half done (safety)",
+        "random allocate and free calls corrupt the pool (safety)",  # part 1's first safety one
         "a write to a shared block is not copied first (safety)",
-        "the scheduler stalls with work left (contract)",
-        "and 1 more",
+        "the scheduler stalls with work left (contract)",  # before part 1's second safety one
+        "and 2 more",
     ]
-    assert diagnosis(report, "zh")[0] == "重复释放或释放未知 id 被接受，或只执行了一半（安全）"
+    assert diagnosis(report, "zh")[0] == "随机的 allocate 与 free 调用破坏了块池（安全）"
     assert len(diagnosis(report, "zh")) == SHOWN + 1
+
+
+def test_a_check_run_on_several_cases_is_said_once() -> None:
+    report = graded(
+        failed("kernel/every_head_dim[32]", "safety"),
+        failed("kernel/every_head_dim[64]", "safety"),
+        failed("kernel/scale", "safety"),
+    )
+    assert diagnosis(report, "en") == [
+        "wrong attention output for a head_dim (safety)",
+        "the attention scale is not applied as given (safety)",
+    ]
+
+
+def test_a_kernel_that_launches_no_triton_kernel_is_said_so_once() -> None:
+    launched_none = "paged_attention_decode launched no @triton.jit kernel: the work must be ..."
+    report = graded(
+        failed("kernel/launches_a_triton_kernel", "contract", launched_none),
+        failed("kernel/every_head_dim[32]", "safety", launched_none),
+        failed("kernel/scale", "safety", launched_none),
+    )
+    assert diagnosis(report, "en") == ["kernel: no Triton kernel is launched"]
+
+
+def test_a_part_partly_implemented_or_not_submitted_says_so() -> None:
+    report = graded(
+        failed("decode/free_returns_every_block", "safety", "not implemented: free"),
+        failed("decode/decode_with_block_size_one", "safety"),
+        failed("scheduler/no_deadlock", "contract", "not submitted: scheduler.py is missing"),
+    )
+    assert diagnosis(report, "en") == [
+        "decode: partly not implemented",
+        "scheduler: its file is not submitted",
+        "decode is wrong with block_size 1 (safety)",
+    ]
+
+
+def test_checks_without_a_message_or_an_id_are_said_by_what_they_have() -> None:
+    report = graded(failed("gather/gather_is_bit_exact", "safety", None))
+    report["parts"]["gather"]["checks"].append({"status": "failed", "message": None})
+    assert diagnosis(report, "en") == ["the gather returns wrong rows or values (safety)"]
 
 
 def test_what_never_ran_is_said_per_part_and_file_before_any_check() -> None:

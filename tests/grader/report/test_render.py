@@ -82,10 +82,11 @@ def test_the_leaderboard_marks_a_submission_that_fails_a_safety_check() -> None:
 
 def test_a_rows_note_starts_with_its_diagnosis() -> None:
     """The CSV's note and the page's note cell start with what is most wrong (`diagnosis.py`),
-    before the drive's own notes."""
+    before the drive's own notes, which say a check the grader could not run."""
     outcome = Outcome("a", "a", failing_report(), "", [], 1.0, ("retried",))
     (row,) = csv.DictReader(io.StringIO(leaderboard.render_csv([outcome])))
     said = "free_is_atomic (safety)"
     assert row["note"].startswith(f"{said}; "), row["note"]
+    assert "the grader could not run 1 of its checks: see the report" in row["note"]
     page = leaderboard.render_html([outcome], {"folder": "drive"})
     assert f"{said}; " in page, page
