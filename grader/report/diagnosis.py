@@ -3,9 +3,9 @@ first. It is the first line of its report, above the score, and the start of its
 the leaderboard; a report with nothing wrong has none.
 
 First what stops a part as a whole: each file that does not compile; each part some of whose
-checks never ran the candidate's code (its file not submitted, not importable, or not implemented,
-in whole or in part); each part whose failures share one cause (`PART_CAUSES`: a kernel that
-launches no Triton kernel, or that the kernel rule refuses). Then the failed checks, as
+checks never ran the candidate's code (its file not submitted, refused by the grader's rules, not
+importable, or not implemented, in whole or in part); each part whose failures share one cause
+(`PART_CAUSES`: a kernel that launches no Triton kernel). Then the failed checks, as
 `diagnoses.toml` words them, with their severity (`grader/severity.py`): each part's most serious
 failure, most serious first, so that one part's many failures cannot hide another's; then the
 others. A check run on several cases (`every_head_dim[32]`) is said once. `SHOWN` sentences at
@@ -33,10 +33,9 @@ from grader.report.i18n import tr
 PHRASES = Path(__file__).resolve().parent / "diagnoses.toml"
 SHOWN = 3  # sentences; the others are counted
 # A failed check's message that names one cause for its whole part, and what the part says then.
-PART_CAUSES = {
-    "launched no @triton.jit kernel": "diagnosis_no_triton",
-    " is not run: line ": "diagnosis_kernel_rule",
-}
+PART_CAUSES = {"launched no @triton.jit kernel": "diagnosis_no_triton"}
+# In the message of a check whose file the grader refused to run (the kernel rule, decoded code).
+REFUSED = " is not run: "
 
 
 @cache
@@ -64,7 +63,7 @@ def diagnosis(report: dict, lang: str) -> list[str]:
             sentences.append(
                 tr(lang, unrun_key(unrun, whole=len(unrun) == len(graded)), part=part_id)
             )
-        caused = [check for check in graded if cause(check)]
+        caused = [check for check in graded if cause(check) and check not in unrun]
         for key in dict.fromkeys(cause(check) for check in caused):
             sentences.append(tr(lang, key, part=part_id))
         failed = [
@@ -89,6 +88,8 @@ def unrun_key(unrun: list[dict], whole: bool) -> str:
     messages = [message_of(check) for check in unrun]
     if all(message.startswith("not submitted:") for message in messages):
         return "diagnosis_not_submitted"
+    if any(REFUSED in message for message in messages):
+        return "diagnosis_refused"
     if any(message.startswith("import failed:") for message in messages):
         return "diagnosis_no_import"
     return "diagnosis_not_implemented" if whole else "diagnosis_partly_implemented"

@@ -88,6 +88,19 @@ def test_a_kernel_that_launches_no_triton_kernel_is_said_so_once() -> None:
     assert diagnosis(report, "en") == ["kernel: no Triton kernel is launched"]
 
 
+def test_a_file_the_grader_refuses_to_run_is_said_so_once() -> None:
+    refused = (
+        "import failed: ImportError: paged_attention.py is not run: line 9 calls torch.softmax"
+    )
+    report = graded(
+        failed("kernel/launches_a_triton_kernel", "contract", refused),
+        failed("kernel/scale", "safety", refused),
+    )
+    assert diagnosis(report, "en") == [
+        "kernel: not run, the grader refuses its file (see the report)"
+    ]
+
+
 def test_a_part_partly_implemented_or_not_submitted_says_so() -> None:
     report = graded(
         failed("decode/free_returns_every_block", "safety", "not implemented: free"),
