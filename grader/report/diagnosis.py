@@ -22,6 +22,8 @@ from functools import cache
 from pathlib import Path
 
 from grader.report.formats import (
+    IMPORT_FAILED,
+    NOT_SUBMITTED,
     message_of,
     never_ran,
     severity_rank,
@@ -86,11 +88,11 @@ def diagnosis(report: dict, lang: str) -> list[str]:
 def unrun_key(unrun: list[dict], whole: bool) -> str:
     """What a part says of its checks that never ran the candidate's code, all of it or not."""
     messages = [message_of(check) for check in unrun]
-    if all(message.startswith("not submitted:") for message in messages):
+    if all(message.startswith(NOT_SUBMITTED) for message in messages):
         return "diagnosis_not_submitted"
     if any(REFUSED in message for message in messages):
         return "diagnosis_refused"
-    if any(message.startswith("import failed:") for message in messages):
+    if any(message.startswith(IMPORT_FAILED) for message in messages):
         return "diagnosis_no_import"
     return "diagnosis_not_implemented" if whole else "diagnosis_partly_implemented"
 

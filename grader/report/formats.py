@@ -17,9 +17,15 @@ from grader.report.messages import translated_message
 from grader.severity import SEVERITIES
 
 KITS = ("full", "candidate")  # `environment.kit`: which kit made the report
-NOT_STARTED = ("not implemented:", "not submitted:")  # messages of checks that could not start
-# Messages of checks that ran none of the candidate's code: it could not start, or not be imported.
-NOT_RUN = (*NOT_STARTED, "import failed:")
+# How the message of a check that ran none of the candidate's code starts: it could not start (a
+# stub, a missing file), or the file could not be imported.
+NOT_IMPLEMENTED, NOT_SUBMITTED, IMPORT_FAILED = (
+    "not implemented:",
+    "not submitted:",
+    "import failed:",
+)
+NOT_STARTED = (NOT_IMPLEMENTED, NOT_SUBMITTED)
+NOT_RUN = (*NOT_STARTED, IMPORT_FAILED)
 # The engine check's figures report.md lists under its one line, where the check has them: those
 # its message does not already give (requests, tokens, steps). The page has them all.
 ENGINE_FIGURES = ("tokens_per_step", "mismatches", "peak_kv_bytes", "contiguous_kv_bytes", "device")
