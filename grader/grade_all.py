@@ -15,8 +15,9 @@ the gradings run, stderr shows a line per finished grading and a running count w
 of the time left (`drive_progress.py`).
 
 Each report folder also gets `grade.log`, the grader's output. Then `OUT/leaderboard.csv` and
-`OUT/leaderboard.html` (`leaderboard.py`), grade-all's own outputs (`OWN_OUTPUTS`), each replaced
-whole, never half-written. A failed drive never replaces a leaderboard:
+`OUT/leaderboard.html` (`leaderboard.py`), with the item analysis, how each check did across the
+drive, `OUT/items.csv` and `OUT/items.html` (`items.py`): grade-all's own outputs (`OWN_OUTPUTS`),
+each replaced whole, never half-written. A failed drive never replaces a leaderboard:
 
 - every submission graded: the leaderboard is written; exit status 0.
 - some not graded (the grader refused or failed on them, or timed out): the leaderboard is
@@ -67,7 +68,7 @@ from grader import __main__ as grader_cli
 from grader.drive_progress import DriveProgress, grading_line
 from grader.intake import ARCHIVES
 from grader.parts import PARTS
-from grader.report import leaderboard
+from grader.report import drive_files, standing
 from grader.report.compare import ReportError, load
 from grader.report.i18n import tr
 from grader.report.leaderboard import Outcome
@@ -79,8 +80,9 @@ from grader.scoring.rubric import load_rubric, parse_parts
 from grader.similarity.drive import obfuscated, read_drive, shown, similarity_report
 from grader.text import clean
 
-# What grade-all writes in OUT beside the reports: the leaderboard, and the similar pairs' pages.
-OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html", "similarity")
+# What grade-all writes in OUT beside the reports: the leaderboard, the item analysis, and the
+# similar pairs' pages.
+OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html", "items.csv", "items.html", "similarity")
 DEFAULT_OUT = Path("reports") / "leaderboard"
 DEFAULT_TIMEOUT = 3600.0  # seconds for one grading: the grader's own part limits come far sooner
 LOG_LINES = 4  # of a failed grading's output, shown in its row
@@ -440,8 +442,9 @@ def finish(outcomes: list[Outcome], entries: dict[str, Path], args: argparse.Nam
     if len(failed) == len(outcomes):
         print(tr(args.lang, "drive_none_graded", **said), file=sys.stderr)
         return NOT_GRADED
+    standing.record(outcomes, args.out)
     similar = similar_pairs(entries, args.out, args.lang)
-    page = leaderboard.write_all(outcomes, args.out, vars(args), similar)
+    page = drive_files.write_all(outcomes, args.out, vars(args), similar)
     print("\n" + tr(args.lang, "drive_leaderboard", page=page))
     if failed:
         print(tr(args.lang, "drive_some_failed", failed=len(failed), **said), file=sys.stderr)

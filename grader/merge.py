@@ -25,7 +25,7 @@ from pathlib import Path
 from grader import provenance, seal_key
 from grader.drive_progress import finished_line
 from grader.grade_all import OWN_OUTPUTS, report_name, unique_key
-from grader.report import leaderboard
+from grader.report import drive_files, standing
 from grader.report.compare import ReportError, read
 from grader.report.i18n import tr
 from grader.report.leaderboard import earlier
@@ -121,7 +121,8 @@ def main(args: argparse.Namespace) -> int:
         remarks = (f"mixed: {mixed[folder]}",) if folder in mixed else ()
         outcomes.append(earlier(name, str(folder), report, remarks))
         print(finished_line(args.lang, len(outcomes), len(folders), outcomes[-1]), file=sys.stderr)
+    standing.record(outcomes, args.out)
     options = {"folder": ", ".join(map(str, args.merge)), **usual, "lang": args.lang}
-    page = leaderboard.write_all(outcomes, args.out, options)
+    page = drive_files.write_all(outcomes, args.out, options)
     print("\n" + tr(args.lang, "drive_leaderboard", page=page))
     return 0

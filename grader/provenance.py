@@ -4,11 +4,12 @@ Every report.json carries `provenance` (`grade.py`): `kit`, a hash of the kit's 
 version: any change to the grader, the checks, the answer key or the pins changes it); `rubric`, a
 hash of the rubric's weights, points and severity factors; `files`, a checksum over the submission's
 per-file sha256 (`submission.files`); and, when written (`sealed`), `seal`, an HMAC-SHA256 of the
-whole report as written, `seal` aside, keyed by the hiring team's key (`seal_key.py`), and `key`,
-that key's id; a report graded without a key has `seal` and `key` null (`seal_state` says why). With
-the profile, seed and parts of `environment`, they make the report's `settings`: `grade-all` skips a
-submission whose report has the drive's settings (`resume.py`), and `grade-all --merge` refuses
-reports of different settings (`merge.py`).
+whole report as written, `seal` and the drive's own field (`DRIVE_FIELD`) aside, keyed by the
+hiring team's key (`seal_key.py`), and `key`, that key's id; a report graded without a key has
+`seal` and `key` null (`seal_state` says why). With the profile, seed and parts of `environment`,
+they make the report's `settings`: `grade-all` skips a submission whose report has the drive's
+settings (`resume.py`), and `grade-all --merge` refuses reports of different settings
+(`merge.py`).
 
 `problems` says why a report.json cannot be trusted: no seal, another key's, a seal that does not
 hold (anything changed after grading), a file hash changed without its checksum. What a seal that
@@ -30,6 +31,9 @@ from grader.seal_key import key_id
 KIT_FOLDERS = ("grader", "kernels", "solutions", "full_kit")  # the kit's own code and data
 KIT_FILES = ("pyproject.toml",)  # the pins: another Hypothesis draws other examples
 SETTINGS = ("kit", "profile", "seed", "rubric", "parts")
+# What a drive adds to a report.json after grading (its standing in the drive): outside the seal,
+# computed anew by every drive, never read as evidence.
+DRIVE_FIELD = "drive"
 DIGEST_CHARS = 16
 
 
@@ -75,8 +79,10 @@ def of(rubric: Rubric, files: dict[str, str]) -> dict:
 
 
 def seal_of(report: dict, key: bytes) -> str:
-    """The HMAC-SHA256 under `key` of `report` as JSON (`canonical`), its `seal` aside."""
+    """The HMAC-SHA256 under `key` of `report` as JSON (`canonical`), its `seal` and its
+    `DRIVE_FIELD` aside."""
     unsealed = {**report, "provenance": {**report.get("provenance", {}), "seal": None}}
+    unsealed.pop(DRIVE_FIELD, None)
     return hmac.new(key, canonical(unsealed), hashlib.sha256).hexdigest()
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 
 from grader.intake import ARCHIVES
-from grader.provenance import seal_state
+from grader.provenance import DRIVE_FIELD, field, seal_state
 from grader.report.i18n import STRINGS, more_points, profile_name, tr, ungraded_reason
 from grader.report.messages import translated_message
 from grader.severity import SEVERITIES
@@ -85,6 +85,50 @@ def total_ungraded(report: dict) -> dict:
         for item in part.get("ungraded") or []:
             by_reason[item["reason"]] = by_reason.get(item["reason"], 0.0) + item["points"]
     return {"ungraded": [{"reason": r, "points": round(p, 2)} for r, p in by_reason.items()]}
+
+
+def score_line(report: dict, lang: str) -> str:
+    """The total as graded here and, where some points could not be, out of how many the kit
+    that can run every check grades it: "90.23 of 90.23 points graded here; out of 100 with a
+    CUDA device". Empty where every point was graded here."""
+    ungraded = [item for item in total_ungraded(report)["ungraded"] if item["points"]]
+    if not ungraded:
+        return ""
+    reasons = {item["reason"] for item in ungraded}
+    where = {STRINGS["en"]["ungraded_cuda"]: "cuda", STRINGS["en"]["ungraded_full_kit"]: "full_kit"}
+    kinds = sorted(where.get(reason, "elsewhere") for reason in reasons)
+    kind = "elsewhere" if "elsewhere" in kinds else "_".join(kinds)  # cuda, full_kit, or both
+    total = round(report["max_score"] + sum(item["points"] for item in ungraded), 2)
+    return tr(
+        lang,
+        f"score_out_of_{kind}",
+        score=points(report["score"]),
+        max_score=points(report["max_score"]),
+        total=points(total),
+    )
+
+
+def standing_line(report: dict, lang: str) -> str:
+    """Where the submission stands in its drive (`standing.py`), as one line in `lang`; empty for a
+    report graded alone, or one whose standing is not as the drive writes it."""
+    ranks = field(report, DRIVE_FIELD).get("standing")
+    try:
+        total = ranks["total"]
+        parts = [
+            tr(lang, "standing_part", part=part_id, percentile=f"{rank['percentile']:g}",
+               median=points(rank["median"]))
+            for part_id, rank in ranks["parts"].items()
+        ]  # fmt: skip
+        return tr(
+            lang,
+            "standing",
+            submissions=total["submissions"],
+            percentile=f"{total['percentile']:g}",
+            median=points(total["median"]),
+            parts=tr(lang, "list_separator").join(parts),
+        )
+    except (TypeError, KeyError, ValueError):
+        return ""
 
 
 def counted(lang: str, key: str, number: float, **values: object) -> str:

@@ -135,9 +135,62 @@ STRINGS = {
         "diagnosis_no_triton": "{part}: no Triton kernel is launched",
         "diagnosis_refused": "{part}: not run, the grader refuses its file (see the report)",
         "diagnosis_more": "and {count} more",
+        "items_title": "Item analysis: {folder}",
+        "items_link": "Item analysis: how each check did across this drive",
+        "items_back": "Back to the leaderboard",
+        "items_intro": (
+            "Pass share is the share of graded submissions that passed the check. Discrimination "
+            "is the point-biserial correlation between passing it and the score on the other "
+            "checks: near 0 the check tells strong and weak submissions apart no better than "
+            "chance, and below 0 stronger submissions fail it more often: suspect the check or "
+            "the statement."
+        ),
+        "items_counted": (
+            "Each check counts the graded submissions in which it ran, passed or failed; where it "
+            "was skipped, could not run or is absent, the submission is left out."
+        ),
+        "items_none": "No graded report lists a check.",
+        "items_check": "check",
+        "items_part": "part",
+        "items_severity": "severity",
+        "items_submissions": "submissions",
+        "items_passed": "passed",
+        "items_pass_share": "pass share",
+        "items_discrimination": "discrimination",
+        "items_flag": "flag",
+        "items_flag_all_passed": "all passed",
+        "items_flag_all_failed": "all failed",
+        "items_flag_negative": "negative discrimination",
         "severity_safety": "safety",
         "severity_contract": "contract",
         "severity_speed": "speed",
+        "score_out_of_cuda": (
+            "{score} of {max_score} points graded here; out of {total} with a CUDA device"
+        ),
+        "score_out_of_full_kit": (
+            "{score} of {max_score} points graded here; out of {total} in the hiring team's kit"
+        ),
+        "score_out_of_cuda_full_kit": (
+            "{score} of {max_score} points graded here; out of {total} in the hiring team's kit "
+            "with a CUDA device"
+        ),
+        "score_out_of_elsewhere": (
+            "{score} of {max_score} points graded here; out of {total} where every check runs"
+        ),
+        "standing": (
+            "Standing among the drive's {submissions} graded submissions: percentile {percentile} "
+            "in the total (median {median}); by part: {parts}"
+        ),
+        "standing_part": "{part} {percentile} (median {median})",
+        "interviewer_heading": "For the interviewer",
+        "interviewer_intro": (
+            "Questions to ask the candidate: for each failed check, one that asks them to reason "
+            "about the failure; for each part with full marks, one that probes depth. Each comes "
+            "with what a good answer mentions. The candidate's kit does not have them."
+        ),
+        "interviewer_depth": "depth",
+        "interviewer_answer": "A good answer mentions",
+        "method_heading": "How this report was made",
         "safety_heading": "Safety failures",
         "safety_intro": (
             "Failed checks whose failure means the cache is corrupted or leaks: a block handed "
@@ -284,6 +337,7 @@ STRINGS = {
         "board_kernel_ratio": "kernel ratio",
         "board_time": "time",
         "board_note": "note",
+        "board_similarity": "most similar",
         "board_not_graded": "Not graded ({failure})",
         "board_took": "{seconds} s",
         "board_took_minutes": "{minutes} min {seconds} s",
@@ -488,9 +542,59 @@ STRINGS = {
         "diagnosis_no_triton": "{part}：没有启动 Triton kernel",
         "diagnosis_refused": "{part}：未运行，评分器拒绝运行它的文件（见报告）",
         "diagnosis_more": "另有 {count} 项",
+        "items_title": "逐项分析：{folder}",
+        "items_link": "逐项分析：每项检查在本批提交中的表现",
+        "items_back": "返回排行榜",
+        "items_intro": (
+            "通过率是通过该检查的已评分提交所占的比例。区分度是是否通过该检查与其余检查得分之间的"
+            "点二列相关系数：接近 0 时，该检查区分强弱提交的能力并不比随机更好；低于 0 时，"
+            "较强的提交反而更常未通过它：应怀疑该检查或题目的表述。"
+        ),
+        "items_counted": (
+            "每项检查只计入它运行过（通过或未通过）的已评分提交；被跳过、无法运行或不存在时，"
+            "该提交不计入。"
+        ),
+        "items_none": "已评分的报告中没有任何检查。",
+        "items_check": "检查",
+        "items_part": "部分",
+        "items_severity": "严重程度",
+        "items_submissions": "提交数",
+        "items_passed": "通过数",
+        "items_pass_share": "通过率",
+        "items_discrimination": "区分度",
+        "items_flag": "标记",
+        "items_flag_all_passed": "全部通过",
+        "items_flag_all_failed": "全部未通过",
+        "items_flag_negative": "区分度为负",
         "severity_safety": "安全",
         "severity_contract": "契约",
         "severity_speed": "速度",
+        "score_out_of_cuda": (
+            "在此评分 {score} / {max_score} 分；在有 CUDA 设备的机器上满分为 {total}"
+        ),
+        "score_out_of_full_kit": (
+            "在此评分 {score} / {max_score} 分；在招聘团队的完整套件中满分为 {total}"
+        ),
+        "score_out_of_cuda_full_kit": (
+            "在此评分 {score} / {max_score} 分；在招聘团队的完整套件和 CUDA 设备上满分为 {total}"
+        ),
+        "score_out_of_elsewhere": (
+            "在此评分 {score} / {max_score} 分；所有检查都能运行时满分为 {total}"
+        ),
+        "standing": (
+            "在本批次 {submissions} 份已评分的提交中：总分百分位 {percentile}（中位数 {median}）；"
+            "各部分：{parts}"
+        ),
+        "standing_part": "{part} {percentile}（中位数 {median}）",
+        "interviewer_heading": "面试官参考",
+        "interviewer_intro": (
+            "可以向候选人提出的问题：每项未通过的检查一个，请候选人分析失败的原因；"
+            "每个满分的部分一个，考察理解的深度。每个问题都附有好的回答应当提到的要点。"
+            "候选人的套件中没有这些内容。"
+        ),
+        "interviewer_depth": "深入",
+        "interviewer_answer": "好的回答会提到",
+        "method_heading": "本报告是如何生成的",
         "safety_heading": "安全性失败",
         "safety_intro": (
             "这些未通过的检查意味着 cache 被破坏或泄漏：同一个块被分配两次或丢失、"
@@ -618,6 +722,7 @@ STRINGS = {
         "board_kernel_ratio": "kernel 比值",
         "board_time": "用时",
         "board_note": "备注",
+        "board_similarity": "最相似",
         "board_not_graded": "未评分（{failure}）",
         "board_took": "{seconds} 秒",
         "board_took_minutes": "{minutes} 分 {seconds} 秒",

@@ -1,10 +1,13 @@
-"""The batch's leaderboard: `leaderboard.csv` and `leaderboard.html`, one row per submission.
+"""The batch's leaderboard: `leaderboard.csv` and `leaderboard.html`, one row per submission,
+the page linking to the item analysis beside it (`items.py`); `drive_files.py` writes them.
 
 A row holds the candidate, the total and each part's score, the checks it fails whose failure
 means a corrupted or leaking cache (severity "safety": marked, first in the page's note cell, and
 the CSV's `failed_safety`, ids separated by spaces), the number of integrity flags (never
 part of the score) and the first of them (all are in the report: a flood of them cannot fill the
-board), the kernel's timing ratio (the geometric mean of the kernel part's benchmark ratios),
+board), the highest share of its code found in another submission or a known implementation
+(`most_similar`: the page links it to the pair's page; the CSV's `similarity` and `similar_to`),
+the kernel's timing ratio (the geometric mean of the kernel part's benchmark ratios),
 the time the grading took, a relative link to the report and the entry it was graded from (its
 path, as grade-all was given it: the CSV's `entry` column, the page's tooltip on the name); a
 submission the grader could not grade gets a row saying why. Rows are sorted by score, best
@@ -36,7 +39,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from urllib.parse import quote
 
 from grader.parts import PARTS
@@ -177,6 +180,20 @@ def shared_notes(outcomes: list[Outcome], lang: str = "en") -> list[str]:
     return [note for note in graded[0] if all(note in others for others in graded[1:])]
 
 
+def most_similar(name: str, similar: Sequence[dict]) -> dict | None:
+    """Of the similar pairs (`grader.similarity.drive.shown` rows), the one where the code of the
+    submission `name` (`cleaned`) has its highest share: that `share`, the `other` side (another
+    submission or a known implementation) and the pair page's `href`; None where it is in none."""
+    found = [
+        {"share": pair[f"share_{side}"], "other": pair[other], "href": pair["href"]}
+        for pair in similar
+        if "href" in pair  # not a row of an obfuscated file or a failed comparison
+        for side, other in (("left", "right"), ("right", "left"))
+        if pair[side] == name
+    ]
+    return max(found, key=lambda pair: pair["share"], default=None)
+
+
 def report_path(outcome: Outcome) -> str:
     """The report (or, with none, the grader's log), relative to the leaderboard."""
     return f"{outcome.name}/{'report.html' if outcome.report else 'grade.log'}"
@@ -208,11 +225,11 @@ def cell(value: object) -> str:
     return FORMULA_CELL.sub(r"\1\2'", value)
 
 
-def render_csv(outcomes: list[Outcome]) -> str:
+def render_csv(outcomes: list[Outcome], similar: Sequence[dict] = ()) -> str:
     parts = parts_of(outcomes)
     header = ["rank", "candidate", "entry", "status", "score", "max_score", *parts,
-              "failed_safety", "integrity_flags", "first_flag", "kernel_ratio", "seconds",
-              "report", "note"]  # fmt: skip
+              "failed_safety", "integrity_flags", "first_flag", "similarity", "similar_to",
+              "kernel_ratio", "seconds", "report", "note"]  # fmt: skip
     out = io.StringIO()
     # Every field quoted: a reader that splits on another delimiter (`;`, as Excel does in
     # most of Europe) finds no cell that begins inside a name or a note.
@@ -221,13 +238,16 @@ def render_csv(outcomes: list[Outcome]) -> str:
     for rank, o in ranked([cleaned(o) for o in outcomes]):
         r = o.report
         if r is None:
-            scores = ["", "", *([""] * len(parts)), "", "", "", ""]
+            scores = ["", "", *([""] * len(parts)), "", "", "", "", "", ""]
         else:
             part_scores = [
                 r["parts"][p]["score"] if r["parts"].get(p, {}).get("checks") else "" for p in parts
             ]
+            pair = most_similar(o.name, similar) or {"share": "", "other": ""}
+            share = pair["share"] if pair["share"] == "" else round(pair["share"], 2)
             scores = [r["score"], r["max_score"], *part_scores, " ".join(safety_failures(r)),
-                      len(r["integrity"]), first_flag(r), kernel_ratio(r)]  # fmt: skip
+                      len(r["integrity"]), first_flag(r), share, pair["other"],
+                      kernel_ratio(r)]  # fmt: skip
         status = "graded" if r else "not graded"
         said = diagnosis(r, "en") if r else []
         row = [rank or "", o.name, o.entry, status, *scores, round(o.seconds, 1), report_path(o),
@@ -249,6 +269,8 @@ def render_html(outcomes: list[Outcome], options: dict, similar: Sequence[dict] 
     rows = [
         html_row(rank, cleaned(o), parts, link(o), shared, lang) for rank, o in ranked(outcomes)
     ]
+    for row in rows:
+        row["similar"] = most_similar(row["name"], similar)
     return render(
         "leaderboard.html",
         lang=lang,
@@ -335,21 +357,3 @@ def part_cell(part: dict | None) -> str | None:
     if part is None:
         return "-"
     return f"{points(part['score'])} / {points(part['max_score'])}" if part["checks"] else None
-
-
-def write_all(
-    outcomes: list[Outcome], out: Path, options: dict, similar: Sequence[dict] = ()
-) -> Path:
-    """Write `leaderboard.csv` and `leaderboard.html` into `out`; the page's path. Each file is
-    written whole beside its place, then moved there: an earlier leaderboard is replaced only by
-    a complete one, never left half-written (by Ctrl-C, a full disk)."""
-    out.mkdir(parents=True, exist_ok=True)
-    texts = {
-        "leaderboard.csv": render_csv(outcomes),
-        "leaderboard.html": render_html(outcomes, options, similar),
-    }
-    for name, text in texts.items():
-        (out / f".{name}.partial").write_text(text, encoding="utf-8", errors="replace")
-    for name in texts:
-        (out / f".{name}.partial").replace(out / name)
-    return out / "leaderboard.html"

@@ -13,6 +13,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from grader.report import charts, formats, markdown, simulation
+from grader.report.debrief import debrief
 from grader.report.diagnosis import diagnosis
 from grader.report.i18n import language, part_asks, part_title, tr
 from grader.report.messages import in_language
@@ -42,6 +43,8 @@ ENV.globals.update(
     part_score=formats.part_score,
     ungraded_notes=formats.ungraded_notes,
     total_ungraded=formats.total_ungraded,
+    score_line=formats.score_line,
+    standing_line=formats.standing_line,
     skipped_label=formats.skipped_label,
     tally=formats.tally,
     provisional_note=formats.provisional_note,
@@ -89,7 +92,7 @@ def report_html(report: dict) -> str:
     lang = language(report)
     unsafe = formats.safety_failures(report)  # read in English, as written
     return render("report.html", report=in_language(report, lang), lang=lang, unsafe=unsafe,
-                  diagnosis=diagnosis(report, lang))  # fmt: skip
+                  diagnosis=diagnosis(report, lang), debrief=debrief(report, lang))  # fmt: skip
 
 
 def report_markdown(report: dict) -> str:
@@ -97,7 +100,7 @@ def report_markdown(report: dict) -> str:
     lang = language(report)
     unsafe = formats.safety_failures(report)
     return render("report.md", report=in_language(report, lang), lang=lang, unsafe=unsafe,
-                  diagnosis=diagnosis(report, lang))  # fmt: skip
+                  diagnosis=diagnosis(report, lang), debrief=debrief(report, lang))  # fmt: skip
 
 
 def simulation_html(report: dict) -> str:

@@ -104,6 +104,8 @@ def shown(row: Row) -> dict:
         "reference": row.reference,
         "file": row.file,
         "shares": f"{row.share_left:.0%} / {row.share_right:.0%}",
+        "share_left": row.share_left,
+        "share_right": row.share_right,
         "matched": row.matched,
         "href": row.page,
     }

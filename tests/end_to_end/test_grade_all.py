@@ -21,7 +21,7 @@ import pytest
 
 from grader import grade_all, resume
 from grader.parts import PARTS
-from grader.report import leaderboard
+from grader.report import drive_files, leaderboard
 from grader.report.leaderboard import (
     FORMULA_START,
     Outcome,
@@ -134,12 +134,32 @@ def test_the_page_lists_every_candidate_with_a_link_that_resolves(batch) -> None
     _, out = batch
     page = Links()
     page.feed((out / "leaderboard.html").read_text())
-    reports = [href for href in page.hrefs if not href.startswith("similarity/")]
+    assert page.hrefs[0] == "items.html"
+    reports = [href for href in page.hrefs[1:] if not href.startswith("similarity/")]
     assert reports == ["answer_key/report.html", "stubs/report.html", "escape/grade.log"]
     assert all((out / href).is_file() for href in page.hrefs)  # the similar pairs' pages too
     assert "Not graded (exit status 2)" in "".join(page.text)
 
 
+def test_the_item_analysis_has_a_row_per_check_of_the_reports(batch) -> None:
+    _, out = batch
+    rows = list(csv.DictReader((out / "items.csv").open()))
+    reports = [
+        json.loads((out / name / "report.json").read_text()) for name in ("answer_key", "stubs")
+    ]
+    ids = {check["id"] for r in reports for part in r["parts"].values() for check in part["checks"]}
+    assert sorted(row["check"] for row in rows) == sorted(ids)
+    assert {row["part"] for row in rows} == {"allocator"}
+    assert all(0 <= float(row["pass_share"]) <= 1 for row in rows)
+    # The answer key passes every check, the stubs none (the escape is not graded): each check
+    # tells them apart.
+    assert {(row["submissions"], row["passed"], row["discrimination"]) for row in rows} == {
+        ("2", "1", "1")
+    }
+    assert "Item analysis: " in (out / "items.html").read_text()
+
+
+ITEMS = ("items.csv", "items.html")  # the item analysis, written beside the leaderboard
 EARLIER = {"leaderboard.csv": "rank,candidate\n1,earlier\n", "leaderboard.html": "<p>earlier</p>"}
 
 
@@ -271,11 +291,11 @@ def test_a_leaderboard_is_replaced_whole_or_not_at_all(
 
     monkeypatch.setattr(leaderboard, "render_html", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        leaderboard.write_all([graded("a")], out, {})
+        drive_files.write_all([graded("a")], out, {})
     assert untouched(out)
     monkeypatch.undo()
-    leaderboard.write_all([graded("a")], out, {})
-    assert sorted(path.name for path in out.iterdir()) == sorted(EARLIER)
+    drive_files.write_all([graded("a")], out, {})
+    assert sorted(path.name for path in out.iterdir()) == sorted([*EARLIER, *ITEMS])
 
 
 def test_a_folder_that_is_not_there_exits_2(tmp_path: Path) -> None:

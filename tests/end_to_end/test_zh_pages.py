@@ -133,6 +133,8 @@ SIMILAR = {
     "reference": False,
     "file": "scheduler.py",
     "shares": "90% / 88%",
+    "share_left": 0.9,
+    "share_right": 0.88,
     "matched": 40,
     "href": "similarity/pair-001.html",
 }

@@ -13,7 +13,7 @@ import pytest
 
 from grader import grade_all
 from grader.grade_all import OWN_OUTPUTS, report_name, similar_pairs, submissions, unique_key
-from grader.report import leaderboard
+from grader.report import drive_files
 from grader.report.leaderboard import Outcome
 from tests.grading import CLI_TIMEOUT, EXERCISES, KIT_ROOT
 
@@ -23,7 +23,7 @@ TAKEN = {unique_key(own) for own in OWN_OUTPUTS}
 def test_own_outputs_are_what_grade_all_writes_beside_the_reports(tmp_path: Path) -> None:
     """`OWN_OUTPUTS` is the list report names avoid: it must name every file and folder grade-all
     writes in OUT beside the reports (the leaderboard, the similar pairs' pages)."""
-    leaderboard.write_all([Outcome("a", "a.zip", None, "exit status 2", [], 1.0)], tmp_path, {})
+    drive_files.write_all([Outcome("a", "a.zip", None, "exit status 2", [], 1.0)], tmp_path, {})
     similar_pairs({}, tmp_path)
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(OWN_OUTPUTS)
 
@@ -42,6 +42,7 @@ def test_own_outputs_are_what_grade_all_writes_beside_the_reports(tmp_path: Path
         ("leaderboard.html.zip", TAKEN, "leaderboard.html.zip"),
         ("Leaderboard.CSV.tgz", TAKEN, "Leaderboard.CSV.tgz"),
         ("leaderboard.html", TAKEN, "leaderboard.html-2"),  # a folder named like the page
+        ("Items.CSV", TAKEN, "Items.CSV-2"),  # like the item analysis
         ("leaderboard.tgz", TAKEN, "leaderboard"),  # no clash: a folder beside the files
         ("e\u0301t\u00e9.zip", {unique_key("\u00e9t\u00e9")}, "e\u0301t\u00e9.zip"),  # NFD
     ],
@@ -133,7 +134,8 @@ def test_clashing_names_each_get_a_row_and_a_log_end_to_end(tmp_path: Path) -> N
         assert row["entry"] == str(folder / ENTRIES.get(row["candidate"], row["candidate"]))
     page = Links()
     page.feed((out / "leaderboard.html").read_text(encoding="utf-8"))
-    assert len(page.hrefs) == len(rows)
+    assert page.hrefs[0] == "items.html"  # the item analysis, then a link per row
+    assert len(page.hrefs) == 1 + len(rows)
     assert all((out / href).is_file() for href in page.hrefs)
     logs = {row["candidate"]: (out / row["report"]).read_text() for row in rows}
     assert "is a symbolic link" in logs["a"]

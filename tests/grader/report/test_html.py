@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.report.formats import score_line
 from grader.report.render import report_html
 from tests.browser import ARTIFACTS, Browser, Tab, say
 
@@ -111,9 +112,11 @@ def test_page_shows_its_key_elements_without_console_errors(
         assert shown["integration"] == [report["integration"]["status"]]
         assert shown["integrity"] == len(report["integrity"])
         assert "torch" in shown["environment"]
-        # Points not graded here, beside the total (twice) and the part's score (twice).
+        # Points not graded here: what the score is out of, under it; beside the total and
+        # the part's score (twice).
         phrase = ungraded_phrase(report)
-        assert shown["ungraded"] == ([phrase] * 4 if phrase else [])
+        out_of = [score_line(report, "en")] if phrase else []
+        assert shown["ungraded"] == (out_of + [phrase] * 3 if phrase else [])
 
         # Printed: the same elements still shown, tracebacks and notes unfolded; and a PDF.
         tab.send("Emulation.setEmulatedMedia", media="print")

@@ -90,3 +90,29 @@ def test_a_rows_note_starts_with_its_diagnosis() -> None:
     assert "the grader could not run 1 of its checks: see the report" in row["note"]
     page = leaderboard.render_html([outcome], {"folder": "drive"})
     assert f"{said}; " in page, page
+
+
+def pair(left: str, right: str, shares: tuple[float, float], page: str, **fields) -> dict:
+    """A similar pair's row as `grader.similarity.drive.shown` gives it."""
+    share_left, share_right = shares
+    return {"left": left, "right": right, "reference": False, "file": "scheduler.py",
+            "shares": f"{share_left:.0%} / {share_right:.0%}", "share_left": share_left,
+            "share_right": share_right, "matched": 40, "href": page, **fields}  # fmt: skip
+
+
+def test_a_row_names_the_code_most_similar_to_its_own_and_links_the_pair() -> None:
+    similar = [
+        {"left": "copy", "file": "scheduler.py", "obfuscated": "decodes code"},
+        pair("key", "copy", (1.0, 0.97), "similarity/pair-001.html"),
+        pair("copy", "nano-vllm scheduler.py", (0.6, 0.0), "similarity/pair-002.html",
+             reference=True),
+    ]  # fmt: skip
+    outcomes = [Outcome(name, name, failing_report(), "", [], 1.0) for name in ("key", "copy", "b")]
+    rows = {row["candidate"]: row for row in csv.DictReader(io.StringIO(
+        leaderboard.render_csv(outcomes, similar)))}  # fmt: skip
+    assert (rows["key"]["similarity"], rows["key"]["similar_to"]) == ("1", "copy")
+    assert (rows["copy"]["similarity"], rows["copy"]["similar_to"]) == ("0.97", "key")
+    assert (rows["b"]["similarity"], rows["b"]["similar_to"]) == ("", "")
+    page = leaderboard.render_html(outcomes, {"folder": "drive"}, similar)
+    assert '<a href="similarity/pair-001.html">97%</a> <span class="muted">key</span>' in page
+    assert '<a href="similarity/pair-001.html">100%</a> <span class="muted">copy</span>' in page

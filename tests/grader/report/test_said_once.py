@@ -192,13 +192,13 @@ def test_the_engine_check_is_one_line_with_its_figures_folded_away(tmp_path: Pat
     assert engine.splitlines()[2:] == ["- `tokens_per_step`: `2.88`"]
 
 
-def test_the_header_says_which_kit_made_the_report(tmp_path: Path) -> None:
+def test_how_the_report_was_made_says_which_kit_made_it(tmp_path: Path) -> None:
     made = failing_report()
     made["environment"]["kit"] = "candidate"
     files = written(made, tmp_path)
     said = "Made by the candidate kit, which has no answer key"
-    assert said in files["report.html"].split("</header>")[0]
-    assert said in files["report.md"].split("## ")[0]
+    assert said in files["report.html"].split('<section id="method">')[1].split("</section>")[0]
+    assert said in files["report.md"].split("## How this report was made")[1].split("## ")[0]
     made["environment"]["kit"] = "full"
     assert "Made by the hiring team&#39;s full kit." in written(made, tmp_path)["report.html"]
     older = written(failing_report(), tmp_path)  # a report from before the field

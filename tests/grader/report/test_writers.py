@@ -283,14 +283,18 @@ def test_html_of_full_marks_has_full_bars_and_no_failures(tmp_path: Path) -> Non
     assert 'id="diagnosis"' not in html
 
 
-def test_each_report_opens_with_the_diagnosis_then_the_safety_failures(tmp_path: Path) -> None:
+def test_each_report_opens_with_the_score_the_diagnosis_then_the_safety_failures(
+    tmp_path: Path,
+) -> None:
     files = written(failing_report(), tmp_path)
     html, markdown = files["report.html"], files["report.md"]
     said = "free_is_atomic (safety)"
     assert f"<strong>Diagnosis: </strong>{said}</p>" in html
-    assert html.index('id="diagnosis"') < html.index('id="total"') < html.index('id="safety"')
-    title, diagnosis = markdown.split("\n\n")[:2]
+    assert html.index('id="total"') < html.index('id="diagnosis"') < html.index('id="safety"')
+    title, total, out_of, diagnosis = markdown.split("\n\n")[:4]
     assert title.startswith("# Grade report: ")
+    assert total.startswith("**Total: 25 / 33**")
+    assert out_of == "25 of 33 points graded here; out of 35 in the hiring team's kit"
     assert diagnosis == f"**Diagnosis:** {said}"
     assert markdown.index("## Safety failures (1)") < markdown.index("## Parts")
 
@@ -362,14 +366,20 @@ def test_points_not_graded_here_show_beside_the_score_in_every_report(tmp_path: 
     they are graded, in the page, the Markdown and the summary alike."""
     files = written(failing_report(), tmp_path)
     html, markdown = files["report.html"], files["report.md"]
-    assert f"**Total: 25 / 33** `████████░░` 76% (2 more {FULL_KIT})" in markdown
+    assert (
+        "**Total: 25 / 33** `████████░░` 76%\n\n25 of 33 points graded here; out of 35 in "
+        in markdown
+    )
     assert "## Part 1: the allocator (5 / 13)\n\n*A block allocator" in markdown
     assert f"\n\n*2 more {FULL_KIT}*\n\n" in markdown
     assert f"1 of 3 checks passed, 1 skipped; 2 more {FULL_KIT}; provisional:" in markdown
     line = f"- `timed_against_reference` (2 points, {FULL_KIT}): runs only in the full kit"
     assert line in markdown
     escaped = FULL_KIT.replace("'", "&#39;")  # as autoescape writes it
-    assert html.count(f'class="ungraded">2 more {escaped}<') == 4  # header, row, total, part
+    assert html.count(f'class="ungraded">2 more {escaped}<') == 3  # row, total, part
+    assert (
+        'id="out-of">25 of 33 points graded here; out of 35 in the hiring team&#39;s kit<' in html
+    )
     assert f"<code>timed_against_reference</code> (2 points, {escaped}): runs only" in html
     decode = html.split('id="part-decode"')[1].split("</section>")[0]
     assert 'class="ungraded"' not in decode  # a part with nothing skipped says nothing

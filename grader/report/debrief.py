@@ -1,0 +1,60 @@
+"""The interviewer's debrief: what to ask a candidate about their graded submission.
+
+Per part, in the report's order: for each failed check whose code ran (not a stub, a missing or
+unimportable file, or one that does not compile: those say nothing to reason about), once per
+check run on several cases and most serious first, a question that asks the candidate to reason
+about the failure and what a good answer mentions; for a part passed with full marks, one
+question that probes depth. The texts are the hiring team's, in `DEBRIEFS`, which only the full
+kit has: the candidate kit's reports have no debrief.
+"""
+
+import tomllib
+from functools import cache
+
+from grader import KIT_ROOT
+from grader.report.diagnosis import base_id, once_per_check
+from grader.report.formats import never_ran, severity_rank, syntax_failures
+
+DEBRIEFS = KIT_ROOT / "full_kit" / "debriefs.toml"
+
+
+@cache
+def debriefs() -> dict[str, dict]:
+    """`{"checks": {check id: text}, "parts": {part id: text}}`, a text being `{lang: {"ask",
+    "answer"}}`; empty where the kit has no `DEBRIEFS` (the candidate kit)."""
+    if not DEBRIEFS.is_file():
+        return {}
+    with DEBRIEFS.open("rb") as file:
+        return tomllib.load(file)
+
+
+def debrief(report: dict, lang: str) -> list[dict]:
+    """The questions for `report` (`report.json` as written) in `lang`, by part:
+    `[{"part": id, "questions": [{"ask", "answer", "check": dict | None}]}]`, the parts with
+    none left out; `check` is the failed check asked about, None for the depth question."""
+    texts = debriefs()
+    if not texts:
+        return []
+    explained = syntax_failures(report)
+    asked = []
+    for part_id, part in report["parts"].items():
+        graded = [check for check in part["checks"] if check.get("status") != "skipped"]
+        failed = [
+            check
+            for check in graded
+            if check.get("status") == "failed"
+            and check.get("id")
+            and not never_ran(check)
+            and check["id"] not in explained
+        ]
+        questions = [
+            {**text[lang], "check": check}
+            for check in once_per_check(sorted(failed, key=severity_rank))
+            if (text := texts["checks"].get(base_id(check)))
+        ]
+        full_marks = graded and all(check.get("status") == "passed" for check in graded)
+        if full_marks and (text := texts["parts"].get(part_id)):
+            questions.append({**text[lang], "check": None})
+        if questions:
+            asked.append({"part": part_id, "questions": questions})
+    return asked

@@ -1,0 +1,73 @@
+"""A submission's standing in its drive: how its total and each part's score compare with the
+other graded submissions of the same drive.
+
+The percentile is the percentile rank, `100 * (below + tied / 2) / n` over the `n` graded
+submissions (itself among the tied): the best of six distinct scores is at 91.7, a drive where
+all tie puts each at 50. A part counts only the submissions in which it was graded.
+
+`record` writes it into each report.json of the drive, as its `drive` field, and draws the
+report's pages again. The field is the drive's, not the grading's: the seal leaves it out
+(`provenance.seal_of`), and every drive (a resumed one, `--merge`) computes it anew over the
+reports it holds, so an edited one never outlives the next drive.
+"""
+
+from pathlib import Path
+from statistics import median
+
+from grader.provenance import DRIVE_FIELD
+from grader.report.leaderboard import Outcome
+from grader.report.writers import report_json, write_pages
+
+
+def percentile_rank(score: float, scores: list[float]) -> float:
+    """Where `score` stands among `scores` (which hold it), 0 to 100, one decimal."""
+    below = sum(other < score for other in scores)
+    tied = sum(other == score for other in scores)
+    return round(100 * (below + tied / 2) / len(scores), 1)
+
+
+def standing(score: float, scores: list[float]) -> dict:
+    """`score`'s standing among `scores`: how many, its percentile, their median."""
+    return {
+        "submissions": len(scores),
+        "percentile": percentile_rank(score, scores),
+        "median": round(median(scores), 2),
+    }
+
+
+def standings(reports: dict[str, dict]) -> dict[str, dict]:
+    """Each report's standing in the drive of `reports` (by name): in the total, and in each part
+    it was graded in."""
+    totals = [report["score"] for report in reports.values()]
+    by_part: dict[str, list[float]] = {}
+    for report in reports.values():
+        for part_id, part in graded_parts(report).items():
+            by_part.setdefault(part_id, []).append(part["score"])
+    return {
+        name: {
+            "total": standing(report["score"], totals),
+            "parts": {
+                part_id: standing(part["score"], by_part[part_id])
+                for part_id, part in graded_parts(report).items()
+            },
+        }
+        for name, report in reports.items()
+    }
+
+
+def graded_parts(report: dict) -> dict[str, dict]:
+    """The parts of `report` that were graded (a part not graded lists no checks)."""
+    return {part_id: part for part_id, part in report["parts"].items() if part["checks"]}
+
+
+def record(outcomes: list[Outcome], out: Path) -> None:
+    """Write each graded outcome's standing into its report folder `out/<name>/`: report.json
+    with its `drive` field, and its pages drawn again. A folder without report.json is left
+    alone."""
+    reports = {o.name: o.report for o in outcomes if o.report is not None}
+    for name, ranks in standings(reports).items():
+        report = {**reports[name], DRIVE_FIELD: {"standing": ranks}}
+        folder = out / name
+        if (folder / "report.json").is_file():
+            (folder / "report.json").write_text(report_json(report), encoding="utf-8")
+            write_pages(report, folder)
