@@ -10,11 +10,13 @@ timings are ratios to the reference measured in the same rounds, so they bear a 
 
 Every option is checked once, before anything is graded or written (`option_problems`: the
 folders, --jobs, --timeout, the rubric, the options passed on to each grading, which the
-grader's own parser reads); a wrong one ends the drive with exit status 2 and its message. While
+grader's own parser reads, the reviewer's notes: `reviews.toml` in FOLDER or `--reviews FILE`,
+`reviews.py`); a wrong one ends the drive with exit status 2 and its message. While
 the gradings run, stderr shows a line per finished grading and a running count with an estimate
 of the time left (`drive_progress.py`).
 
-Each report folder also gets `grade.log`, the grader's output. Then `OUT/leaderboard.csv` and
+Each report folder also gets `grade.log`, the grader's output, and its report.json the report's
+standing in the drive (`standing.py`, outside the seal). Then `OUT/leaderboard.csv` and
 `OUT/leaderboard.html` (`leaderboard.py`), with the item analysis, how each check did across the
 drive, `OUT/items.csv` and `OUT/items.html` (`items.py`): grade-all's own outputs (`OWN_OUTPUTS`),
 each replaced whole, never half-written. A failed drive never replaces a leaderboard:
@@ -71,8 +73,9 @@ from grader.parts import PARTS
 from grader.report import drive_files, standing
 from grader.report.compare import ReportError, load
 from grader.report.i18n import tr
-from grader.report.leaderboard import Outcome
+from grader.report.leaderboard import Outcome, unmatched_reviews
 from grader.report.messages import translated_message
+from grader.report.reviews import Review, ReviewsError, load_reviews
 from grader.sandbox import isolation
 from grader.sandbox.process import die_with_the_grader
 from grader.scoring.profiles import PROFILES
@@ -84,6 +87,7 @@ from grader.text import clean
 # similar pairs' pages.
 OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html", "items.csv", "items.html", "similarity")
 DEFAULT_OUT = Path("reports") / "leaderboard"
+REVIEWS = "reviews.toml"  # the reviewer's notes, in FOLDER beside the submissions
 DEFAULT_TIMEOUT = 3600.0  # seconds for one grading: the grader's own part limits come far sooner
 LOG_LINES = 4  # of a failed grading's output, shown in its row
 NOT_GRADED = 1  # exit status: some submission could not be graded
@@ -101,7 +105,8 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m grader grade-all",
         description="Grade every submission in FOLDER (folders, .zip, .tar.gz, .tgz), "
         "each into OUT/<name>/ (the name made unique, and never one of the leaderboard's "
-        "files), then write OUT/leaderboard.html and OUT/leaderboard.csv. "
+        "files), then write each report's standing in the drive into its report.json, "
+        "OUT/leaderboard.html and .csv, and the item analysis, OUT/items.html and .csv. "
         "Any other option (--rubric, --memory-limit-gb, the timeouts) goes to every grading.",
     )
     cli.add_argument("folder", type=Path, nargs="?", help="the folder holding the submissions")
@@ -136,6 +141,13 @@ def parser() -> argparse.ArgumentParser:
                           "(grade-all outputs, or report folders), graded elsewhere")  # fmt: skip
     cli.add_argument("--allow-mixed", action="store_true",
                      help="with --merge: take reports of other settings, marked")  # fmt: skip
+    cli.add_argument("--reviews", type=Path, metavar="FILE",
+                     help="the reviewer's notes, shown on the leaderboard, never scored "
+                          f"(default: FOLDER/{REVIEWS}, where there is one; --merge: none): "
+                          "TOML, a [submissions.\"NAME\"] table per submission with note = "
+                          "\"...\" and [[submissions.\"NAME\".flags]] tables of about "
+                          "(\"similar: OTHER\" or the start of a flag's text), verdict "
+                          "(\"confirmed\" or \"dismissed\") and reason")  # fmt: skip
     cli.add_argument("--seal-key", type=Path, metavar="FILE",
                      help="the hiring team's key: every report is sealed with it, and only "
                           "reports it verifies are kept (resume) or merged (default: "
@@ -145,12 +157,15 @@ def parser() -> argparse.ArgumentParser:
 
 def submissions(folder: Path, out: Path) -> dict[str, Path]:
     """`name -> entry` for each submission in `folder`, each name a report folder of its own
-    (`report_name`); other entries are named on stderr and skipped."""
+    (`report_name`); `reviews.toml`, the reviewer's notes, is skipped, and other entries are
+    named on stderr and skipped."""
     found: dict[str, Path] = {}
     taken = {unique_key(own) for own in OWN_OUTPUTS}
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith(".") or out.resolve().is_relative_to(entry.resolve()):
             continue  # hidden, or OUT itself (or the folder holding it)
+        if entry.name == REVIEWS:
+            continue  # the reviewer's notes (`reviews_path`), not a submission
         if not (entry.is_dir() or entry.name.endswith(ARCHIVES)):
             print(f"  skipping {clean(entry.name, 200)}: not a folder, .zip, .tar.gz or .tgz",
                   file=sys.stderr)  # fmt: skip
@@ -321,6 +336,8 @@ def drive(args: argparse.Namespace) -> int:
         print(f"grade-all: {problem}", file=sys.stderr)
     if problems:
         return USAGE
+    args.reviews = reviews_path(args)
+    reviews = read_reviews(args.reviews)  # checked by `option_problems`
     try:
         found = isolation.probe(args.isolation)
     except RuntimeError as error:
@@ -366,7 +383,7 @@ def drive(args: argparse.Namespace) -> int:
                 progress.kept(outcome)
         if todo:
             grade(todo, args, key, progress)
-    return finish(progress.outcomes, entries, args)
+    return finish(progress.outcomes, entries, args, reviews)
 
 
 def option_problems(args: argparse.Namespace) -> list[str]:
@@ -388,7 +405,12 @@ def option_problems(args: argparse.Namespace) -> list[str]:
                         "a number above 0")  # fmt: skip
     if args.ray and importlib.util.find_spec("ray") is None:
         problems.append("--ray: Ray is not installed here: pip install '.[cluster]'")
-    return problems + rubric_problems(args.rubric) + forwarded_problems(args.grader_options)
+    return (
+        problems
+        + rubric_problems(args.rubric)
+        + review_problems(reviews_path(args))
+        + forwarded_problems(args.grader_options)
+    )
 
 
 def rubric_problems(path: Path | None) -> list[str]:
@@ -399,6 +421,40 @@ def rubric_problems(path: Path | None) -> list[str]:
         return [f"--rubric: {error}: give a TOML file with the [weights] of every part (and "
                 "[points] and [severity], if any), as grader/scoring/rubric.py shows"]  # fmt: skip
     return []
+
+
+def reviews_path(args: argparse.Namespace) -> Path | None:
+    """The reviewer's notes: `--reviews FILE`, else `reviews.toml` in FOLDER where there is one,
+    else None."""
+    if args.reviews is not None or args.folder is None:
+        return args.reviews
+    beside = args.folder / REVIEWS
+    return beside if beside.exists() else None
+
+
+def read_reviews(path: Path | None) -> dict[str, Review]:
+    """The reviewer's notes at `path` (`reviews.load_reviews`); none without a file."""
+    return {} if path is None else load_reviews(path)
+
+
+def review_problems(path: Path | None) -> list[str]:
+    """Why the reviewer's notes at `path` cannot be read (`ReviewsError`: the line at fault), if
+    they cannot."""
+    try:
+        read_reviews(path)
+    except ReviewsError as error:
+        return [str(error)]
+    return []
+
+
+def warn_unmatched(
+    outcomes: list[Outcome], reviews: dict[str, Review] | None, args: argparse.Namespace
+) -> None:
+    """A warning on stderr for each submission the reviewer's notes (`args.reviews`) name that no
+    row of the drive is (a misspelt name, say): its notes are shown nowhere."""
+    for name in unmatched_reviews(outcomes, reviews):
+        print(f"grade-all: {args.reviews} names {name}, which this drive has no row for",
+              file=sys.stderr)  # fmt: skip
 
 
 def forwarded_problems(options: list[str]) -> list[str]:
@@ -434,9 +490,15 @@ def grade(
         grade_locally(todo, args, jobs, progress.done)
 
 
-def finish(outcomes: list[Outcome], entries: dict[str, Path], args: argparse.Namespace) -> int:
-    """The leaderboard, unless no submission could be graded, and the closing lines; the exit
-    status: 0 when every submission was graded, else `NOT_GRADED`."""
+def finish(
+    outcomes: list[Outcome],
+    entries: dict[str, Path],
+    args: argparse.Namespace,
+    reviews: dict[str, Review] | None = None,
+) -> int:
+    """The leaderboard (with the reviewer's notes, `reviews`), unless no submission could be
+    graded, and the closing lines; the exit status: 0 when every submission was graded, else
+    `NOT_GRADED`."""
     failed = sorted(outcome.name for outcome in outcomes if outcome.report is None)
     said = {"total": len(outcomes), "names": clean(", ".join(failed), 1000), "out": args.out}
     if len(failed) == len(outcomes):
@@ -444,8 +506,9 @@ def finish(outcomes: list[Outcome], entries: dict[str, Path], args: argparse.Nam
         return NOT_GRADED
     standing.record(outcomes, args.out)
     similar = similar_pairs(entries, args.out, args.lang)
-    page = drive_files.write_all(outcomes, args.out, vars(args), similar)
+    page = drive_files.write_all(outcomes, args.out, vars(args), similar, reviews)
     print("\n" + tr(args.lang, "drive_leaderboard", page=page))
+    warn_unmatched(outcomes, reviews, args)
     if failed:
         print(tr(args.lang, "drive_some_failed", failed=len(failed), **said), file=sys.stderr)
         return NOT_GRADED

@@ -1,5 +1,5 @@
-"""`grade-all --merge DIR... [--out OUT] [--allow-mixed]`: one leaderboard of reports graded
-elsewhere (a Slurm array, a CI matrix, several machines).
+"""`grade-all --merge DIR... [--out OUT] [--allow-mixed] [--reviews FILE]`: one leaderboard of
+reports graded elsewhere (a Slurm array, a CI matrix, several machines).
 
 Each DIR is a report folder (it holds report.json) or a folder of them (a grade-all OUT). Every
 report must pass `provenance.problems` with the hiring team's seal key (`--seal-key`, or the default
@@ -11,8 +11,9 @@ the most common ones is marked on its row. The report folders are copied into OU
 names, each the submission's name its report records (`sealed_name`: a report copied into another
 candidate's folder keeps its own), their pages drawn again from the verified report.json
 (`writers.write_pages`), and OUT gets the leaderboard, as grade-all writes it (no similar pairs: the
-submissions are not here). Exit status 0 when the leaderboard was written, 2 when something was
-refused.
+submissions are not here), with the reviewer's notes of `--reviews FILE` (`reviews.py`; none by
+default), checked before anything is copied. Exit status 0 when the leaderboard was written, 2 when
+something was refused.
 """
 
 import argparse
@@ -24,12 +25,13 @@ from pathlib import Path
 
 from grader import provenance, seal_key
 from grader.drive_progress import finished_line
-from grader.grade_all import OWN_OUTPUTS, report_name, unique_key
+from grader.grade_all import OWN_OUTPUTS, read_reviews, report_name, unique_key, warn_unmatched
 from grader.report import drive_files, standing
 from grader.report.compare import ReportError, read
 from grader.report.i18n import tr
 from grader.report.leaderboard import earlier
 from grader.report.model import bounded
+from grader.report.reviews import ReviewsError
 from grader.report.writers import write_pages
 from grader.text import clean
 
@@ -87,6 +89,11 @@ def main(args: argparse.Namespace) -> int:
     except seal_key.SealKeyError as error:
         print(f"grade-all --merge: {error}", file=sys.stderr)
         return 2
+    try:
+        reviews = read_reviews(args.reviews)
+    except ReviewsError as error:
+        print(f"grade-all --merge: {error}", file=sys.stderr)
+        return 2
     raws, refused = {}, []
     for folder in folders:
         try:
@@ -123,6 +130,7 @@ def main(args: argparse.Namespace) -> int:
         print(finished_line(args.lang, len(outcomes), len(folders), outcomes[-1]), file=sys.stderr)
     standing.record(outcomes, args.out)
     options = {"folder": ", ".join(map(str, args.merge)), **usual, "lang": args.lang}
-    page = drive_files.write_all(outcomes, args.out, options)
+    page = drive_files.write_all(outcomes, args.out, options, reviews=reviews)
     print("\n" + tr(args.lang, "drive_leaderboard", page=page))
+    warn_unmatched(outcomes, reviews, args)
     return 0

@@ -2,7 +2,8 @@
 
 Per part, in the report's order: for each failed check whose code ran (not a stub, a missing or
 unimportable file, or one that does not compile: those say nothing to reason about), once per
-check run on several cases and most serious first, a question that asks the candidate to reason
+check run on several cases, most serious first, and once for a cause that fails the whole part
+(a kernel that launches no Triton kernel), a question that asks the candidate to reason
 about the failure and what a good answer mentions; for a part passed with full marks, one
 question that probes depth. The texts are the hiring team's, in `DEBRIEFS`, which only the full
 kit has: the candidate kit's reports have no debrief.
@@ -12,10 +13,13 @@ import tomllib
 from functools import cache
 
 from grader import KIT_ROOT
-from grader.report.diagnosis import base_id, once_per_check
+from grader.report.diagnosis import base_id, cause, once_per_check
 from grader.report.formats import never_ran, severity_rank, syntax_failures
 
 DEBRIEFS = KIT_ROOT / "full_kit" / "debriefs.toml"
+# The checks that name a cause failing a whole part (`diagnosis.PART_CAUSES`): where one does,
+# its question is the only one asked of the checks that cause failed.
+CAUSED = {"kernel/launches_a_triton_kernel"}
 
 
 @cache
@@ -47,6 +51,8 @@ def debrief(report: dict, lang: str) -> list[dict]:
             and not never_ran(check)
             and check["id"] not in explained
         ]
+        if any(cause(check) for check in failed):  # one cause fails the part: asked once
+            failed = [check for check in failed if not cause(check) or base_id(check) in CAUSED]
         questions = [
             {**text[lang], "check": check}
             for check in once_per_check(sorted(failed, key=severity_rank))

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 
 from grader.intake import ARCHIVES
+from grader.parts import PARTS
 from grader.provenance import DRIVE_FIELD, field, seal_state
 from grader.report.i18n import STRINGS, more_points, profile_name, tr, ungraded_reason
 from grader.report.messages import translated_message
@@ -110,21 +111,24 @@ def score_line(report: dict, lang: str) -> str:
 
 def standing_line(report: dict, lang: str) -> str:
     """Where the submission stands in its drive (`standing.py`), as one line in `lang`; empty for a
-    report graded alone, or one whose standing is not as the drive writes it."""
+    report graded alone, or one whose standing is not as the drive writes it (the field is
+    outside the seal: numbers and the kit's part ids only)."""
     ranks = field(report, DRIVE_FIELD).get("standing")
     try:
-        total = ranks["total"]
+        total, by_part = ranks["total"], ranks["parts"]
+        if not isinstance(total["submissions"], int) or not set(by_part) <= set(PARTS):
+            return ""
         parts = [
-            tr(lang, "standing_part", part=part_id, percentile=f"{rank['percentile']:g}",
-               median=points(rank["median"]))
-            for part_id, rank in ranks["parts"].items()
+            tr(lang, "standing_part", part=part_id, percentile=f"{float(rank['percentile']):g}",
+               median=points(float(rank["median"])))
+            for part_id, rank in by_part.items()
         ]  # fmt: skip
         return tr(
             lang,
             "standing",
             submissions=total["submissions"],
-            percentile=f"{total['percentile']:g}",
-            median=points(total["median"]),
+            percentile=f"{float(total['percentile']):g}",
+            median=points(float(total["median"])),
             parts=tr(lang, "list_separator").join(parts),
         )
     except (TypeError, KeyError, ValueError):

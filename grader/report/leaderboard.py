@@ -18,7 +18,9 @@ serious first; none for full marks), then its notes (`notes`: the drive's remark
 the grader's own failure, "provisional"): the CSV's `note`, each row whole. The page states once,
 above the table, the notes every graded row shares (`shared_notes`: "provisional (kernel)" on a
 machine without a GPU, "kept from an earlier run" on a resumed drive), and keeps on each row only
-the others.
+the others. After them come the reviewer's note and each flag's verdict (`reviews.py`: a dismissed
+flag struck through, never removed; the CSV's `review_note` and `review_flags`), which change no
+score, rank or other column.
 
 The CSV is data: its columns and cells are in English whatever the drive's language. The page is
 in the drive's language (`options["lang"]`): its own words through `i18n.tr`, the grader's and the
@@ -37,7 +39,7 @@ import io
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 from urllib.parse import quote
@@ -49,6 +51,7 @@ from grader.report.i18n import LANGUAGES, profile_name, tr
 from grader.report.messages import translated_message
 from grader.report.model import bounded
 from grader.report.render import render
+from grader.report.reviews import Flag, Review
 from grader.sandbox.isolation import UNISOLATED
 from grader.text import clean
 
@@ -59,6 +62,7 @@ from grader.text import clean
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 FORMULA_CELL = re.compile(rf"(^|[,;\t\r\n])([ \"]*)(?=[{re.escape(''.join(FORMULA_START))}])")
 NAME_CHARS = 200  # of a submission's name
+NO_REVIEW = Review("", ())
 
 
 @dataclass
@@ -194,6 +198,24 @@ def most_similar(name: str, similar: Sequence[dict]) -> dict | None:
     return max(found, key=lambda pair: pair["share"], default=None)
 
 
+def reviewed(reviews: Mapping[str, Review] | None) -> dict[str, Review]:
+    """The reviewer's notes (`reviews.py`) by `cleaned` name, each note, flag and reason
+    cleaned and bounded (`text.clean`): the reviewer's text, shown as the candidates' is."""
+    return {
+        clean(name, NAME_CHARS): Review(
+            clean(review.note),
+            tuple(Flag(clean(f.about), f.verdict, clean(f.reason)) for f in review.flags),
+        )
+        for name, review in (reviews or {}).items()
+    }
+
+
+def unmatched_reviews(outcomes: list[Outcome], reviews: Mapping[str, Review] | None) -> list[str]:
+    """The names in the reviewer's notes (`reviewed`) that no row of `outcomes` has."""
+    names = {clean(o.name, NAME_CHARS) for o in outcomes}
+    return [name for name in reviewed(reviews) if name not in names]
+
+
 def report_path(outcome: Outcome) -> str:
     """The report (or, with none, the grader's log), relative to the leaderboard."""
     return f"{outcome.name}/{'report.html' if outcome.report else 'grade.log'}"
@@ -225,11 +247,22 @@ def cell(value: object) -> str:
     return FORMULA_CELL.sub(r"\1\2'", value)
 
 
-def render_csv(outcomes: list[Outcome], similar: Sequence[dict] = ()) -> str:
+def flag_review(flag: Flag) -> str:
+    """A flag's verdict as the CSV's `review_flags` gives it: "dismissed: about (reason)"."""
+    return f"{flag.verdict}: {flag.about} ({flag.reason})"
+
+
+def render_csv(
+    outcomes: list[Outcome],
+    similar: Sequence[dict] = (),
+    reviews: Mapping[str, Review] | None = None,
+) -> str:
     parts = parts_of(outcomes)
+    by_name = reviewed(reviews)
     header = ["rank", "candidate", "entry", "status", "score", "max_score", *parts,
               "failed_safety", "integrity_flags", "first_flag", "similarity", "similar_to",
-              "kernel_ratio", "seconds", "report", "note"]  # fmt: skip
+              "kernel_ratio", "seconds", "report", "note", "review_note",
+              "review_flags"]  # fmt: skip
     out = io.StringIO()
     # Every field quoted: a reader that splits on another delimiter (`;`, as Excel does in
     # most of Europe) finds no cell that begins inside a name or a note.
@@ -250,8 +283,10 @@ def render_csv(outcomes: list[Outcome], similar: Sequence[dict] = ()) -> str:
                       kernel_ratio(r)]  # fmt: skip
         status = "graded" if r else "not graded"
         said = diagnosis(r, "en") if r else []
+        review = by_name.get(o.name, NO_REVIEW)
         row = [rank or "", o.name, o.entry, status, *scores, round(o.seconds, 1), report_path(o),
-               "; ".join(said + notes(o))]  # fmt: skip
+               "; ".join(said + notes(o)), review.note,
+               "; ".join(map(flag_review, review.flags))]  # fmt: skip
         writer.writerow([cell(value) for value in row])
     return out.getvalue()
 
@@ -259,11 +294,17 @@ def render_csv(outcomes: list[Outcome], similar: Sequence[dict] = ()) -> str:
 # -- leaderboard.html ---------------------------------------------------------------------------
 
 
-def render_html(outcomes: list[Outcome], options: dict, similar: Sequence[dict] = ()) -> str:
+def render_html(
+    outcomes: list[Outcome],
+    options: dict,
+    similar: Sequence[dict] = (),
+    reviews: Mapping[str, Review] | None = None,
+) -> str:
     """The page (`templates/leaderboard.html`) in the drive's language (`drive_language`): a row
-    per submission, as `html_row` gives it, then the similar pairs
-    (`grader.similarity.drive.shown` rows), which never change a score."""
+    per submission, as `html_row` gives it, with the reviewer's notes on it (`review_pieces`),
+    then the similar pairs (`grader.similarity.drive.shown` rows); neither changes a score."""
     lang = drive_language(options)
+    by_name = reviewed(reviews)
     parts = parts_of(outcomes)
     shared = [clean(note) for note in shared_notes(outcomes, lang)]
     rows = [
@@ -271,6 +312,7 @@ def render_html(outcomes: list[Outcome], options: dict, similar: Sequence[dict] 
     ]
     for row in rows:
         row["similar"] = most_similar(row["name"], similar)
+        row["review"] = review_pieces(by_name.get(row["name"], NO_REVIEW), lang)
     return render(
         "leaderboard.html",
         lang=lang,
@@ -284,6 +326,23 @@ def render_html(outcomes: list[Outcome], options: dict, similar: Sequence[dict] 
         rows=rows,
         similar=similar,
     )
+
+
+def review_pieces(review: Review, lang: str) -> list[dict]:
+    """What a row's note cell shows of `review` (`reviewed`), in `lang`, after the row's own
+    note: the reviewer's note, then each flag's verdict; a dismissed flag's `struck` text (what
+    it is about) is shown struck through, before why it was dismissed."""
+    pieces = []
+    if review.note:
+        pieces.append({"struck": "", "text": tr(lang, "board_review_note", note=review.note)})
+    for flag in review.flags:
+        if flag.verdict == "confirmed":
+            said = tr(lang, "board_review_confirmed", about=flag.about, reason=flag.reason)
+            pieces.append({"struck": "", "text": said})
+        else:
+            said = tr(lang, "board_review_dismissed", reason=flag.reason)
+            pieces.append({"struck": flag.about, "text": said})
+    return pieces
 
 
 def drive_language(options: dict) -> str:

@@ -15,8 +15,10 @@ from pathlib import Path
 from statistics import median
 
 from grader.provenance import DRIVE_FIELD
+from grader.report.compare import ReportError, read
 from grader.report.leaderboard import Outcome
-from grader.report.writers import report_json, write_pages
+from grader.report.model import bounded
+from grader.report.writers import replace_whole, report_json, write_pages
 
 
 def percentile_rank(score: float, scores: list[float]) -> float:
@@ -61,13 +63,15 @@ def graded_parts(report: dict) -> dict[str, dict]:
 
 
 def record(outcomes: list[Outcome], out: Path) -> None:
-    """Write each graded outcome's standing into its report folder `out/<name>/`: report.json
-    with its `drive` field, and its pages drawn again. A folder without report.json is left
-    alone."""
+    """Write each graded outcome's standing into its report folder `out/<name>/`: its report.json
+    as written, with the `drive` field set (the rest unchanged, so its seal holds), replaced
+    whole; then its pages drawn again. A folder without a readable report.json is left alone."""
     reports = {o.name: o.report for o in outcomes if o.report is not None}
     for name, ranks in standings(reports).items():
-        report = {**reports[name], DRIVE_FIELD: {"standing": ranks}}
         folder = out / name
-        if (folder / "report.json").is_file():
-            (folder / "report.json").write_text(report_json(report), encoding="utf-8")
-            write_pages(report, folder)
+        try:
+            written = {**read(folder), DRIVE_FIELD: {"standing": ranks}}
+        except ReportError:
+            continue
+        replace_whole(folder / "report.json", report_json(written))
+        write_pages(bounded(written), folder)

@@ -60,6 +60,14 @@ def write_simulation(report: dict, out: Path) -> None:
         page.unlink(missing_ok=True)
 
 
+def replace_whole(path: Path, text: str) -> None:
+    """Write `text` to `path` whole: beside it first, then moved there, so that an interrupted
+    write (Ctrl-C, a full disk) leaves the file as it was, never half-written."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8", errors="replace")
+    partial.replace(path)
+
+
 def report_json(report: dict) -> str:
     return json.dumps(report, indent=2, sort_keys=False) + "\n"
 

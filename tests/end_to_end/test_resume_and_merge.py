@@ -5,6 +5,7 @@ report forged with all its folder holds is graded again and refused, one copied 
 candidate's folder keeps its own name, and a page edited beside a sealed report is drawn again; a
 team's own key seals a drive that only it merges."""
 
+import argparse
 import csv
 import json
 import shutil
@@ -16,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import provenance
+from grader import merge, provenance
 from tests.ctrl_c import sigint_at_default
+from tests.end_to_end.test_zh_pages import SEAL_KEY, sealed_report
+from tests.grader.report.test_reviews import GOOD, written
 from tests.grading import EXERCISES, KIT_ROOT, build_submission
 
 PARTS = ("--parts", "allocator")
@@ -236,3 +239,27 @@ def test_a_copied_report_keeps_its_name_and_an_edited_page_is_drawn_again(
     refused = grade_all("--merge", out / "key", swapped, "--out", tmp_path / "twice")
     assert refused.returncode == 2
     assert f"{swapped}: a copy of the report in {out / 'key'}" in refused.stderr
+
+
+# -- the reviewer's notes on a merged leaderboard -------------------------------------------------
+
+
+def merge_args(tmp_path: Path, reviews: Path) -> argparse.Namespace:
+    one, two = sealed_report(tmp_path / "alice"), sealed_report(tmp_path / "bob")
+    (tmp_path / "seal.key").write_bytes(SEAL_KEY)
+    return argparse.Namespace(
+        merge=[one, two], out=tmp_path / "out", allow_mixed=False, lang="en",
+        seal_key=tmp_path / "seal.key", reviews=reviews,
+    )  # fmt: skip
+
+
+def test_merge_shows_the_notes_of_reviews(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    args = merge_args(tmp_path, written(tmp_path, GOOD.replace("[submissions.bob]", "[a.b]")))
+    assert merge.main(args) == 2  # refused before anything is copied
+    assert "line 13: the file has an unknown key" in capsys.readouterr().err
+    assert not args.out.exists()
+    args.reviews = written(tmp_path, GOOD + "[submissions.erin]\n")
+    assert merge.main(args) == 0
+    html = (args.out / "leaderboard.html").read_text(encoding="utf-8")
+    assert "<del>similar: bob</del> dismissed: pair programming" in html
+    assert "names erin, which this drive has no row for" in capsys.readouterr().err

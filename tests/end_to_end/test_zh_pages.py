@@ -237,7 +237,7 @@ def test_a_merged_leaderboard_is_in_the_drives_language(tmp_path: Path) -> None:
     (tmp_path / "seal.key").write_bytes(SEAL_KEY)
     args = argparse.Namespace(
         merge=[one, two], out=tmp_path / "out", allow_mixed=False, lang="zh",
-        seal_key=tmp_path / "seal.key",
+        seal_key=tmp_path / "seal.key", reviews=None,
     )  # fmt: skip
     assert merge.main(args) == 0
     page = (tmp_path / "out" / "leaderboard.html").read_text(encoding="utf-8")

@@ -128,3 +128,14 @@ def test_the_page_opens_with_the_answer_and_ends_with_the_method(texts) -> None:
     assert order == sorted(order)
     assert "decode depth answer en" in markdown
     assert "graded here" not in report_html(full_marks_report())  # every point graded here
+
+
+def test_a_kernel_that_launches_no_triton_kernel_is_asked_that_once(texts, monkeypatch) -> None:
+    launched_none = "paged_attention_decode launched no @triton.jit kernel: the work must be done"
+    checks = {**TEXTS["checks"], "kernel/launches_a_triton_kernel": text("no triton")}
+    monkeypatch.setattr(debrief_module, "debriefs", lambda: {**TEXTS, "checks": checks})
+    report = graded(
+        failed("kernel/every_head_dim[32]", "safety", launched_none),
+        failed("kernel/launches_a_triton_kernel", "contract", launched_none),
+    )
+    assert asked(report) == {"kernel": ["no triton ask en?"]}
