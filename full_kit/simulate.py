@@ -53,8 +53,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.report.batching import Arrivals, Blocked, Seq, Server, Step, serve, static_batching
 from grader.report.svg import draw
+from grader.scoring.batching import Arrivals, Blocked, Seq, Server, Step, serve, static_batching
 from kernels.reference import cdiv
 
 POOL_TOKENS = 16384

@@ -5,7 +5,7 @@ grader could not run (a bad argument, a submission it refuses to read, a report 
 another input's report, or no report but other files); 130 when Ctrl-C stopped it
 (`interrupt.py`), with nothing written.
 
-Three commands share the entry point: `python -m grader grade-all FOLDER` (`grade_all.py`),
+Three commands share the entry point: `python -m grader grade-all FOLDER` (`drive/command.py`),
 `python -m grader compare A B` (`report/compare.py`) and `python -m grader similarity FOLDER`
 (`similarity/`). A submission folder named like one of them is graded as
 `python -m grader ./compare`.
@@ -36,7 +36,7 @@ from grader.text import clean
 GRADER_MEMORY_BYTES = 8 << 30
 
 COMMANDS = {
-    "grade-all": "grader.grade_all",
+    "grade-all": "grader.drive.command",
     "compare": "grader.report.compare",
     "similarity": "grader.similarity.__main__",
 }

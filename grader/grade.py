@@ -36,11 +36,11 @@ from grader import ANSWER_KEY, KIT_ROOT, kernel_rule, provenance, scan
 from grader.intake import Intake
 from grader.integration import run_integration
 from grader.parts import ENGINE_PARTS, PARTS
-from grader.report.batching import static_batching
 from grader.report.i18n import tr, ungraded_reason
 from grader.sandbox import seccomp
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import DID_NOT_RETURN, NO_CUDA, Events, ImportFailed, Limits
+from grader.scoring.batching import static_batching
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
 from grader.scoring.rubric import Rubric

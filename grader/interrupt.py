@@ -14,7 +14,7 @@ woken by it. A thread of the grader's own (a progress ticker, a drive's pool) ca
 moment takes it, say), the main thread, asleep on a lock, would see Ctrl-C only once the lock is
 free, a whole grading later. A process such a thread starts calls `unblock_ctrl_c` before it
 runs. A library's threads (torch's, Ray's) may still take it: grade-all's main thread also looks
-for a SIGINT every second (`grade_all.WAKE_EVERY`).
+for a SIGINT every second (`drive.local.WAKE_EVERY`).
 """
 
 import contextlib

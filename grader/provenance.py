@@ -8,8 +8,8 @@ whole report as written, `seal` and the drive's own field (`DRIVE_FIELD`) aside,
 hiring team's key (`seal_key.py`), and `key`, that key's id; a report graded without a key has
 `seal` and `key` null (`seal_state` says why). With the profile, seed and parts of `environment`,
 they make the report's `settings`: `grade-all` skips a submission whose report has the drive's
-settings (`resume.py`), and `grade-all --merge` refuses reports of different settings
-(`merge.py`).
+settings (`drive/resume.py`), and `grade-all --merge` refuses reports of different settings
+(`drive/merge.py`).
 
 `problems` says why a report.json cannot be trusted: no seal, another key's, a seal that does not
 hold (anything changed after grading), a file hash changed without its checksum. What a seal that

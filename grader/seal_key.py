@@ -3,7 +3,7 @@
 It lives outside every report folder, so that whoever can write a report folder, and nothing
 more, cannot make a report that `grade-all` resume keeps or `--merge` takes. It is the file
 `--seal-key FILE` names (a team shares one across machines and Ray nodes: the driver sends it to
-each task, `cluster.py`), or else `default_key_file()`, made on first use: 32 random bytes as
+each task, `drive/cluster.py`), or else `default_key_file()`, made on first use: 32 random bytes as
 hex, mode 0600. A key file holds at least `MIN_KEY_CHARS` characters, blanks around them aside;
 `(umask 077; openssl rand -hex 32 > FILE)` makes one (FILE outside the kit, which Ray uploads).
 

@@ -9,9 +9,10 @@
 - `diagnosis.py` (what is most wrong, in a sentence each) and `debrief.py` (what to ask the
   candidate, the full kit's texts): the answer a report opens with;
 - `summary.py` (the terminal's), `compare.py` (two reports);
-- a drive's (grade-all's): `leaderboard.py` (a row per submission), `items.py` (a row per check:
-  the item analysis), `standing.py` (each report's percentile in the drive), `drive_files.py`
-  (the drive's files, each written whole);
-- `batching.py`: serving modelled by counting tokens, and static batching, the baseline the
-  report plots a scheduler against (the full kit's simulator adds the other schemes).
+- a drive's pages (`grader/drive/` writes them): `leaderboard.py` (a row per submission),
+  `items.py` (a row per check: the item analysis), `reviews.py` (the reviewer's notes file).
+
+It draws what the grading recorded and imports nothing of where candidate code runs
+(`grader/sandbox/`) or of how it is scored (`grader/scoring/`: the static-batching baseline the
+report plots a scheduler against is computed there, in `batching.py`).
 """

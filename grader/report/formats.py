@@ -13,7 +13,14 @@ from pathlib import PurePath
 from grader.intake import ARCHIVES
 from grader.parts import PARTS
 from grader.provenance import DRIVE_FIELD, field, seal_state
-from grader.report.i18n import STRINGS, more_points, profile_name, tr, ungraded_reason
+from grader.report.i18n import (
+    STRINGS,
+    UNGRADED,
+    more_points,
+    profile_name,
+    tr,
+    ungraded_reason,
+)
 from grader.report.messages import translated_message
 from grader.severity import SEVERITIES
 
@@ -96,7 +103,7 @@ def score_line(report: dict, lang: str) -> str:
     if not ungraded:
         return ""
     reasons = {item["reason"] for item in ungraded}
-    where = {STRINGS["en"]["ungraded_cuda"]: "cuda", STRINGS["en"]["ungraded_full_kit"]: "full_kit"}
+    where = {STRINGS["en"][key]: key.removeprefix("ungraded_") for key in UNGRADED.values()}
     kinds = sorted(where.get(reason, "elsewhere") for reason in reasons)
     kind = "elsewhere" if "elsewhere" in kinds else "_".join(kinds)  # cuda, full_kit, or both
     total = round(report["max_score"] + sum(item["points"] for item in ungraded), 2)
@@ -116,7 +123,11 @@ def standing_line(report: dict, lang: str) -> str:
     ranks = field(report, DRIVE_FIELD).get("standing")
     try:
         total, by_part = ranks["total"], ranks["parts"]
-        if not isinstance(total["submissions"], int) or not set(by_part) <= set(PARTS):
+        if (
+            not isinstance(total["submissions"], int)
+            or not by_part
+            or not set(by_part) <= set(PARTS)
+        ):
             return ""
         parts = [
             tr(lang, "standing_part", part=part_id, percentile=f"{float(rank['percentile']):g}",

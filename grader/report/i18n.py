@@ -293,7 +293,7 @@ STRINGS = {
         "grader_failed": "The grader itself failed; the score may be incomplete:",
         "report_at": "Report: {path}  (also report.md, report.json)",
         "warning": "WARNING: {message}",
-        # grade-all's lines (grader/grade_all.py, grader/drive_progress.py)
+        # grade-all's lines (grader/drive/command.py, grader/drive/progress.py)
         "drive_grading": "Grading {count} submissions, {jobs} at a time ({profile} profile)...",
         "drive_finished": "[{done}/{total}] {name}: {result} ({seconds} s)",
         "drive_not_graded": "NOT GRADED ({failure}): {why}",

@@ -1,5 +1,6 @@
 """The batch's leaderboard: `leaderboard.csv` and `leaderboard.html`, one row per submission,
-the page linking to the item analysis beside it (`items.py`); `drive_files.py` writes them.
+the page linking to the item analysis beside it (`items.py`); `grader/drive/outputs.py` writes
+them.
 
 A row holds the candidate, the total and each part's score, the checks it fails whose failure
 means a corrupted or leaking cache (severity "safety": marked, first in the page's note cell, and
@@ -52,7 +53,6 @@ from grader.report.messages import translated_message
 from grader.report.model import bounded
 from grader.report.render import render
 from grader.report.reviews import Flag, Review
-from grader.sandbox.isolation import UNISOLATED
 from grader.text import clean
 
 # A spreadsheet runs a cell as a formula when its first character past blanks and quotes is one
@@ -160,8 +160,10 @@ def report_notes(outcome: Outcome, lang: str) -> list[str]:
     know of its grading (not isolated, the grader's own failure or checks it could not run,
     provisional)."""
     notes = [translated_message(lang, remark) for remark in outcome.remarks]
-    if outcome.report.get("isolation", {}).get("isolated") is False:
-        notes.append(translated_message(lang, UNISOLATED))
+    isolation = outcome.report.get("isolation", {})
+    if isolation.get("isolated") is False:  # as the report describes it, its reason aside
+        unisolated = str(isolation.get("description", "not isolated")).partition(" (")[0]
+        notes.append(translated_message(lang, unisolated))
     if outcome.report.get("errors"):
         last = outcome.report["errors"][-1].strip().rpartition("\n")[2]
         notes.append(tr(lang, "board_grader_failed", error=last))

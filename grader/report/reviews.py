@@ -50,9 +50,11 @@ class Review:
     flags: tuple[Flag, ...]
 
 
-def load_reviews(path: Path) -> dict[str, Review]:
-    """The reviews in `path`, by submission name; ReviewsError where it cannot be read, is not
-    TOML, or is not of the module's shape."""
+def load_reviews(path: Path | None) -> dict[str, Review]:
+    """The reviews in `path`, by submission name (none without a file); ReviewsError where it
+    cannot be read, is not TOML, or is not of the module's shape."""
+    if path is None:
+        return {}
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.grade_all import submissions
+from grader.drive.names import submissions
 from grader.similarity.drive import obfuscated, read_drive, similarity_report
 from grader.similarity.pairs import DEFAULT_THRESHOLD
 from grader.text import clean

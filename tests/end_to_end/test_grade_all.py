@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import grade_all, resume
+from grader.drive import command as grade_all
+from grader.drive import outputs, resume
 from grader.parts import PARTS
-from grader.report import drive_files, leaderboard
+from grader.report import leaderboard
 from grader.report.leaderboard import (
     FORMULA_START,
     Outcome,
@@ -256,7 +257,9 @@ def test_ctrl_c_before_the_gradings_start_exits_130_with_the_earlier_leaderboard
 
 
 def drive_args(out: Path) -> argparse.Namespace:
-    return argparse.Namespace(lang="en", out=out, folder="subs", profile="quick", seed=None)
+    return argparse.Namespace(
+        lang="en", out=out, folder="subs", profile="quick", seed=None, reviews=None
+    )
 
 
 def test_the_leaderboard_is_written_unless_none_was_graded_and_the_status_says_if_all_were(
@@ -291,10 +294,10 @@ def test_a_leaderboard_is_replaced_whole_or_not_at_all(
 
     monkeypatch.setattr(leaderboard, "render_html", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        drive_files.write_all([graded("a")], out, {})
+        outputs.write_all([graded("a")], out, {})
     assert untouched(out)
     monkeypatch.undo()
-    drive_files.write_all([graded("a")], out, {})
+    outputs.write_all([graded("a")], out, {})
     assert sorted(path.name for path in out.iterdir()) == sorted([*EARLIER, *ITEMS])
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import merge, provenance
+from grader import provenance
+from grader.drive import merge
 from tests.ctrl_c import sigint_at_default
 from tests.end_to_end.test_zh_pages import SEAL_KEY, sealed_report
 from tests.grader.report.test_reviews import GOOD, written

@@ -15,15 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from grader import KIT_ROOT, merge, provenance
-from grader.drive_progress import grading_line
+from grader import KIT_ROOT, provenance
+from grader.drive import merge
+from grader.drive.progress import grading_line
+from grader.drive.resume import KEPT
 from grader.report import compare
 from grader.report.compare import Side
 from grader.report.i18n import tr
 from grader.report.leaderboard import Outcome, render_csv, render_html
 from grader.report.messages_zh import SIMULATION
 from grader.report.render import report_markdown, simulation_html
-from grader.resume import KEPT
 from grader.scan import scan_files
 from tests.end_to_end.test_messages import SAMPLE, fields, golden, untranslated
 from tests.grader.report.english import english_words, html_text, markdown_kit_words, names_in

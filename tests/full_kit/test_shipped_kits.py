@@ -47,7 +47,7 @@ LAST_LINES = 40
 REPORT_FILES = ("report.json", "report.html", "report.md")
 CANDIDATE, FINISHED = "candidate kit", "candidate kit, finished"  # the kits' names in messages
 GRADE_KEY = ("grade", "SUBMISSION=solutions")
-EXTRAS = {"grader.cluster": "ray"}  # modules that need an optional extra: the package it brings
+EXTRAS = {"grader.drive.cluster": "ray"}  # modules that need an optional extra: its package
 OUTER = ("PYTEST_", "MAKE", "MFLAGS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "GIT_")
 
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from full_kit import simulate as sim
 from grader import grade
-from grader.report import batching
 from grader.report.svg import bar_chart, line_chart, ticks
+from grader.scoring import batching
 from solutions.kv_cache_manager import KVCacheManager
 from solutions.scheduler import Scheduler
 from tests.grader.report.test_writers import full_marks_report, written

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import grade_all, interrupt
+from grader import interrupt
 from grader.__main__ import GRADER_MEMORY_BYTES, check_report_folder, parser
+from grader.drive import command as grade_all
 
 
 def a_report(folder: Path, submission: str) -> Path:

@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 import pytest
 
-from grader.report import compare, drive_files
+from grader.drive import outputs
+from grader.report import compare
 from grader.report.leaderboard import Outcome
 from grader.report.model import LIMITS, LONG_CHARS, bounded
 from grader.report.summary import print_summary
@@ -169,7 +170,7 @@ def test_the_leaderboard_is_small_clean_utf8_and_links_the_name_on_disk(tmp_path
         Outcome(HOSTILE_NAME, HOSTILE_NAME, hostile_report(), "", [], 12.0),
         Outcome(f"={HOSTILE_NAME}2", "x", None, f"exit status 1 {FAKE_SCORE}", [HOSTILE], 3.0),
     ]
-    page = drive_files.write_all(outcomes, tmp_path, {"folder": f"subs{FAKE_SCORE}"})
+    page = outputs.write_all(outcomes, tmp_path, {"folder": f"subs{FAKE_SCORE}"})
     html = assert_safe(page.read_bytes())
     table = assert_safe((tmp_path / "leaderboard.csv").read_bytes())
     assert f'href="{quote(HOSTILE_NAME, errors="surrogateescape")}/report.html"' in html

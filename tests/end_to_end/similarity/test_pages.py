@@ -4,7 +4,7 @@ run nothing a candidate's name or code carries."""
 
 from pathlib import Path
 
-from grader.report import drive_files
+from grader.drive import outputs
 from grader.similarity.drive import shown, similarity_report
 from tests.browser import Browser, Tab
 from tests.end_to_end.similarity.copies import intake, key_files, renamed_and_reordered
@@ -31,7 +31,7 @@ def drive(out: Path) -> Path:
     copy = {name: renamed_and_reordered(source, seed=3) for name, source in key.items()}
     rows = similarity_report([intake("honest", key), intake(HOSTILE, copy)], out)
     assert rows, "the copy was not flagged"
-    return drive_files.write_all([], out, {"folder": "drive"}, [shown(row) for row in rows])
+    return outputs.write_all([], out, {"folder": "drive"}, [shown(row) for row in rows])
 
 
 def page_shows(browser: Browser, page: Path) -> dict:

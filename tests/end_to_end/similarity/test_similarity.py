@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from grader import KIT_ROOT
-from grader.grade_all import similar_pairs
+from grader.drive import outputs
+from grader.drive.command import similar_pairs
 from grader.parts import SUBMISSION_FILES
-from grader.report import drive_files
 from grader.report.i18n import STRINGS
 from grader.similarity import corpus
 from grader.similarity.drive import similarity_report
@@ -179,7 +179,7 @@ def test_a_file_that_runs_decoded_code_is_listed_as_obfuscated_not_as_unmatched(
     (row,) = rows
     assert row["left"] == "blob"
     assert row["file"] == "block_allocator.py"
-    page = drive_files.write_all([], tmp_path / "out", {"lang": lang}, rows).read_text()
+    page = outputs.write_all([], tmp_path / "out", {"lang": lang}, rows).read_text()
     said = {"en": ("obfuscated: cannot be compared", "line 3 reads exec"), "zh": ("经过混淆",)}
     assert all(text in page for text in said[lang]), page
     assert STRINGS[lang]["board_no_similar"] not in page

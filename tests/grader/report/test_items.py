@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.report import drive_files, items, leaderboard
+from grader.drive import outputs
+from grader.report import items, leaderboard
 from grader.report.items import Item
 from grader.report.leaderboard import Outcome
 from tests.grader.report.english import english_words, html_text
@@ -174,7 +175,7 @@ def test_the_leaderboard_links_to_the_item_analysis(lang: str) -> None:
 
 
 def test_write_all_writes_the_item_analysis_beside_the_leaderboard(tmp_path: Path) -> None:
-    drive_files.write_all(drive(), tmp_path, {"folder": FOLDER})
+    outputs.write_all(drive(), tmp_path, {"folder": FOLDER})
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "items.csv", "items.html", "leaderboard.csv", "leaderboard.html"
     ]  # fmt: skip

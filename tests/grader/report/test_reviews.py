@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import grade_all
-from grader.grade_all import submissions
+from grader.drive import command as grade_all
+from grader.drive.names import submissions
 from grader.report import leaderboard
 from grader.report.leaderboard import Outcome
 from grader.report.reviews import Flag, Review, ReviewsError, load_reviews

@@ -5,8 +5,8 @@ files)."""
 from pathlib import Path
 
 from grader.__main__ import check_report_folder
+from grader.drive.resume import REPORT_FILES, clear
 from grader.report.render import SIMULATION_PAGE
-from grader.resume import REPORT_FILES, clear
 
 
 def test_clearing_a_report_folder_leaves_it_empty_for_the_next_grading(tmp_path: Path) -> None:

@@ -24,14 +24,14 @@ from collections import Counter
 from pathlib import Path
 
 from grader import provenance, seal_key
-from grader.drive_progress import finished_line
-from grader.grade_all import OWN_OUTPUTS, read_reviews, report_name, unique_key, warn_unmatched
-from grader.report import drive_files, standing
+from grader.drive import outputs
+from grader.drive.names import OWN_OUTPUTS, report_name, unique_key
+from grader.drive.progress import finished_line
 from grader.report.compare import ReportError, read
 from grader.report.i18n import tr
 from grader.report.leaderboard import earlier
 from grader.report.model import bounded
-from grader.report.reviews import ReviewsError
+from grader.report.reviews import ReviewsError, load_reviews
 from grader.report.writers import write_pages
 from grader.text import clean
 
@@ -90,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"grade-all --merge: {error}", file=sys.stderr)
         return 2
     try:
-        reviews = read_reviews(args.reviews)
+        reviews = load_reviews(args.reviews)
     except ReviewsError as error:
         print(f"grade-all --merge: {error}", file=sys.stderr)
         return 2
@@ -128,9 +128,8 @@ def main(args: argparse.Namespace) -> int:
         remarks = (f"mixed: {mixed[folder]}",) if folder in mixed else ()
         outcomes.append(earlier(name, str(folder), report, remarks))
         print(finished_line(args.lang, len(outcomes), len(folders), outcomes[-1]), file=sys.stderr)
-    standing.record(outcomes, args.out)
     options = {"folder": ", ".join(map(str, args.merge)), **usual, "lang": args.lang}
-    page = drive_files.write_all(outcomes, args.out, options, reviews=reviews)
+    page = outputs.write_all(outcomes, args.out, options, reviews=reviews)
     print("\n" + tr(args.lang, "drive_leaderboard", page=page))
-    warn_unmatched(outcomes, reviews, args)
+    outputs.warn_unmatched(outcomes, reviews, args.reviews)
     return 0

@@ -1,6 +1,6 @@
 """grade-all's report folders: one per submission, none shared and none one of grade-all's own
 outputs, whatever the candidates named their entries (`leaderboard.html.zip`, `a.zip` beside
-`a/`), by the rule of `grade_all`'s docstring."""
+`a/`), by the rule of `grader/drive/names.py`."""
 
 import csv
 import shutil
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import grade_all
-from grader.grade_all import OWN_OUTPUTS, report_name, similar_pairs, submissions, unique_key
-from grader.report import drive_files
+from grader.drive import command as grade_all
+from grader.drive import outputs
+from grader.drive.command import similar_pairs
+from grader.drive.names import OWN_OUTPUTS, report_name, submissions, unique_key
 from grader.report.leaderboard import Outcome
 from tests.grading import CLI_TIMEOUT, EXERCISES, KIT_ROOT
 
@@ -23,7 +24,7 @@ TAKEN = {unique_key(own) for own in OWN_OUTPUTS}
 def test_own_outputs_are_what_grade_all_writes_beside_the_reports(tmp_path: Path) -> None:
     """`OWN_OUTPUTS` is the list report names avoid: it must name every file and folder grade-all
     writes in OUT beside the reports (the leaderboard, the similar pairs' pages)."""
-    drive_files.write_all([Outcome("a", "a.zip", None, "exit status 2", [], 1.0)], tmp_path, {})
+    outputs.write_all([Outcome("a", "a.zip", None, "exit status 2", [], 1.0)], tmp_path, {})
     similar_pairs({}, tmp_path)
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(OWN_OUTPUTS)
 

@@ -3,7 +3,7 @@ SIGINT, so that the kernel gives the signal to the main thread, the only one tha
 KeyboardInterrupt: a SIGINT taken by another thread (one forking a grading at that moment takes
 it) left grade-all asleep until the grading under way had finished. A grading such a thread
 starts runs with SIGINT unblocked, as any command does. A SIGINT a library's thread takes still
-stops a drive: its main thread looks for one every second (`grade_all.WAKE_EVERY`)."""
+stops a drive: its main thread looks for one every second (`local.WAKE_EVERY`)."""
 
 import io
 import signal
@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import drive_progress, grade_all, interrupt
-from grader.drive_progress import DriveProgress
+from grader import interrupt
+from grader.drive import local
+from grader.drive import progress as drive_progress
+from grader.drive.progress import DriveProgress
 from grader.scoring import progress
 from grader.scoring.progress import ProgressLines
 
@@ -71,9 +73,9 @@ def test_the_drive_grades_in_threads_that_block_ctrl_c(monkeypatch: pytest.Monke
     def grade_one(name: str, entry: Path, args: Namespace) -> tuple[str, bool]:
         return name, blocks_ctrl_c()
 
-    monkeypatch.setattr(grade_all, "grade_one", grade_one)
+    monkeypatch.setattr(local, "grade_one", grade_one)
     outcomes: list[tuple[str, bool]] = []
-    grade_all.grade_locally({"a": Path("a"), "b": Path("b")}, Namespace(), 2, outcomes.append)
+    local.grade_locally({"a": Path("a"), "b": Path("b")}, Namespace(), 2, outcomes.append)
     assert sorted(outcomes) == [("a", True), ("b", True)]
 
 
@@ -81,11 +83,11 @@ def test_the_drive_grades_in_threads_that_block_ctrl_c(monkeypatch: pytest.Monke
 def test_ctrl_c_taken_by_a_library_thread_stops_the_drive(monkeypatch: pytest.MonkeyPatch) -> None:
     """A SIGINT that a thread not the grader's own takes (torch's, Ray's) runs Python's handler
     there and wakes no lock: the drive's main thread still raises KeyboardInterrupt while a
-    grading runs, and stops it (`grade_all.STOPPING`), instead of waiting for it to end. The
+    grading runs, and stops it (`local.STOPPING`), instead of waiting for it to end. The
     signal comes once the main thread is past the first grading's outcome, waiting for the
     other's."""
     stopping, grading, waiting = threading.Event(), threading.Event(), threading.Event()
-    monkeypatch.setattr(grade_all, "STOPPING", stopping)
+    monkeypatch.setattr(local, "STOPPING", stopping)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as on a terminal
     stopped: list[bool] = []
 
@@ -94,7 +96,7 @@ def test_ctrl_c_taken_by_a_library_thread_stops_the_drive(monkeypatch: pytest.Mo
             grading.set()
             stopped.append(stopping.wait(WAIT))  # False: the grading ended before Ctrl-C
 
-    monkeypatch.setattr(grade_all, "grade_one", grade_one)
+    monkeypatch.setattr(local, "grade_one", grade_one)
 
     def library() -> None:
         if waiting.wait(WAIT) and grading.wait(WAIT):
@@ -105,7 +107,7 @@ def test_ctrl_c_taken_by_a_library_thread_stops_the_drive(monkeypatch: pytest.Mo
     try:
         thread.start()
         with pytest.raises(KeyboardInterrupt):
-            grade_all.grade_locally(entries, Namespace(), 2, lambda outcome: waiting.set())
+            local.grade_locally(entries, Namespace(), 2, lambda outcome: waiting.set())
     finally:
         stopping.set()  # whatever happened, the grading ends
         thread.join()
@@ -153,4 +155,4 @@ def blocked_in_a_command(**popen: object) -> bool:
 
 def test_a_grading_starts_with_ctrl_c_unblocked() -> None:
     assert blocked_in_a_command()  # a process inherits its thread's mask...
-    assert not blocked_in_a_command(preexec_fn=grade_all.start_grading)  # ...a grading does not
+    assert not blocked_in_a_command(preexec_fn=local.start_grading)  # ...a grading does not

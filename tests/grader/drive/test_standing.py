@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from grader import provenance
+from grader.drive.standing import percentile_rank, record, standings
 from grader.report.formats import standing_line
 from grader.report.leaderboard import Outcome
 from grader.report.render import report_html, report_markdown
-from grader.report.standing import percentile_rank, record, standings
 from tests.grader.test_seal import KEY, written
 
 

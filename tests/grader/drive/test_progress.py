@@ -1,4 +1,4 @@
-"""grade-all's progress (`grader/drive_progress.py`): a line per finished grading, and between
+"""grade-all's progress (`grader/drive/progress.py`): a line per finished grading, and between
 them a running count (done, under way, elapsed, an estimate of the time left) rewritten in place
 on a terminal and printed as plain lines elsewhere, in the drive's language."""
 
@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from grader import drive_progress
-from grader.drive_progress import DriveProgress, clock, finished_line, status_line, time_left
+from grader.drive import progress as drive_progress
+from grader.drive.progress import DriveProgress, clock, finished_line, status_line, time_left
 from grader.report.leaderboard import Outcome
 
 WAIT = 60.0  # seconds a test waits for the ticker's redraws: far more than it needs

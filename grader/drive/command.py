@@ -1,8 +1,8 @@
 """`python -m grader grade-all FOLDER`: grade every submission in a folder, then a leaderboard.
 
 Each entry of FOLDER that is a folder, a `.zip`, a `.tar.gz` or a `.tgz` is graded by a process
-of its own, `python -m grader ENTRY --out OUT/<name> ...`, with a timeout: a submission that
-breaks or hangs the grader costs only its own row, and the batch goes on. Up to `--jobs`
+of its own, with a timeout (`local.py`): a submission that breaks or hangs the grader costs only
+its own row, and the batch goes on. Up to `--jobs`
 gradings run at once (the number of cores by default). On a machine with a CUDA device, when the
 kernel part is graded, they run one at a time: the kernel's timing is a ratio measured on the one
 GPU, and two gradings timing kernels at once would each measure the other's load. (The CPU
@@ -13,13 +13,14 @@ folders, --jobs, --timeout, the rubric, the options passed on to each grading, w
 grader's own parser reads, the reviewer's notes: `reviews.toml` in FOLDER or `--reviews FILE`,
 `reviews.py`); a wrong one ends the drive with exit status 2 and its message. While
 the gradings run, stderr shows a line per finished grading and a running count with an estimate
-of the time left (`drive_progress.py`).
+of the time left (`progress.py`).
 
 Each report folder also gets `grade.log`, the grader's output, and its report.json the report's
 standing in the drive (`standing.py`, outside the seal). Then `OUT/leaderboard.csv` and
-`OUT/leaderboard.html` (`leaderboard.py`), with the item analysis, how each check did across the
-drive, `OUT/items.csv` and `OUT/items.html` (`items.py`): grade-all's own outputs (`OWN_OUTPUTS`),
-each replaced whole, never half-written. A failed drive never replaces a leaderboard:
+`OUT/leaderboard.html`, with the item analysis, how each check did across the drive,
+`OUT/items.csv` and `OUT/items.html` (`outputs.py`): the drive's own outputs
+(`names.OWN_OUTPUTS`), each replaced whole, never half-written. A failed drive never replaces a
+leaderboard:
 
 - every submission graded: the leaderboard is written; exit status 0.
 - some not graded (the grader refused or failed on them, or timed out): the leaderboard is
@@ -38,66 +39,40 @@ again (`resume.py`); Ctrl-C leaves such a drive. `--ray ADDRESS` grades each sub
 on a Ray cluster instead of a process here (`cluster.py`, Ray imported only then), and `--merge
 DIR...` grades nothing: one leaderboard of report folders graded elsewhere (`merge.py`).
 
-A submission's `<name>`, its report folder and its name on the leaderboard, is chosen so that no
-two submissions share a folder and none is one of grade-all's own outputs (a submission named
-`leaderboard.html.zip` must not become `OUT/leaderboard.html/`), comparing names as a case- and
-normalisation-insensitive file system would (`unique_key`). Entries are taken in sorted order,
-and each gets the first free name of: its name without the archive suffix (`a.zip` -> `a`); its
-whole name (`a.zip`), which says which entry it was; its whole name and `-2`, `-3`, ... So `a/`,
-`a.tgz` and `a.zip` are reported as `a`, `a.tgz` and `a.zip`, and `leaderboard.html.zip` as
-`leaderboard.html.zip`.
+Each submission's name and report folder: `names.py`.
 """
 
 import argparse
 import contextlib
 import importlib.util
 import io
-import itertools
 import math
 import os
-import signal
-import subprocess
 import sys
-import threading
-import time
-import unicodedata
-from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from grader import KIT_ROOT, interrupt, resume, seal_key
 from grader import __main__ as grader_cli
-from grader.drive_progress import DriveProgress, grading_line
-from grader.intake import ARCHIVES
+from grader import seal_key
+from grader.drive import merge, outputs, resume
+from grader.drive.local import grade_locally
+from grader.drive.names import REVIEWS, submissions
+from grader.drive.progress import DriveProgress, grading_line
 from grader.parts import PARTS
-from grader.report import drive_files, standing
-from grader.report.compare import ReportError, load
 from grader.report.i18n import tr
-from grader.report.leaderboard import Outcome, unmatched_reviews
+from grader.report.leaderboard import Outcome
 from grader.report.messages import translated_message
 from grader.report.reviews import Review, ReviewsError, load_reviews
 from grader.sandbox import isolation
-from grader.sandbox.process import die_with_the_grader
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import load_rubric, parse_parts
 from grader.similarity.drive import obfuscated, read_drive, shown, similarity_report
 from grader.text import clean
 
-# What grade-all writes in OUT beside the reports: the leaderboard, the item analysis, and the
-# similar pairs' pages.
-OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html", "items.csv", "items.html", "similarity")
 DEFAULT_OUT = Path("reports") / "leaderboard"
-REVIEWS = "reviews.toml"  # the reviewer's notes, in FOLDER beside the submissions
 DEFAULT_TIMEOUT = 3600.0  # seconds for one grading: the grader's own part limits come far sooner
-LOG_LINES = 4  # of a failed grading's output, shown in its row
 NOT_GRADED = 1  # exit status: some submission could not be graded
 USAGE = 2  # exit status: a wrong option or folder, nothing graded
 INTERRUPTED = 130  # exit status: Ctrl-C
-RUNNING: set[subprocess.Popen] = set()  # the gradings under way, stopped on Ctrl-C
-LAUNCHING = threading.Lock()  # held while a grading starts, and while Ctrl-C stops them all
-STOPPING = threading.Event()  # set on Ctrl-C: no grading starts after it
-WAKE_EVERY = 1.0  # seconds between the main thread's looks for Ctrl-C while gradings run: a
-# SIGINT taken by a library's thread (the grader's own threads block it) wakes no lock
 
 
 def parser() -> argparse.ArgumentParser:
@@ -155,115 +130,6 @@ def parser() -> argparse.ArgumentParser:
     return cli
 
 
-def submissions(folder: Path, out: Path) -> dict[str, Path]:
-    """`name -> entry` for each submission in `folder`, each name a report folder of its own
-    (`report_name`); `reviews.toml`, the reviewer's notes, is skipped, and other entries are
-    named on stderr and skipped."""
-    found: dict[str, Path] = {}
-    taken = {unique_key(own) for own in OWN_OUTPUTS}
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or out.resolve().is_relative_to(entry.resolve()):
-            continue  # hidden, or OUT itself (or the folder holding it)
-        if entry.name == REVIEWS:
-            continue  # the reviewer's notes (`reviews_path`), not a submission
-        if not (entry.is_dir() or entry.name.endswith(ARCHIVES)):
-            print(f"  skipping {clean(entry.name, 200)}: not a folder, .zip, .tar.gz or .tgz",
-                  file=sys.stderr)  # fmt: skip
-            continue
-        name = report_name(entry.name, taken)
-        taken.add(unique_key(name))
-        found[name] = entry
-    return found
-
-
-def unique_key(name: str) -> str:
-    """`name` as a case- and normalisation-insensitive file system (macOS, Windows) tells names
-    apart: two names of one key would be one folder there."""
-    return unicodedata.normalize("NFC", name).casefold()
-
-
-def report_name(entry: str, taken: set[str]) -> str:
-    """The first of these names whose `unique_key` is not in `taken`: the entry's name without
-    its archive suffix, its whole name, its whole name and `-2`, `-3`, ..."""
-    stem = next(entry.removesuffix(suffix) for suffix in (*ARCHIVES, "") if entry.endswith(suffix))
-    candidates = itertools.chain(
-        (stem, entry), (f"{entry}-{count}" for count in itertools.count(2))
-    )
-    return next(name for name in candidates if unique_key(name) not in taken)
-
-
-def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str]:
-    """The grader's command line for one submission, with the batch's options."""
-    line = [sys.executable, "-m", "grader", str(entry.resolve()), "--out", str(report_dir)]
-    line += ["--profile", args.profile, "--lang", args.lang, "--isolation", args.isolation]
-    if args.seed is not None:
-        line += ["--seed", str(args.seed)]
-    if args.parts:
-        line += ["--parts", ",".join(args.parts)]
-    if args.rubric is not None:
-        line += ["--rubric", str(args.rubric.resolve())]
-    if args.seal_key is not None:
-        line += ["--seal-key", str(args.seal_key.resolve())]
-    return line + args.grader_options
-
-
-def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
-    """Grade `entry` in a process (group) of its own; its report, or why there is none."""
-    report_dir = (args.out / name).resolve()
-    try:
-        report_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:  # a name too long for the file system, say
-        return Outcome(name, str(entry), None, f"no report folder: {error}", [], 0.0)
-    resume.clear(report_dir)
-    started = time.monotonic()
-    with LAUNCHING:  # Ctrl-C stops every grading started, and none starts after it
-        if STOPPING.is_set():
-            return Outcome(name, str(entry), None, "interrupted", [], 0.0)
-        process = subprocess.Popen(
-            command(entry, report_dir, args),
-            cwd=KIT_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            start_new_session=True,  # a group of its own, to kill whole on a timeout
-            preexec_fn=start_grading,
-        )
-        RUNNING.add(process)
-    try:
-        output, _ = process.communicate(timeout=args.timeout)
-        failure = f"exit status {process.returncode}" if process.returncode else ""
-    except subprocess.TimeoutExpired:
-        stop(process)
-        output, _ = process.communicate()
-        failure = f"timed out after {args.timeout:g} s"
-    finally:
-        RUNNING.discard(process)
-    seconds = time.monotonic() - started
-    (report_dir / "grade.log").write_text(output, encoding="utf-8")
-    report = None
-    if not failure:
-        try:
-            report = load(report_dir).report
-        except ReportError as error:
-            failure = f"exit status 0 but {error}"
-    tail = [line for line in output.splitlines() if line.strip()][-LOG_LINES:]
-    return Outcome(name, str(entry), report, failure, tail, seconds)
-
-
-def start_grading() -> None:
-    """A grading's `preexec_fn`: it dies with grade-all (or its Ray worker), and it has SIGINT
-    unblocked, which the thread that starts it blocks (`interrupt.leave_to_the_main_thread`)."""
-    die_with_the_grader()
-    interrupt.unblock_ctrl_c()
-
-
-def stop(process: subprocess.Popen) -> None:
-    """Kill a grading's process group; its sandbox workers die with it (PDEATHSIG)."""
-    with contextlib.suppress(ProcessLookupError):  # it had just ended
-        os.killpg(process.pid, signal.SIGKILL)
-
-
 def gpu_present() -> bool:
     import torch  # only when several gradings could time kernels at once; it takes seconds
 
@@ -290,36 +156,10 @@ def similar_pairs(entries: dict[str, Path], out: Path, lang: str = "en") -> list
         return [*hidden, {"failed": why}]
 
 
-def grade_locally(
-    entries: dict[str, Path], args: argparse.Namespace, jobs: int, done: Callable[[Outcome], None]
-) -> None:
-    """Grade `entries` on this machine, `jobs` at a time, calling `done` with each outcome as it
-    comes; on Ctrl-C, stop the gradings under way and raise KeyboardInterrupt."""
-    pool = ThreadPoolExecutor(jobs, initializer=interrupt.leave_to_the_main_thread)
-    try:
-        pending = {pool.submit(grade_one, name, entry, args) for name, entry in entries.items()}
-        while pending:
-            finished, pending = wait(pending, timeout=WAKE_EVERY, return_when=FIRST_COMPLETED)
-            for future in finished:
-                done(future.result())
-    except KeyboardInterrupt:
-        pool.shutdown(wait=False, cancel_futures=True)
-        with LAUNCHING:
-            STOPPING.set()
-            started = list(RUNNING)
-        for process in started:
-            stop(process)  # each grading runs in a session of its own: Ctrl-C did not reach it
-        raise
-    finally:
-        pool.shutdown()
-
-
 def main(argv: list[str]) -> int:
     args, grader_options = parser().parse_known_args(argv)
     args.grader_options = grader_options  # forwarded to every grading
     if args.merge:
-        from grader import merge
-
         return merge.main(args)
     try:
         return drive(args)
@@ -337,7 +177,7 @@ def drive(args: argparse.Namespace) -> int:
     if problems:
         return USAGE
     args.reviews = reviews_path(args)
-    reviews = read_reviews(args.reviews)  # checked by `option_problems`
+    reviews = load_reviews(args.reviews)  # checked by `option_problems`
     try:
         found = isolation.probe(args.isolation)
     except RuntimeError as error:
@@ -370,7 +210,7 @@ def drive(args: argparse.Namespace) -> int:
     }
     todo = {name: entries[name] for name, outcome in earlier.items() if outcome is None}
     if todo and args.ray:
-        from grader import cluster  # Ray is imported only here
+        from grader.drive import cluster  # Ray is imported only here
 
         try:
             cluster.connect(args)
@@ -432,29 +272,14 @@ def reviews_path(args: argparse.Namespace) -> Path | None:
     return beside if beside.exists() else None
 
 
-def read_reviews(path: Path | None) -> dict[str, Review]:
-    """The reviewer's notes at `path` (`reviews.load_reviews`); none without a file."""
-    return {} if path is None else load_reviews(path)
-
-
 def review_problems(path: Path | None) -> list[str]:
     """Why the reviewer's notes at `path` cannot be read (`ReviewsError`: the line at fault), if
     they cannot."""
     try:
-        read_reviews(path)
+        load_reviews(path)
     except ReviewsError as error:
         return [str(error)]
     return []
-
-
-def warn_unmatched(
-    outcomes: list[Outcome], reviews: dict[str, Review] | None, args: argparse.Namespace
-) -> None:
-    """A warning on stderr for each submission the reviewer's notes (`args.reviews`) name that no
-    row of the drive is (a misspelt name, say): its notes are shown nowhere."""
-    for name in unmatched_reviews(outcomes, reviews):
-        print(f"grade-all: {args.reviews} names {name}, which this drive has no row for",
-              file=sys.stderr)  # fmt: skip
 
 
 def forwarded_problems(options: list[str]) -> list[str]:
@@ -478,7 +303,7 @@ def grade(
     `key`), each outcome to `progress` as it comes; KeyboardInterrupt on Ctrl-C, once the
     gradings are stopped."""
     if args.ray:
-        from grader import cluster  # connected by `drive`
+        from grader.drive import cluster  # connected by `drive`
 
         def begin(at_once: int) -> None:
             progress.begin(len(todo), at_once)
@@ -504,11 +329,10 @@ def finish(
     if len(failed) == len(outcomes):
         print(tr(args.lang, "drive_none_graded", **said), file=sys.stderr)
         return NOT_GRADED
-    standing.record(outcomes, args.out)
     similar = similar_pairs(entries, args.out, args.lang)
-    page = drive_files.write_all(outcomes, args.out, vars(args), similar, reviews)
+    page = outputs.write_all(outcomes, args.out, vars(args), similar, reviews)
     print("\n" + tr(args.lang, "drive_leaderboard", page=page))
-    warn_unmatched(outcomes, reviews, args)
+    outputs.warn_unmatched(outcomes, reviews, args.reviews)
     if failed:
         print(tr(args.lang, "drive_some_failed", failed=len(failed), **said), file=sys.stderr)
         return NOT_GRADED

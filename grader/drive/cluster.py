@@ -1,7 +1,7 @@
 """`grade-all --ray ADDRESS`: each submission graded by a Ray task, on the cluster at ADDRESS.
 
 The driver (this process) sends each submission's files to a task as bytes (`tarball`); the task
-runs the same isolated grading as a local grade-all, `grade_all.grade_one` (`python -m grader` in a
+runs the same isolated grading as a local grade-all, `local.grade_one` (`python -m grader` in a
 process group of its own, with the timeout), in a temporary folder on its node, and returns the
 outcome and the report folder as bytes, which the driver writes under OUT. The hiring team's seal
 key goes with each task as an argument, never as a file of the kit (`grade_task`). The kit reaches
@@ -29,10 +29,10 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from grader import KIT_ROOT
-from grader.grade_all import LOG_LINES, grade_one
+from grader.drive.local import LOG_LINES, grade_one
+from grader.drive.resume import clear
 from grader.parts import PARTS
 from grader.report.leaderboard import Outcome
-from grader.resume import clear
 from grader.tarball import pack, unpack
 
 MAX_RETRIES = 1  # so a submission's task runs at most twice

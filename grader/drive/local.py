@@ -1,0 +1,126 @@
+"""Grading a drive's submissions on this machine: each in a process (group) of its own, `python
+-m grader ENTRY --out OUT/<name> ...`, with a timeout, up to `jobs` at once; a submission that
+breaks or hangs the grader costs only its own outcome. On Ctrl-C the gradings under way are
+stopped within a second or two and none starts after it.
+"""
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from pathlib import Path
+
+from grader import KIT_ROOT, interrupt
+from grader.drive import resume
+from grader.report.compare import ReportError, load
+from grader.report.leaderboard import Outcome
+from grader.sandbox.process import die_with_the_grader
+
+LOG_LINES = 4  # of a failed grading's output, shown in its row
+RUNNING: set[subprocess.Popen] = set()  # the gradings under way, stopped on Ctrl-C
+LAUNCHING = threading.Lock()  # held while a grading starts, and while Ctrl-C stops them all
+STOPPING = threading.Event()  # set on Ctrl-C: no grading starts after it
+WAKE_EVERY = 1.0  # seconds between the main thread's looks for Ctrl-C while gradings run: a
+# SIGINT taken by a library's thread (the grader's own threads block it) wakes no lock
+
+
+def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str]:
+    """The grader's command line for one submission, with the batch's options."""
+    line = [sys.executable, "-m", "grader", str(entry.resolve()), "--out", str(report_dir)]
+    line += ["--profile", args.profile, "--lang", args.lang, "--isolation", args.isolation]
+    if args.seed is not None:
+        line += ["--seed", str(args.seed)]
+    if args.parts:
+        line += ["--parts", ",".join(args.parts)]
+    if args.rubric is not None:
+        line += ["--rubric", str(args.rubric.resolve())]
+    if args.seal_key is not None:
+        line += ["--seal-key", str(args.seal_key.resolve())]
+    return line + args.grader_options
+
+
+def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
+    """Grade `entry` in a process (group) of its own; its report, or why there is none."""
+    report_dir = (args.out / name).resolve()
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a name too long for the file system, say
+        return Outcome(name, str(entry), None, f"no report folder: {error}", [], 0.0)
+    resume.clear(report_dir)
+    started = time.monotonic()
+    with LAUNCHING:  # Ctrl-C stops every grading started, and none starts after it
+        if STOPPING.is_set():
+            return Outcome(name, str(entry), None, "interrupted", [], 0.0)
+        process = subprocess.Popen(
+            command(entry, report_dir, args),
+            cwd=KIT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # a group of its own, to kill whole on a timeout
+            preexec_fn=start_grading,
+        )
+        RUNNING.add(process)
+    try:
+        output, _ = process.communicate(timeout=args.timeout)
+        failure = f"exit status {process.returncode}" if process.returncode else ""
+    except subprocess.TimeoutExpired:
+        stop(process)
+        output, _ = process.communicate()
+        failure = f"timed out after {args.timeout:g} s"
+    finally:
+        RUNNING.discard(process)
+    seconds = time.monotonic() - started
+    (report_dir / "grade.log").write_text(output, encoding="utf-8")
+    report = None
+    if not failure:
+        try:
+            report = load(report_dir).report
+        except ReportError as error:
+            failure = f"exit status 0 but {error}"
+    tail = [line for line in output.splitlines() if line.strip()][-LOG_LINES:]
+    return Outcome(name, str(entry), report, failure, tail, seconds)
+
+
+def start_grading() -> None:
+    """A grading's `preexec_fn`: it dies with grade-all (or its Ray worker), and it has SIGINT
+    unblocked, which the thread that starts it blocks (`interrupt.leave_to_the_main_thread`)."""
+    die_with_the_grader()
+    interrupt.unblock_ctrl_c()
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Kill a grading's process group; its sandbox workers die with it (PDEATHSIG)."""
+    with contextlib.suppress(ProcessLookupError):  # it had just ended
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def grade_locally(
+    entries: dict[str, Path], args: argparse.Namespace, jobs: int, done: Callable[[Outcome], None]
+) -> None:
+    """Grade `entries` on this machine, `jobs` at a time, calling `done` with each outcome as it
+    comes; on Ctrl-C, stop the gradings under way and raise KeyboardInterrupt."""
+    pool = ThreadPoolExecutor(jobs, initializer=interrupt.leave_to_the_main_thread)
+    try:
+        pending = {pool.submit(grade_one, name, entry, args) for name, entry in entries.items()}
+        while pending:
+            finished, pending = wait(pending, timeout=WAKE_EVERY, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done(future.result())
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        with LAUNCHING:
+            STOPPING.set()
+            started = list(RUNNING)
+        for process in started:
+            stop(process)  # each grading runs in a session of its own: Ctrl-C did not reach it
+        raise
+    finally:
+        pool.shutdown()
