@@ -1,5 +1,6 @@
 """report.html in a real browser: headless Chromium renders the page of a partial grade and of a
-full-marks one, with no console error, with its key elements visible, on screen and printed.
+full-marks one, with no console error, with its key elements visible, on screen and printed; and
+a drive's leaderboard and item analysis made of the two.
 
 The two reports are `fixtures/*.json`: real grades (the tutorial's decode bug graded
 on parts 1-3; the answer key on parts 1 and 3) with the sections this version of the kit adds
@@ -20,8 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from grader.drive import outputs
 from grader.report.formats import score_line
+from grader.report.leaderboard import Outcome
 from grader.report.render import report_html
+from grader.report.reviews import Flag, Review
 from tests.browser import ARTIFACTS, Browser, Tab, say
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -151,3 +155,37 @@ def test_console_errors_are_caught_and_the_page_refuses_scripts(
         assert "Content Security Policy" in " ".join(errors)
     finally:
         tab.close()
+
+
+DRIVE_SHOWN = """(() => ({
+  rows: document.querySelector("table.board tbody").rows.length,  // the first table: the rows
+  struck: [...document.querySelectorAll("del")].map((el) => el.textContent),
+  links: [...document.querySelectorAll("a")].map((a) => a.getAttribute("href")),
+}))()"""
+
+
+def test_the_drives_pages_render_without_console_errors(browser: Browser, tmp_path: Path) -> None:
+    """The leaderboard (a safety mark, the most similar code, the reviewer's notes with a
+    dismissed flag) and the item analysis it links to, in the browser."""
+    outcomes = [Outcome(name, name, load(name), "", [], 12.0) for name in ("partial", "full_marks")]
+    similar = [{"left": "partial", "right": "full_marks", "reference": False, "file": "a.py",
+                "shares": "90% / 80%", "share_left": 0.9, "share_right": 0.8, "matched": 40,
+                "href": "similarity/pair-001.html"}]  # fmt: skip
+    flag = Flag("similar: full_marks", "dismissed", "pair work was allowed")
+    reviews = {"partial": Review("ask about the decode rule", (flag,))}
+    page = outputs.write_all(outcomes, tmp_path, {"folder": "drive"}, similar, reviews)
+    shown = {}
+    for name in (page.name, "items.html"):
+        tab = Tab(browser, tmp_path / name)
+        try:
+            shown[name] = tab.evaluate(DRIVE_SHOWN)
+            assert tab.console_errors() == [], name
+        finally:
+            tab.close()
+    board, checks = shown[page.name], shown["items.html"]
+    assert board["rows"] == len(outcomes)
+    assert board["struck"] == ["similar: full_marks"]
+    assert "items.html" in board["links"]
+    assert "leaderboard.html" in checks["links"]
+    ids = {c["id"] for o in outcomes for part in o.report["parts"].values() for c in part["checks"]}
+    assert checks["rows"] == len(ids)
