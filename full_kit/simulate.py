@@ -1,8 +1,8 @@
 """`python -m full_kit.simulate`: why paging and continuous batching win, counted token by token.
 
-A model of serving that counts tokens and blocks only (`batching.py`: traces, steps, servers):
-no tensors, and no answer key imported. Its paged server is Part 5's scheduler in another form,
-so this module stays out of the candidate bundle. Every scheme serves the same trace from the
+A model of serving that counts tokens and blocks only (`grader/scoring/batching.py`: traces, steps,
+servers): no tensors, and no answer key imported. Its paged server is Part 5's scheduler in another
+form, so this module stays out of the candidate bundle. Every scheme serves the same trace from the
 same pool of slots:
 
 - **static batching** (`batching.static_batching`): when no batch runs, the waiting requests

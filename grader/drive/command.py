@@ -1,12 +1,12 @@
 """`python -m grader grade-all FOLDER`: grade every submission in a folder, then a leaderboard.
 
-Each entry of FOLDER that is a folder, a `.zip`, a `.tar.gz` or a `.tgz` is graded by a process
-of its own, with a timeout (`local.py`): a submission that breaks or hangs the grader costs only
-its own row, and the batch goes on. Up to `--jobs`
-gradings run at once (the number of cores by default). On a machine with a CUDA device, when the
-kernel part is graded, they run one at a time: the kernel's timing is a ratio measured on the one
-GPU, and two gradings timing kernels at once would each measure the other's load. (The CPU
-timings are ratios to the reference measured in the same rounds, so they bear a shared machine.)
+Each entry of FOLDER that is a folder, a `.zip`, a `.tar.gz` or a `.tgz` is graded by a process of
+its own, with a timeout (`local.py`): a submission that breaks or hangs the grader costs only its
+own row, and the batch goes on. Up to `--jobs` gradings run at once (the number of cores by
+default). On a machine with a CUDA device, when the kernel part is graded, they run one at a time:
+the kernel's timing is a ratio measured on the one GPU, and two gradings timing kernels at once
+would each measure the other's load. (The CPU timings are ratios to the reference measured in the
+same rounds, so they bear a shared machine.)
 
 Every option is checked once, before anything is graded or written (`option_problems`: the
 folders, --jobs, --timeout, the rubric, the options passed on to each grading, which the
@@ -17,8 +17,8 @@ of the time left (`progress.py`).
 
 Each report folder also gets `grade.log`, the grader's output, and its report.json the report's
 standing in the drive (`standing.py`, outside the seal). Then `OUT/leaderboard.csv` and
-`OUT/leaderboard.html`, with the item analysis, how each check did across the drive,
-`OUT/items.csv` and `OUT/items.html` (`outputs.py`): the drive's own outputs
+`OUT/leaderboard.html`, with the item analysis, how each check did across the drive, `OUT/items.csv`
+and `OUT/items.html` (`outputs.py`), and the similar pairs' pages: the drive's own outputs
 (`names.OWN_OUTPUTS`), each replaced whole, never half-written. A failed drive never replaces a
 leaderboard:
 

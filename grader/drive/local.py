@@ -1,6 +1,6 @@
-"""Grading a drive's submissions on this machine: each in a process (group) of its own, `python
--m grader ENTRY --out OUT/<name> ...`, with a timeout, up to `jobs` at once; a submission that
-breaks or hangs the grader costs only its own outcome. On Ctrl-C the gradings under way are
+"""Grading a drive's submissions on this machine: each in a process (group) of its own,
+`python -m grader ENTRY --out OUT/<name> ...`, with a timeout, up to `jobs` at once; a submission
+that breaks or hangs the grader costs only its own outcome. On Ctrl-C the gradings under way are
 stopped within a second or two and none starts after it.
 """
 

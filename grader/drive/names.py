@@ -34,7 +34,7 @@ def submissions(folder: Path, out: Path) -> dict[str, Path]:
         if entry.name.startswith(".") or out.resolve().is_relative_to(entry.resolve()):
             continue  # hidden, or OUT itself (or the folder holding it)
         if entry.name == REVIEWS:
-            continue  # the reviewer's notes (`reviews_path`), not a submission
+            continue  # the reviewer's notes (`command.reviews_path`), not a submission
         if not (entry.is_dir() or entry.name.endswith(ARCHIVES)):
             print(f"  skipping {clean(entry.name, 200)}: not a folder, .zip, .tar.gz or .tgz",
                   file=sys.stderr)  # fmt: skip

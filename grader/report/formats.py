@@ -117,9 +117,9 @@ def score_line(report: dict, lang: str) -> str:
 
 
 def standing_line(report: dict, lang: str) -> str:
-    """Where the submission stands in its drive (`standing.py`), as one line in `lang`; empty for a
-    report graded alone, or one whose standing is not as the drive writes it (the field is
-    outside the seal: numbers and the kit's part ids only)."""
+    """Where the submission stands in its drive (`grader/drive/standing.py`), as one line in
+    `lang`; empty for a report graded alone, or one whose standing is not as the drive writes it
+    (the field is outside the seal: numbers and the kit's part ids only)."""
     ranks = field(report, DRIVE_FIELD).get("standing")
     try:
         total, by_part = ranks["total"], ranks["parts"]

@@ -161,9 +161,9 @@ def report_notes(outcome: Outcome, lang: str) -> list[str]:
     provisional)."""
     notes = [translated_message(lang, remark) for remark in outcome.remarks]
     isolation = outcome.report.get("isolation", {})
-    if isolation.get("isolated") is False:  # as the report describes it, its reason aside
-        unisolated = str(isolation.get("description", "not isolated")).partition(" (")[0]
-        notes.append(translated_message(lang, unisolated))
+    if isolation.get("isolated") is False and isolation.get("description"):
+        said = str(isolation["description"]).partition(" (")[0]  # its reason aside
+        notes.append(translated_message(lang, said))
     if outcome.report.get("errors"):
         last = outcome.report["errors"][-1].strip().rpartition("\n")[2]
         notes.append(tr(lang, "board_grader_failed", error=last))

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.drive import command as grade_all
-from grader.drive import outputs, resume
+from grader.drive import command, outputs, resume
 from grader.parts import PARTS
 from grader.report import leaderboard
 from grader.report.leaderboard import (
@@ -203,7 +202,7 @@ def test_a_wrong_option_exits_2_before_anything_is_graded_or_written(
 ) -> None:
     folder, out = earlier_drive(tmp_path, ["a.zip", "b.zip"])
     given = [option.format(root=tmp_path) for option in options]
-    assert grade_all.main([str(folder), "--out", str(out), *PARTS_ALLOCATOR, *given]) == 2
+    assert command.main([str(folder), "--out", str(out), *PARTS_ALLOCATOR, *given]) == 2
     err = capsys.readouterr().err
     assert said in err, err
     assert err.startswith("grade-all: ")
@@ -214,7 +213,7 @@ def test_a_wrong_option_exits_2_before_anything_is_graded_or_written(
 def test_out_as_a_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     folder, out = earlier_drive(tmp_path, ["a.zip"])
     board = out / "leaderboard.csv"
-    assert grade_all.main([str(folder), "--out", str(board)]) == 2
+    assert command.main([str(folder), "--out", str(board)]) == 2
     assert f"--out {board} is a file: give a folder" in capsys.readouterr().err
     assert untouched(out)
 
@@ -251,7 +250,7 @@ def test_ctrl_c_before_the_gradings_start_exits_130_with_the_earlier_leaderboard
     monkeypatch.setattr(resume, "kept", interrupted)
     folder, out = earlier_drive(tmp_path, ["a.zip"])
     given = [str(folder), "--out", str(out), "--allow-unisolated"]
-    assert grade_all.main(given) == 130
+    assert command.main(given) == 130
     assert "grade-all: interrupted" in capsys.readouterr().err
     assert untouched(out)
 
@@ -274,7 +273,7 @@ def test_the_leaderboard_is_written_unless_none_was_graded_and_the_status_says_i
     }
     for case, (outcomes, status) in cases.items():
         out = tmp_path / case
-        assert grade_all.finish(outcomes, {}, drive_args(out)) == status, case
+        assert command.finish(outcomes, {}, drive_args(out)) == status, case
         written = (out / "leaderboard.csv").is_file()
         assert written == (case != "none"), case
     err = capsys.readouterr().err

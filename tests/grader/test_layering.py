@@ -1,17 +1,17 @@
 """The grader's modules import one another in one direction: no cycle anywhere in `grader/`; the
 drive's modules (`grader/drive/`) each import only those its docstring lists after it; the
-report's (`grader/report/`) nothing of the sandbox or the scoring. Read from the source,
-function-level imports included."""
+report's (`grader/report/`) nothing of the sandbox or the scoring, directly. Read from the source,
+function-level imports included (not `__main__`'s commands, imported by name when run)."""
 
 import ast
+import re
 from pathlib import Path
 
-from grader import KIT_ROOT
+from grader import KIT_ROOT, drive
 
 GRADER = KIT_ROOT / "grader"
-# grader/drive/__init__.py's order, top down: a module imports only those after it.
-DRIVE_ORDER = ("command", "cluster", "local", "merge", "resume", "progress", "outputs",
-               "standing", "names")  # fmt: skip
+# The order grader/drive/__init__.py lists its modules in, top down: each imports only those after.
+DRIVE_ORDER = tuple(re.findall(r"`(\w+)\.py`", drive.__doc__ or ""))
 
 
 def module_name(path: Path) -> str:

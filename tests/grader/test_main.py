@@ -13,7 +13,7 @@ import pytest
 
 from grader import interrupt
 from grader.__main__ import GRADER_MEMORY_BYTES, check_report_folder, parser
-from grader.drive import command as grade_all
+from grader.drive import command as drive_command
 
 
 def a_report(folder: Path, submission: str) -> Path:
@@ -102,7 +102,7 @@ def test_a_limit_must_be_a_number_above_0(
     assert f"{option}: {value!r}: give a number above 0" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", [parser, grade_all.parser], ids=["grade", "grade-all"])
+@pytest.mark.parametrize("command", [parser, drive_command.parser], ids=["grade", "grade-all"])
 def test_every_option_says_what_it_does(command) -> None:
     """`--help` describes every option and argument, none left as its bare name."""
     undescribed = [

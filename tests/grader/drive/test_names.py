@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.drive import command as grade_all
-from grader.drive import outputs
+from grader.drive import command, outputs
 from grader.drive.command import similar_pairs
 from grader.drive.names import OWN_OUTPUTS, report_name, submissions, unique_key
 from grader.report.leaderboard import Outcome
@@ -93,7 +92,7 @@ def test_no_two_submissions_and_no_own_output_share_a_name(
 
 def test_out_as_the_submissions_folder_exits_2(tmp_path: Path) -> None:
     make_entries(tmp_path, ["a.zip"])
-    assert grade_all.main([str(tmp_path), "--out", str(tmp_path)]) == 2
+    assert command.main([str(tmp_path), "--out", str(tmp_path)]) == 2
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a.zip"]
 
 

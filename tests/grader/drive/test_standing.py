@@ -1,4 +1,4 @@
-"""A submission's standing in its drive (`grader/report/standing.py`): percentile ranks and
+"""A submission's standing in its drive (`grader/drive/standing.py`): percentile ranks and
 medians, in the total and per part graded; written into each report.json outside the seal, and
 said on the report's pages."""
 

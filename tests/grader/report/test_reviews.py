@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.drive import command as grade_all
+from grader.drive import command
 from grader.drive.names import submissions
 from grader.report import leaderboard
 from grader.report.leaderboard import Outcome
@@ -258,7 +258,7 @@ def test_a_reviews_file_given_that_is_not_there_exits_2(
 ) -> None:
     (tmp_path / "a.zip").write_bytes(b"PK\x03\x04junk")
     given = [str(tmp_path), "--out", str(tmp_path / "board"), "--reviews", "nowhere.toml"]
-    assert grade_all.main(given) == 2
+    assert command.main(given) == 2
     assert "nowhere.toml: cannot be read" in capsys.readouterr().err
     assert not (tmp_path / "board").exists()
 
@@ -270,7 +270,7 @@ def test_the_drives_leaderboard_has_the_notes_and_a_name_of_no_row_is_warned_of(
         lang="en", out=tmp_path / "out", folder="subs", profile="quick", seed=None,
         reviews=Path("subs/reviews.toml"),
     )  # fmt: skip
-    assert grade_all.finish(drive()[:2], {}, args, REVIEWS) == 0
+    assert command.finish(drive()[:2], {}, args, REVIEWS) == 0
     rows = list(csv.DictReader((tmp_path / "out" / "leaderboard.csv").open(encoding="utf-8")))
     assert [row["review_note"] for row in rows] == ["'=1+2", ALICE.note]
     err = capsys.readouterr().err
