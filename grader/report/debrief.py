@@ -14,7 +14,7 @@ from functools import cache
 
 from grader import KIT_ROOT
 from grader.report.diagnosis import base_id, cause, once_per_check
-from grader.report.formats import never_ran, severity_rank, syntax_failures
+from grader.report.formats import ran_and_failed, severity_rank, syntax_failures
 
 DEBRIEFS = KIT_ROOT / "full_kit" / "debriefs.toml"
 # The checks that name a cause failing a whole part (`diagnosis.PART_CAUSES`): where one does,
@@ -43,14 +43,7 @@ def debrief(report: dict, lang: str) -> list[dict]:
     asked = []
     for part_id, part in report["parts"].items():
         graded = [check for check in part["checks"] if check.get("status") != "skipped"]
-        failed = [
-            check
-            for check in graded
-            if check.get("status") == "failed"
-            and check.get("id")
-            and not never_ran(check)
-            and check["id"] not in explained
-        ]
+        failed = [check for check in graded if ran_and_failed(check, explained)]
         if any(cause(check) for check in failed):  # one cause fails the part: asked once
             failed = [check for check in failed if not cause(check) or base_id(check) in CAUSED]
         questions = [

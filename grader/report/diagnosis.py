@@ -26,6 +26,7 @@ from grader.report.formats import (
     NOT_SUBMITTED,
     message_of,
     never_ran,
+    ran_and_failed,
     severity_rank,
     severity_word,
     syntax_failures,
@@ -69,11 +70,7 @@ def diagnosis(report: dict, lang: str) -> list[str]:
         for key in dict.fromkeys(cause(check) for check in caused):
             sentences.append(tr(lang, key, part=part_id))
         failed = [
-            check
-            for check in graded
-            if check.get("status") == "failed"
-            and check.get("id")  # a broken report's check says nothing
-            and check not in unrun + caused
+            check for check in graded if ran_and_failed(check, explained) and check not in caused
         ]
         failures.append(once_per_check(sorted(failed, key=severity_rank)))
     firsts = [failed[0] for failed in failures if failed]

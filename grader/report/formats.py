@@ -325,11 +325,20 @@ def safety_failures(report: dict) -> list[str]:
         check["id"]
         for part in report["parts"].values()
         for check in part["checks"]
-        if check.get("status") == "failed"
-        and check.get("severity") == "safety"
+        if check.get("severity") == "safety" and ran_and_failed(check, explained)
+    ]
+
+
+def ran_and_failed(check: dict, explained: dict[str, dict]) -> bool:
+    """Whether `check` failed having run the candidate's code: not before (`never_ran`), not
+    because a file does not compile (its id in `explained`: `syntax_failures`), and with an id (a
+    broken report's check says nothing)."""
+    return (
+        check.get("status") == "failed"
+        and bool(check.get("id"))
         and not never_ran(check)
         and check["id"] not in explained
-    ]
+    )
 
 
 def never_ran(check: dict) -> bool:
