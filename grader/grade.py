@@ -36,15 +36,16 @@ from grader import ANSWER_KEY, KIT_ROOT, kernel_rule, provenance, scan
 from grader.intake import Intake
 from grader.integration import run_integration
 from grader.parts import ENGINE_PARTS, PARTS
-from grader.report.i18n import tr, ungraded_reason
 from grader.sandbox import seccomp
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import DID_NOT_RETURN, NO_CUDA, Events, ImportFailed, Limits
 from grader.scoring.batching import static_batching
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
+from grader.scoring.progress import step_line
 from grader.scoring.rubric import Rubric
 from grader.scoring.timing import implausible
+from grader.ungraded import reason_of
 
 STUBS = KIT_ROOT / "exercises"
 SHADOWED = frozenset({"torch", "triton", "numpy", "kernels"})  # imported by the files or a script
@@ -224,8 +225,7 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     if plugin.reference_files is None:
         plugin.part_notes.update(dict.fromkeys(parts, OWN_ALLOCATOR_NOTE))
         return
-    again_line = tr(options.lang, "progress_again", parts=", ".join(parts), file=KIT_ALLOCATOR)
-    print(f"  {again_line}", file=sys.stderr, flush=True)
+    step_line(options.lang, "progress_again", parts=", ".join(parts), file=KIT_ALLOCATOR)
     again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,))
     modules = [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].regraded]
     run_modules(again, modules, options)
@@ -361,13 +361,16 @@ def score_parts(
 
 
 def ungraded_by_reason(skipped: list[CheckResult], scale: float) -> list[dict]:
-    """The points of the checks skipped here, by reason (`i18n.ungraded_reason`, in English),
-    in the order the reasons first appear: `[{"reason": ..., "points": ...}]`."""
-    by_reason: dict[str, float] = {}
+    """The points of the checks skipped here, by reason (`ungraded.reason_of`), in the order the
+    reasons first appear: `[{"id": ..., "reason": ..., "points": ...}]`."""
+    by_reason: dict[tuple[str | None, str], float] = {}
     for check in skipped:
-        reason = ungraded_reason("en", check.message)
+        reason = reason_of(check.message)
         by_reason[reason] = by_reason.get(reason, 0.0) + check.max_points
-    return [{"reason": why, "points": round(total * scale, 2)} for why, total in by_reason.items()]
+    return [
+        {"id": reason_id, "reason": why, "points": round(total * scale, 2)}
+        for (reason_id, why), total in by_reason.items()
+    ]
 
 
 def with_baselines(sections: dict[str, dict]) -> dict[str, dict]:
@@ -476,7 +479,7 @@ def engine_check(report: dict, intake: Intake, options: Options) -> None:
             "figures": {},
         }
         return
-    print(f"  {tr(options.lang, 'progress_engine')}", file=sys.stderr, flush=True)
+    step_line(options.lang, "progress_engine")
     try:
         report["integration"] = run_integration(
             runnable(intake.files), options.limits, device_environment(), options.isolation

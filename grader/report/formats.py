@@ -15,10 +15,10 @@ from grader.parts import PARTS
 from grader.provenance import DRIVE_FIELD, field, seal_state
 from grader.report.i18n import (
     STRINGS,
-    UNGRADED,
     more_points,
     profile_name,
     tr,
+    ungraded_id,
     ungraded_reason,
 )
 from grader.report.messages import translated_message
@@ -82,17 +82,23 @@ def ungraded_notes(part: dict, lang: str = "en", shown=points) -> list[str]:
     """A part's points not graded here, one phrase per reason ("5 more graded by the hiring
     team's kit"), each figure written by `shown`; none for a report without the field."""
     items = part.get("ungraded") or []
-    return [more_points(lang, shown(i["points"]), i["reason"]) for i in items if i["points"]]
+    return [more_points(lang, shown(i["points"]), i) for i in items if i["points"]]
 
 
 def total_ungraded(report: dict) -> dict:
     """The report's points not graded here, by reason over all its parts, as a part's
     `ungraded` field (`ungraded_notes` reads it)."""
-    by_reason: dict[str, float] = {}
+    by_reason: dict[tuple[str | None, str], float] = {}
     for part in report["parts"].values():
         for item in part.get("ungraded") or []:
-            by_reason[item["reason"]] = by_reason.get(item["reason"], 0.0) + item["points"]
-    return {"ungraded": [{"reason": r, "points": round(p, 2)} for r, p in by_reason.items()]}
+            reason = (ungraded_id(item), item["reason"])
+            by_reason[reason] = by_reason.get(reason, 0.0) + item["points"]
+    return {
+        "ungraded": [
+            {"id": reason_id, "reason": reason, "points": round(total, 2)}
+            for (reason_id, reason), total in by_reason.items()
+        ]
+    }
 
 
 def score_line(report: dict, lang: str) -> str:
@@ -102,9 +108,7 @@ def score_line(report: dict, lang: str) -> str:
     ungraded = [item for item in total_ungraded(report)["ungraded"] if item["points"]]
     if not ungraded:
         return ""
-    reasons = {item["reason"] for item in ungraded}
-    where = {STRINGS["en"][key]: key.removeprefix("ungraded_") for key in UNGRADED.values()}
-    kinds = sorted(where.get(reason, "elsewhere") for reason in reasons)
+    kinds = sorted({item["id"] or "elsewhere" for item in ungraded})
     kind = "elsewhere" if "elsewhere" in kinds else "_".join(kinds)  # cuda, full_kit, or both
     total = round(report["max_score"] + sum(item["points"] for item in ungraded), 2)
     return tr(

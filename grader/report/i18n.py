@@ -9,6 +9,7 @@ placeholders (the kit's tests check it).
 """
 
 from grader.parts import PARTS
+from grader.ungraded import REASONS, reason_of
 
 LANGUAGES = ("en", "zh")
 
@@ -819,32 +820,33 @@ STRINGS = {
 }
 
 
-# Why a skipped check's points are not graded here, by how its skip message starts.
-UNGRADED = {
-    "runs only in the full kit": "ungraded_full_kit",
-    "needs a CUDA device": "ungraded_cuda",
-}
+def ungraded_id(item: dict) -> str | None:
+    """The id of an `ungraded` item's reason (`grader/ungraded.py`): its `id`, or, in a report
+    written before the ids, the id whose English is its `reason`; None for a reason the kit does
+    not know."""
+    reason_id, reason = item.get("id"), item.get("reason")
+    if isinstance(reason_id, str) and reason_id in REASONS:
+        return reason_id
+    known = {english: key for key, (_, english) in REASONS.items()}
+    return known.get(reason) if isinstance(reason, str) else None
 
 
 def ungraded_reason(lang: str, message: str) -> str:
     """Why a check skipped with `message` is not graded here: the kit's words for the reasons it
     knows ("graded by the hiring team's kit", "needs a CUDA device"), else the message itself."""
-    key = next((key for start, key in UNGRADED.items() if message.startswith(start)), None)
-    return tr(lang, key) if key else message
+    reason_id, _ = reason_of(message)
+    return tr(lang, f"ungraded_{reason_id}") if reason_id else message
 
 
-def translated_reason(lang: str, reason: str) -> str:
-    """A report's `ungraded` reason (stored in English) in `lang`; an unknown one as it is."""
-    key = next((key for key in UNGRADED.values() if STRINGS["en"][key] == reason), None)
-    return tr(lang, key) if key else reason
-
-
-def more_points(lang: str, points: str, reason: str) -> str:
-    """`points` (already formatted) not graded here for `reason`, as a phrase: "5 more graded by
-    the hiring team's kit", "9 more not graded here: needs a CUDA device"."""
-    if reason == STRINGS["en"]["ungraded_full_kit"]:
+def more_points(lang: str, points: str, item: dict) -> str:
+    """`points` (already formatted) not graded here for the reason of `item` (an `ungraded`
+    item), as a phrase: "5 more graded by the hiring team's kit", "9 more not graded here: needs a
+    CUDA device"; a reason the kit does not know, in its own words."""
+    reason_id = ungraded_id(item)
+    if reason_id == "full_kit":
         return tr(lang, "more_full_kit", points=points)
-    return tr(lang, "more_elsewhere", points=points, reason=translated_reason(lang, reason))
+    reason = tr(lang, f"ungraded_{reason_id}") if reason_id else str(item.get("reason", ""))
+    return tr(lang, "more_elsewhere", points=points, reason=reason)
 
 
 def language(report: dict) -> str:

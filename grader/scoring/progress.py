@@ -73,6 +73,12 @@ class Running:
     named: bool = False
 
 
+def step_line(lang: str, key: str, **values: object) -> None:
+    """A step of the grading between the parts' checks (a part graded again on the kit's
+    allocator, the engine check), as its own line on stderr, in `lang`."""
+    print(f"  {tr(lang, key, **values)}", file=sys.stderr, flush=True)
+
+
 def tally_text(lang: str, tally: Counter[str]) -> str:
     """The finished checks' tally, "2 passed, 1 failed", with the skipped ones and the grader's
     errors where there are any."""

@@ -251,7 +251,11 @@ def candidate_kit_grading(name: str) -> dict:
     check |= {"status": "skipped", "message": "runs only in the full kit: the answer key it is "
               "compared with is absent", "points": 0}  # fmt: skip
     part["ungraded"] = [
-        {"reason": "graded by the hiring team's kit", "points": check["max_points"]}
+        {
+            "id": "full_kit",
+            "reason": "graded by the hiring team's kit",
+            "points": check["max_points"],
+        }
     ]
     part["ungraded_points"] = check["max_points"]
     return report

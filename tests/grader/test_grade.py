@@ -79,7 +79,11 @@ def test_a_check_is_worth_the_same_in_the_candidate_kit_and_the_full_kit() -> No
     assert candidate["max_score"] == pytest.approx(15 - timed, abs=0.01)
     assert candidate["ungraded_points"] == pytest.approx(timed, abs=0.01)
     assert candidate["ungraded"] == [
-        {"reason": "graded by the hiring team's kit", "points": candidate["ungraded_points"]}
+        {
+            "id": "full_kit",
+            "reason": "graded by the hiring team's kit",
+            "points": candidate["ungraded_points"],
+        }
     ]
     # Why; the reports put "provisional" before it, once.
     assert candidate["provisional"] == f"checks skipped ({FULL_KIT})"
@@ -97,8 +101,8 @@ def test_each_reason_keeps_its_own_points_and_a_skipped_check_keeps_its_own() ->
     skipped = {"allocate_and_free_speed": CUDA, "cost_does_not_grow_with_the_pool": FULL_KIT}
     part = score_parts(allocator(skipped=skipped), options(allocator=22))["allocator"]
     assert part["ungraded"] == [
-        {"reason": "needs a CUDA device", "points": 2.0},
-        {"reason": "graded by the hiring team's kit", "points": 3.0},
+        {"id": "cuda", "reason": "needs a CUDA device", "points": 2.0},
+        {"id": "full_kit", "reason": "graded by the hiring team's kit", "points": 3.0},
     ]
     assert part["ungraded_points"] == 5.0
     assert (part["score"], part["max_score"]) == (17.0, 17.0)
@@ -111,7 +115,8 @@ def test_a_part_whose_every_check_is_skipped_has_nothing_to_score_here() -> None
     skipped = dict.fromkeys(ALLOCATOR, "needs Triton, which installs on Linux only")
     part = score_parts(allocator(skipped=skipped), options(allocator=30))["allocator"]
     assert (part["score"], part["max_score"], part["ungraded_points"]) == (0, 0, 30)
-    assert part["ungraded"] == [{"reason": skipped["new_pool_is_all_free"], "points": 30.0}]
+    why = skipped["new_pool_is_all_free"]  # a reason the kit does not know: no id
+    assert part["ungraded"] == [{"id": None, "reason": why, "points": 30.0}]
 
 
 def test_a_part_without_checks_says_so_and_scores_nothing() -> None:

@@ -1,7 +1,8 @@
 """The grader's modules import one another in one direction: no cycle anywhere in `grader/`; the
 drive's modules (`grader/drive/`) each import only those its docstring lists after it; the
-report's (`grader/report/`) nothing of the sandbox or the scoring, directly. Read from the source,
-function-level imports included (not `__main__`'s commands, imported by name when run)."""
+report's (`grader/report/`) nothing of the sandbox or the scoring, directly; the grading and the
+scoring nothing of the report but the progress lines' words. Read from the source, function-level
+imports included (not `__main__`'s commands, imported by name when run)."""
 
 import ast
 import re
@@ -87,4 +88,18 @@ def test_the_report_imports_nothing_of_the_sandbox_or_the_scoring() -> None:
         for module, imports in import_graph().items()
         if module.startswith("grader.report")
     }
+    assert not {module: others for module, others in reaching.items() if others}
+
+
+def test_the_grading_scores_without_the_reports_words() -> None:
+    """`grade.py` and the scoring record ids and figures (an ungraded reason's id: `ungraded.py`),
+    never words: only the progress lines (`scoring/progress.py`) speak the grading's language."""
+    graph = import_graph()
+    grading = [module for module in graph if module.startswith(("grader.grade", "grader.scoring"))]
+    reaching = {
+        module: sorted(other for other in graph[module] if other.startswith("grader.report"))
+        for module in grading
+        if module != "grader.scoring.progress"
+    }
+    assert "grader.grade" in reaching
     assert not {module: others for module, others in reaching.items() if others}

@@ -16,6 +16,7 @@ from grader.report.markdown import fence
 from grader.report.model import bounded
 from grader.report.summary import summary_lines
 from grader.report.writers import write_all
+from grader.ungraded import REASONS
 
 FILES = ("report.json", "report.md", "report.html", "results.json", "junit.xml")
 HOSTILE = "<script>alert(1)</script> & co"
@@ -395,6 +396,31 @@ def test_points_that_need_cuda_say_so_once(tmp_path: Path) -> None:
     lines = summary_lines(new_sections_report(), tmp_path)
     cuda = "(5.00 more not graded here: needs a CUDA device)"
     assert f"  kernel      17.00 / 25.00  1 of 2 checks passed, 1 skipped {cuda}" in lines
+
+
+@pytest.mark.parametrize("lang", sorted(STRINGS))
+def test_an_ungraded_reason_is_worded_from_its_id_and_an_older_one_from_its_english(
+    tmp_path: Path, lang: str
+) -> None:
+    """`grade.py` records each reason's id beside its English (`grader/ungraded.py`); the pages
+    word the id in their language, a report written before the ids by its English, the same way;
+    a reason the kit does not know, in its own words. The English the report keeps is the
+    English the pages write."""
+    for reason_id, (_, english) in REASONS.items():
+        assert tr("en", f"ungraded_{reason_id}") == english
+    pages = {}
+    for case, item in {
+        "id": {"id": "full_kit", "reason": FULL_KIT, "points": 2},
+        "older": {"reason": FULL_KIT, "points": 2},
+        "unknown": {"id": "made_up", "reason": "needs a quantum computer", "points": 2},
+    }.items():
+        report = {**failing_report(), "language": lang}
+        report["parts"]["allocator"]["ungraded"] = [item]
+        pages[case] = written(report, tmp_path / case)["report.md"]
+    assert pages["id"] == pages["older"]
+    assert tr(lang, "more_full_kit", points="2") in pages["id"]
+    unknown = tr(lang, "more_elsewhere", points="2", reason="needs a quantum computer")
+    assert unknown in pages["unknown"]
 
 
 def test_a_report_from_before_the_ungraded_fields_still_renders(tmp_path: Path) -> None:

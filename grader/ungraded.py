@@ -1,0 +1,21 @@
+"""Why a check skipped here is not graded here. `grade.py` records each part's skipped points
+by reason as `{"id", "reason", "points"}`; the pages word the id in their language
+(`report/i18n.py`, the key `ungraded_<id>`), and the English `reason` is for readers of
+`report.json` (and the pages' fallback for a report written before the ids).
+
+A reason is known by how the skip message starts; any other is its own message, with no id.
+"""
+
+REASONS = {  # id: (how a skip message for it starts, the English the report keeps)
+    "full_kit": ("runs only in the full kit", "graded by the hiring team's kit"),
+    "cuda": ("needs a CUDA device", "needs a CUDA device"),
+}
+
+
+def reason_of(message: str) -> tuple[str | None, str]:
+    """The id (None where the kit does not know it) and the English reason of a check skipped
+    with `message`."""
+    for reason_id, (start, english) in REASONS.items():
+        if message.startswith(start):
+            return reason_id, english
+    return None, message
