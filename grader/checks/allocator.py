@@ -17,7 +17,7 @@ from hypothesis.stateful import (
 )
 
 from grader.checks.support.expect import Held, distinct, expect, int_list, plain_int, raises, same
-from grader.sandbox.proxy import Shown
+from grader.sandbox.transcript import Shown
 
 pytestmark = pytest.mark.part("allocator")
 

@@ -1,6 +1,6 @@
 """Part 1's cost rule: allocate and free cost O(n), whatever the pool's size.
 
-The worker runs a workload per call (`worker.allocate_free_rounds`: ROUNDS allocations of 1 to
+The worker runs a workload per call (`workloads.allocate_free_rounds`: ROUNDS allocations of 1 to
 15 blocks, 8 on average, each followed by a free of the blocks the one before got) on a pool that
 holds all its blocks but a random half of its upper three quarters, for the candidate and for the
 reference in the same rounds, timed by each worker's CPU time (`grader.scoring.timing`). A free
@@ -30,7 +30,8 @@ from grader.checks.support.workloads import (
     function_source,
     replay,
 )
-from grader.sandbox.proxy import Remote, RemoteError, Shown, sandbox_of, transcript_of
+from grader.sandbox.proxy import Remote, RemoteError, sandbox_of, transcript_of
+from grader.sandbox.transcript import Shown
 from grader.scoring.timing import Timed, implausible, judge_ratio, least, time_confirmed, time_once
 
 pytestmark = pytest.mark.part("allocator")

@@ -27,8 +27,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.support.manager_model import assert_rows, assert_slots, new_manager, new_request
-from grader.sandbox.proxy import Remote, Shown, Submission
+from grader.checks.support.manager_model import new_manager, new_request
+from grader.checks.support.rows_and_slots import assert_rows, assert_slots
+from grader.sandbox.proxy import Remote, Submission
+from grader.sandbox.transcript import Shown
 from kernels.reference import cdiv
 
 pytestmark = pytest.mark.part("gather")

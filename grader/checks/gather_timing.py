@@ -1,7 +1,7 @@
 """Part 3's cost rule: the gather and the slot mapping are vectorised, no Python loop over tokens.
 
-The worker runs a workload per call (`worker.gather_rounds`, `worker.slot_mapping_rounds`: four
-long, ragged sequences, several rounds, each on fresh block tables) for the candidate and the
+The worker runs a workload per call (`workloads.gather_rounds`, `workloads.slot_mapping_rounds`:
+four long, ragged sequences, several rounds, each on fresh block tables) for the candidate and the
 reference in the same rounds, timed by each worker's CPU time (`grader.scoring.timing`). A gather
 that loops over blocks stays well within its limit; a loop over tokens, in the gather or in the
 slot mapping, goes well past it (the figures measured are beside the limits).
@@ -28,7 +28,8 @@ from grader.checks.support.workloads import (
     function_source,
     replay,
 )
-from grader.sandbox.proxy import Remote, RemoteError, Shown, sandbox_of, transcript_of
+from grader.sandbox.proxy import Remote, RemoteError, sandbox_of, transcript_of
+from grader.sandbox.transcript import Shown
 from grader.scoring.timing import Timed, implausible, judge_ratio, time_confirmed
 from kernels.reference import cdiv
 
@@ -53,14 +54,14 @@ def whole_number_pool(seed, num_blocks, block_size, head_dim):
 
 
 def signs(shape: tuple, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
-    """`worker.signs`: +1 and -1, drawn as the worker draws them."""
+    """`workloads.signs`: +1 and -1, drawn as the worker draws them."""
     return torch.randint(0, 2, shape, generator=generator, dtype=dtype) * 2 - 1
 
 
 def block_tables(
     num_blocks: int, seq_lens: tuple[int, ...], generator: torch.Generator
 ) -> list[torch.Tensor]:
-    """One round's block tables, drawn as `worker.shuffle_tables` draws them."""
+    """One round's block tables, drawn as `workloads.shuffle_tables` draws them."""
     order, start, tables = torch.randperm(num_blocks, generator=generator), 0, []
     for seq_len in seq_lens:
         used = cdiv(seq_len, BLOCK_SIZE)
@@ -92,7 +93,7 @@ class LongRequests:
 
     def expected(self, seed: int) -> list:
         """What the workload must return for the call that asked with `seed`: the same draws,
-        in the same order (`worker.gather_rounds`, `worker.slot_mapping_rounds`)."""
+        in the same order (`workloads.gather_rounds`, `workloads.slot_mapping_rounds`)."""
         generator, num_blocks = torch.Generator().manual_seed(seed), self.num_blocks
         if self.pool is not None:
             pool = self.pool

@@ -7,7 +7,7 @@ shape and dtype, hold no NaN or Inf, be exact zeros for empty sequences, and sta
 contract's relative tolerance elsewhere. Every call must launch at least one `@triton.jit` kernel,
 and compute nothing in torch outside its kernels: the worker watches the call with a torch dispatch
 mode, and an aten op no wrapper needs (a matmul, a softmax, float arithmetic, a gather from the
-cache: `worker.wrapper_may_run`) fails the check. Every check here goes through `run_kernel`, so a
+cache: `watchers.wrapper_may_run`) fails the check. Every check here goes through `run_kernel`, so a
 pure-torch answer, with or without a Triton launch beside it, scores nothing here.
 
 Without CUDA the worker runs the kernel under Triton's interpreter on CPU tensors (a few ms per
@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.checks.support.expect import expect, same
-from grader.sandbox.proxy import Transcript
+from grader.sandbox.transcript import Transcript
 from kernels.cases import (
     LARGE_LOGITS,
     LARGE_LOGITS_SCALE,

@@ -38,7 +38,7 @@ from grader.checks.support.scheduler_trace import (
     traces,
 )
 from grader.sandbox.process import SubmissionFailure
-from grader.sandbox.proxy import Transcript
+from grader.sandbox.transcript import Transcript
 
 pytestmark = pytest.mark.part("scheduler")
 

@@ -25,7 +25,8 @@ from hypothesis.stateful import (
 
 from grader.checks.allocator import new_allocator
 from grader.checks.support.expect import Held, expect, int_list, plain_int, raises
-from grader.sandbox.proxy import Shown, Submission, attribute, method
+from grader.sandbox.proxy import Submission, attribute, method
+from grader.sandbox.transcript import Shown
 
 pytestmark = pytest.mark.part("sharing")
 

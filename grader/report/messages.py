@@ -26,7 +26,7 @@ from grader.report.messages_zh import (
 RAW_FIELDS = frozenset({"error", "output", "traceback", "line", "reply"})
 LIST_SUFFIX = "_list"  # a part holding items joined by LIST_SEPARATOR, each translated
 LIST_SEPARATOR = "; "
-COMMENT = "  # "  # between a counterexample line's code and its comment (`proxy.Transcript`)
+COMMENT = "  # "  # between a counterexample line's code and its comment (`transcript.Transcript`)
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def line_in_chinese(line: str) -> str:
 
 def assert_in_chinese(line: str) -> str:
     """`assert <test>, <message>` with its message in Chinese: a string through the catalog, an
-    f-string of `proxy.ASSERTS` by its Chinese source; any other line as it is."""
+    f-string of `transcript.ASSERTS` by its Chinese source; any other line as it is."""
     try:
         statement = ast.parse(line).body[0]
     except SyntaxError:

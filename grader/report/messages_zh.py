@@ -740,7 +740,7 @@ COMMENTS = {
     "the calls before, in the grading": "评分时在此之前的调用",
 }
 
-# The f-string messages of a counterexample's last `assert` (`proxy.ASSERTS`), as written in it.
+# The f-string messages of a counterexample's last `assert` (`transcript.ASSERTS`), as written.
 ASSERT_FSTRINGS = {
     "expected {expected!r}, got {got!r}": "应为 {expected!r}，实际为 {got!r}",
     "expected at most {expected!r}, got {got!r}": "应不超过 {expected!r}，实际为 {got!r}",

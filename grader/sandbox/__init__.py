@@ -4,6 +4,6 @@
 - `process.py`: `Sandbox`, one worker process: started, limited, timed, replaced after a crash.
 - `wire.py`: the codec both sides share (JSON, tensors as raw bytes; never a pickle).
 - `worker.py`: the worker itself, the one process that imports a submission.
-- `proxy.py`: candidate objects as local-looking proxies for the checks, and the transcript
-  that becomes a counterexample.
+- `proxy.py`: candidate objects as local-looking proxies for the checks.
+- `transcript.py`: the calls made through them, as the script that becomes a counterexample.
 """

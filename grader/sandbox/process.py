@@ -37,7 +37,8 @@ from grader.text import clean
 
 HERE = Path(__file__).resolve().parent
 WORKER_FILES = tuple(  # copied beside it
-    HERE / name for name in ("worker.py", "wire.py", "seccomp.py", "kit_server.py")
+    HERE / f"{name}.py"
+    for name in ("worker", "wire", "seccomp", "kit_server", "watchers", "workloads")
 )
 # The kit's modules a part runs a candidate's code on, as the candidate's worker gets them:
 # stand-ins whose objects the kit's worker serves (`kit_server.py`).

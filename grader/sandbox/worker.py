@@ -19,7 +19,8 @@ stays here and crosses as a numbered handle.
 
 The `launch` op calls a kernel's wrapper and replies `(Triton kernel launches, the aten ops it ran
 outside them that no wrapper needs, its value)`: a torch dispatch mode watches the call, and what
-it refuses (`wrapper_may_run`) is attention computed by torch.
+it refuses (`watchers.wrapper_may_run`) is attention computed by torch. The `workload` op runs one
+of the kit's timed workloads (`workloads.py`) on an object of the candidate's.
 
 A part that runs the candidate's code on the kit's allocator or manager gives this worker
 stand-ins of their modules, which reach the kit's own worker on a pair of pipes (`kit_link`); that
@@ -30,14 +31,14 @@ values, that one's error or null]`; a request of the batch may take what an earl
 as its object (`"handle": {"$earlier": index}`).
 
 This file runs in the untrusted process and imports nothing from the kit by name: the codec
-(`wire.py`) is loaded from the copy beside it. The grading process never imports this file.
+(`wire.py`), the watchers (`watchers.py`) and the workloads (`workloads.py`) are loaded from the
+copies beside it. The grading process never imports this file.
 Nothing this process says is evidence: the grader checks every value it is sent, and what it
 reports of itself (Triton launches, torch ops in the kernel's wrapper) only guides honest
 candidates.
 """
 
 import builtins
-import contextlib
 import importlib
 import importlib.abc
 import importlib.util
@@ -46,7 +47,6 @@ import os
 import sys
 import traceback
 import types
-from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 PACKAGE = "submission"
@@ -64,6 +64,8 @@ def load_sibling(name: str) -> Any:
 
 
 wire = load_sibling("wire")
+watchers = load_sibling("watchers")
+workloads = load_sibling("workloads")
 
 
 class KitImportBlocker(importlib.abc.MetaPathFinder):
@@ -169,7 +171,10 @@ class Worker:
             function = getattr(self.tool(request["tool"]), request["name"])
             if not request.get("count_launches"):
                 return self.encode(function(*modules, *args, **kwargs))
-            with count_kernel_launches() as launches, guarded(modules, request["guarded"]) as ops:
+            with (
+                watchers.count_kernel_launches() as launches,
+                watchers.guarded(modules, request["guarded"]) as ops,
+            ):
                 value = function(*modules, *args, **kwargs)
             return {"$tuple": [len(launches), ops, self.encode(value)]}
         if op == "launch":
@@ -177,7 +182,10 @@ class Worker:
             args = [on_kernel_device(arg) for arg in args]
             kwargs = {key: on_kernel_device(arg) for key, arg in kwargs.items()}
             poison_allocator_like(args[0])
-            with count_kernel_launches() as launches, torch_ops_outside_kernels(args) as ops:
+            with (
+                watchers.count_kernel_launches() as launches,
+                watchers.torch_ops_outside_kernels(args) as ops,
+            ):
                 value = getattr(module, request["name"])(*args, **kwargs)
             return {"$tuple": [len(launches), list(ops), self.encode(value)]}
         if op == "batch":  # several requests in one round trip, up to the first that raises
@@ -212,7 +220,7 @@ class Worker:
         if op == "len":
             return len(getattr(target, request["name"]) if "name" in request else target)
         if op == "workload":
-            return WORKLOADS[request["name"]](target, *args, **kwargs)
+            return workloads.WORKLOADS[request["name"]](target, *args, **kwargs)
         raise ValueError(f"unknown op {op!r}")
 
 
@@ -256,243 +264,6 @@ def poison_allocator_like(tensor: Any) -> None:
 
     if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
         torch.full_like(tensor, float("nan"))
-
-
-@contextlib.contextmanager
-def count_kernel_launches() -> Iterator[list]:
-    """Records each launch of a `@triton.jit` kernel (compiled or interpreted) in the block.
-
-    Torch dispatch modes (`torch_ops_outside_kernels`) are suspended while a kernel runs, since
-    the interpreter copies tensors with torch ops, and while an autotuner benchmarks its configs
-    (Triton's `do_bench` summarises its timings with torch ops)."""
-    from torch.utils._python_dispatch import _disable_current_modes
-    from triton.runtime.autotuner import Autotuner
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
-
-    launches: list = []
-    originals = {kind: kind.run for kind in (JITFunction, InterpretedFunction)}
-    original_bench = Autotuner._bench
-
-    def counting(original: Callable) -> Callable:
-        def run(self: Any, *args: Any, warmup: bool = False, **kwargs: Any) -> Any:
-            if not warmup:
-                launches.append(getattr(self, "__name__", "kernel"))
-            with _disable_current_modes():
-                return original(self, *args, warmup=warmup, **kwargs)
-
-        return run
-
-    def bench(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with _disable_current_modes():
-            return original_bench(self, *args, **kwargs)
-
-    for kind, original in originals.items():
-        kind.run = counting(original)
-    Autotuner._bench = bench
-    try:
-        yield launches
-    finally:
-        for kind, original in originals.items():
-            kind.run = original
-        Autotuner._bench = original_bench
-
-
-# aten ops a wrapper may run outside its Triton kernels on any tensor (an in-place op by its name
-# without the trailing underscore): allocation, views, copies, dtype and device moves, fills and
-# metadata. Any other op there computes something: attention computed by torch.
-WRAPPER_OPS = frozenset({
-    "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided",
-    "zeros", "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like",
-    "new_full", "scalar_tensor", "arange", "fill", "zero", "masked_fill", "copy", "_to_copy",
-    "clone", "contiguous", "cat", "stack", "view", "reshape", "_unsafe_view", "_reshape_alias",
-    "as_strided", "expand", "permute", "transpose", "t", "select", "slice", "narrow", "split",
-    "split_with_sizes", "unbind", "unsqueeze", "squeeze", "detach", "alias", "lift_fresh",
-    "lift_fresh_copy", "resolve_conj", "resolve_neg", "sym_size", "sym_stride", "sym_numel",
-    "sym_storage_offset", "is_contiguous",
-})  # fmt: skip
-# ... and these too where every tensor is integer or bool and none shares memory with a float
-# argument: bookkeeping on lengths and tables (`int(seq_lens.max())`, `(seq_lens + 15) // 16`).
-INTEGER_OPS = frozenset({
-    "add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "neg", "abs", "pow", "clamp",
-    "clamp_min", "clamp_max", "minimum", "maximum", "max", "min", "amax", "amin", "sum", "prod",
-    "cumsum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "where", "any", "all", "nonzero",
-    "sort", "argsort", "argmax", "argmin", "index", "index_select", "gather", "index_put",
-    "masked_select", "_local_scalar_dense", "unique", "_unique2", "is_nonzero", "equal",
-})  # fmt: skip
-
-
-def wrapper_may_run(op: Any, args: tuple, kwargs: dict, float_memory: set[int]) -> bool:
-    """Whether a kernel's Python wrapper may run aten `op` on `args`, `kwargs` (`WRAPPER_OPS`,
-    `INTEGER_OPS`, or `index_put` of one value: a fill); `float_memory` holds the data pointers
-    of the call's float arguments' storages."""
-    import torch
-    from torch.utils._pytree import tree_leaves
-
-    name = op.overloadpacket.__name__.rstrip("_") if op.namespace == "aten" else ""
-    if name in WRAPPER_OPS:
-        return True
-    values = args[2] if name == "index_put" and len(args) > 2 else None
-    if isinstance(values, torch.Tensor) and values.numel() <= 1:
-        return True
-    tensors = [leaf for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, torch.Tensor)]
-    return name in INTEGER_OPS and not any(
-        tensor.layout != torch.strided
-        or tensor.is_floating_point()
-        or tensor.is_complex()
-        or tensor.untyped_storage().data_ptr() in float_memory
-        for tensor in tensors
-    )
-
-
-@contextlib.contextmanager
-def guarded(modules: list, name: str) -> Iterator[list[str]]:
-    """While the block runs, each call of the modules' function `name` (the candidate's kernel,
-    called by a kit tool) runs under `torch_ops_outside_kernels`; yields what they ran."""
-    seen: list[str] = []
-    originals = [(module, getattr(module, name)) for module in modules if hasattr(module, name)]
-
-    def watched(original: Callable) -> Callable:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with torch_ops_outside_kernels([*args, *kwargs.values()]) as ops:
-                value = original(*args, **kwargs)
-            seen.extend(op for op in ops if op not in seen)
-            return value
-
-        return call
-
-    for module, original in originals:
-        setattr(module, name, watched(original))
-    try:
-        yield seen
-    finally:
-        for module, original in originals:
-            setattr(module, name, original)
-
-
-@contextlib.contextmanager
-def torch_ops_outside_kernels(arguments: list) -> Iterator[list[str]]:
-    """The names (`aten.bmm`) of the aten ops run in the block that `wrapper_may_run` refuses,
-    each once, in the order first run: attention computed by torch, given the call's
-    `arguments`. Ops run while a Triton kernel runs are not seen (`count_kernel_launches`)."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    float_memory = {
-        tensor.untyped_storage().data_ptr()
-        for tensor in arguments
-        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point()
-    } - {0}
-    seen: list[str] = []
-
-    class Recorder(TorchDispatchMode):
-        def __torch_dispatch__(self, op: Any, types: Any, args: tuple = (), kwargs: Any = None):
-            kwargs = kwargs or {}
-            name = f"{op.namespace}.{op.overloadpacket.__name__}"
-            if name not in seen and not wrapper_may_run(op, args, kwargs, float_memory):
-                seen.append(name)
-            return op(*args, **kwargs)
-
-    with Recorder():
-        yield seen
-
-
-# -- timed workloads: kit code, run here so that the grader times whole loops, not round trips --
-# Each returns evidence of its work that the grading process checks against what it asked for
-# (`grader.checks.allocator_timing`, `grader.checks.gather_timing`): what a call asks comes with
-# it, drawn afresh each time, so that no answer can be prepared before it. The gather's sums
-# weigh every token and lane of its rows, and the slot mapping's every token and slot: no sum of
-# the pool or of the signs made once per call stands in for a round's work.
-
-
-def allocate_free_rounds(allocator: Any, sizes: list) -> list:
-    """For each of `sizes`: allocate that many blocks, then free the ones the allocation before
-    got (the last at the end). Returns the ids each allocation handed out, a list per call."""
-    handed, previous = [], []
-    for size in sizes:
-        ids = allocator.allocate(size)
-        allocator.free(previous)
-        handed.append(list(ids))
-        previous = ids
-    allocator.free(previous)
-    return handed
-
-
-def shuffle_tables(manager: Any, requests: list, generator: Any) -> None:
-    """Give each request a fresh block table: the next blocks its `seq_len` needs from a random
-    permutation of the manager's pool, drawn from `generator`."""
-    import torch
-
-    order = torch.randperm(manager.num_blocks, generator=generator).tolist()
-    start = 0
-    for request in requests:
-        used = -(-request.seq_len // manager.block_size)
-        request.block_table = order[start : start + used]
-        start += used
-
-
-def signs(shape: tuple, generator: Any, dtype: Any) -> Any:
-    """A tensor of `shape` and `dtype` of +1 and -1, drawn from `generator`."""
-    import torch
-
-    return torch.randint(0, 2, shape, generator=generator, dtype=dtype) * 2 - 1
-
-
-def weighed_rounds(
-    manager: Any, requests: list, rounds: int, generator: Any, call: Any, weights: list, weigh: Any
-) -> list:
-    """`rounds` times: fresh block tables for the requests (`shuffle_tables`), then `call` of
-    each, weighed by `weigh(result, weight)` where its shape is its weight's. Returns the shapes
-    of the last round's results and, per round, the sum of the weighings."""
-    sums = []
-    for _ in range(rounds):
-        shuffle_tables(manager, requests, generator)
-        total, shapes = 0.0, []
-        for request, weight in zip(requests, weights, strict=True):
-            result = call(request)
-            shapes.append(list(result.shape))
-            if result.shape == weight.shape:
-                total += weigh(result, weight)
-        sums.append(total)
-    return [shapes, sums]
-
-
-def gather_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
-    """`weighed_rounds` of `get_physical_cache`: each request's rows weighed by `signs` per token
-    and lane, drawn from `seed` first (the pool holds whole numbers: the sums are exact)."""
-    import torch
-
-    generator = torch.Generator().manual_seed(seed)
-    lanes = manager.head_dim
-    weights = [signs((r.seq_len, lanes), generator, torch.float32) for r in requests]
-    return weighed_rounds(
-        manager, requests, rounds, generator, manager.get_physical_cache, weights,
-        lambda rows, weight: float((weight * rows).sum()),
-    )  # fmt: skip
-
-
-def slot_mapping_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
-    """`weighed_rounds` of `slot_mapping`: a whole number per slot of the pool, `values[slots]`,
-    weighed by `signs` per token, each drawn from `seed` first (float64 whole numbers: the sums
-    are exact)."""
-    import torch
-
-    generator = torch.Generator().manual_seed(seed)
-    slots_in_pool = manager.num_blocks * manager.block_size
-    values = torch.randint(0, 1 << 20, (slots_in_pool,), generator=generator, dtype=torch.float64)
-    weights = [signs((r.seq_len,), generator, torch.float64) for r in requests]
-    return weighed_rounds(
-        manager, requests, rounds, generator, manager.slot_mapping, weights,
-        lambda slots, weight: float(values[slots] @ weight),
-    )  # fmt: skip
-
-
-WORKLOADS: dict[str, Callable[..., Any]] = {
-    "allocate_free_rounds": allocate_free_rounds,
-    "gather_rounds": gather_rounds,
-    "slot_mapping_rounds": slot_mapping_rounds,
-}
 
 
 def kit_link(channel_in: TextIO, channel_out: TextIO) -> types.ModuleType:

@@ -31,7 +31,8 @@ from hypothesis.internal.conjecture import engine as conjecture_engine
 
 from grader.parts import PARTS
 from grader.sandbox.process import SubmissionFailure
-from grader.sandbox.proxy import RemoteError, Transcript
+from grader.sandbox.proxy import RemoteError
+from grader.sandbox.transcript import Transcript
 from grader.scoring.fixtures import WorkerFixtures
 from grader.scoring.profiles import SHRINK_SECONDS, hypothesis_settings
 from grader.scoring.progress import ProgressLines

@@ -25,7 +25,7 @@ from grader.report.messages import (
 from grader.report.messages_zh import ASSERT_FSTRINGS, COMMENTS, MESSAGES
 from grader.report.render import report_html, report_markdown
 from grader.report.summary import summary_lines
-from grader.sandbox.proxy import ASSERTS
+from grader.sandbox.transcript import ASSERTS
 from tests.grader.report.english import (
     english_words,
     html_text,

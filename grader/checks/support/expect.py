@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from grader.sandbox.proxy import RemoteError, Shown, Transcript
+from grader.sandbox.proxy import RemoteError
+from grader.sandbox.transcript import Shown, Transcript
 
 
 @contextmanager

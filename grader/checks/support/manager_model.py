@@ -1,5 +1,4 @@
-"""The abstract model behind the manager's checks (parts 2 and 6), and how to drive it; the
-assertions on a gather and a slot mapping that part 3's checks share.
+"""The abstract model behind the manager's checks (parts 2 and 6), and how to drive it.
 
 `ManagerModel` holds what exercises/README.md lets a checker know of a `KVCacheManager`: each live
 request's `seq_len` and `block_table`, how many live tables hold each block, and the row written for
@@ -35,17 +34,10 @@ from hypothesis.stateful import (
     rule,
 )
 
-from grader.checks.support.expect import a_tensor, distinct, expect, plain_int, raises, same
-from grader.sandbox.proxy import (
-    Remote,
-    RemoteError,
-    Shown,
-    Submission,
-    Transcript,
-    attribute,
-    length,
-    transcript_of,
-)
+from grader.checks.support.expect import distinct, expect, plain_int, raises, same
+from grader.checks.support.rows_and_slots import assert_rows
+from grader.sandbox.proxy import Remote, RemoteError, Submission, attribute, length, transcript_of
+from grader.sandbox.transcript import Shown, Transcript
 from kernels.reference import cdiv, token_slots
 
 RAISED = "a call that raises must leave everything as it was"
@@ -98,80 +90,6 @@ def checked_table(transcript: Transcript, table: object, name: str) -> list[int]
         expected=f"['int'] * len({name}.block_table)",
     )
     return table
-
-
-def assert_tensor(
-    transcript: Transcript, got: object, what: str, dtype: torch.dtype, shape: list[int], code: str
-) -> None:
-    """What `what` returned (`code` in the counterexample) is a `dtype` tensor of `shape`."""
-    a_tensor(transcript, got, code, lambda: f"{what} must return a tensor, got {got!r}")
-    kind = "float32 rows" if dtype == torch.float32 else "a LongTensor (int64)"
-    verb = "return" if dtype == torch.float32 else "be"
-    same(
-        transcript,
-        got.dtype,
-        dtype,
-        f"{what} must {verb} {kind}, got {got.dtype}",
-        got=f"{code}.dtype",
-        expected=str(dtype),
-    )
-    dims = "[seq_len, head_dim]" if len(shape) == 2 else "[seq_len]"
-    same(
-        transcript,
-        list(got.shape),
-        shape,
-        f"{what} must have shape {dims} = {shape}, got {list(got.shape)}",
-        got=f"list({code}.shape)",
-    )
-
-
-def assert_rows(
-    transcript: Transcript,
-    got: object,
-    expected: torch.Tensor,
-    what: str,
-    table: list[int],
-    block_size: int,
-    code: tuple[str, str],
-) -> None:
-    """A gather: a float32 tensor shaped like `expected`, equal to it bit for bit; `code`: the
-    two as the counterexample computes them."""
-    assert_tensor(transcript, got, what, torch.float32, list(expected.shape), code[0])
-    wrong = (got != expected).any(dim=1).nonzero().flatten().tolist()
-    if wrong:
-        i = wrong[0]
-        transcript.fail(*code, op="equal")
-        raise AssertionError(
-            f"{what}: row {i} is {got[i].tolist()}, expected {expected[i].tolist()} (token {i} "
-            f"lives in block block_table[{i // block_size}] = {table[i // block_size]} at "
-            f"offset {i % block_size}); {len(wrong)} of {len(got)} rows are wrong"
-        )
-
-
-def assert_slots(
-    transcript: Transcript,
-    got: object,
-    table: tuple[list[int], str],
-    seq_len: int,
-    block_size: int,
-    what: str,
-    code: str,
-) -> None:
-    """A slot mapping: an int64 tensor `[seq_len]` that follows the block table (`table`: its
-    value, and its code in the counterexample); `code`: the mapping's."""
-    table, table_code = table
-    assert_tensor(transcript, got, what, torch.int64, [seq_len], code)
-    expected = token_slots(table, seq_len, block_size)
-    wrong = (got != expected).nonzero().flatten().tolist()
-    if wrong:
-        i, block = wrong[0], table[wrong[0] // block_size]
-        transcript.needs("from kernels.reference import token_slots")
-        transcript.fail(code, f"token_slots({table_code}, {seq_len}, {block_size})", "equal")
-        raise AssertionError(
-            f"{what}[{i}] is {got[i].item()}, expected block_table[{i} // {block_size}] * "
-            f"{block_size} + {i} % {block_size} = {block} * {block_size} + {i % block_size} = "
-            f"{expected[i].item()}"
-        )
 
 
 def rows_code(rows: torch.Tensor) -> str:

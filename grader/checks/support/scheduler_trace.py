@@ -19,15 +19,8 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from grader.checks.support.expect import expect
-from grader.sandbox.proxy import (
-    Line,
-    Remote,
-    Submission,
-    Transcript,
-    fields_of_earlier,
-    method,
-    rename,
-)
+from grader.sandbox.proxy import Remote, Submission, fields_of_earlier, method, rename
+from grader.sandbox.transcript import Line, Transcript
 from kernels.reference import cdiv
 
 

@@ -1,7 +1,7 @@
 """The timing checks' counterexamples: the worker's timed workload, run by the candidate.
 
-A timing check calls a workload that runs in the worker (`worker.WORKLOADS`); its counterexample
-defines the same function (its source read from `grader/sandbox/worker.py`, never imported), and
+A timing check calls a workload that runs in the worker (`workloads.WORKLOADS`); its counterexample
+defines the same function (its source read from `grader/sandbox/workloads.py`, never imported), and
 the check's own plain functions that draw what a call asks for and judge its evidence, builds the
 same objects, and ends in what the check found: the workload's result against what it must be, or
 its least CPU time (`time.process_time`, like the grader's CPU time of the worker) against the
@@ -12,9 +12,9 @@ run on the machine that graded, the counterexample fails as the check did.
 import ast
 from pathlib import Path
 
-from grader.sandbox.proxy import Transcript
+from grader.sandbox.transcript import Transcript
 
-WORKER = Path(__file__).resolve().parents[2] / "sandbox" / "worker.py"
+WORKER_WORKLOADS = Path(__file__).resolve().parents[2] / "sandbox" / "workloads.py"
 REPEATS = 5  # the counterexample keeps a workload's least CPU time over this many runs
 LEAST_SECONDS = (
     "def least_seconds(work):",
@@ -28,7 +28,7 @@ LEAST_SECONDS = (
 )
 
 
-def function_source(name: str, module: Path = WORKER) -> list[str]:
+def function_source(name: str, module: Path = WORKER_WORKLOADS) -> list[str]:
     """The function `name` of `module` (the worker's by default) as plain lines, then a blank
     one (the REPL's end of a definition): without its docstring and annotations, which need the
     module's imports or hold blank lines."""

@@ -6,8 +6,9 @@ import pytest
 
 from grader.checks import allocator_timing, gather_timing
 from grader.checks.support.expect import Held, expect, raises, same
-from grader.checks.support.workloads import WORKER, function_source
-from grader.sandbox.proxy import RemoteError, Transcript
+from grader.checks.support.workloads import WORKER_WORKLOADS, function_source
+from grader.sandbox.proxy import RemoteError
+from grader.sandbox.transcript import Transcript
 from tests.replay import assert_pastes_into_the_repl
 
 WORKER_FUNCTIONS = (
@@ -120,7 +121,7 @@ def test_a_call_that_raised_the_wrong_exception_ends_the_script() -> None:
 
 @pytest.mark.parametrize(
     ("name", "module"),
-    [*((name, WORKER) for name in WORKER_FUNCTIONS), *CHECK_FUNCTIONS],
+    [*((name, WORKER_WORKLOADS) for name in WORKER_FUNCTIONS), *CHECK_FUNCTIONS],
     ids=[*WORKER_FUNCTIONS, *(name for name, _ in CHECK_FUNCTIONS)],
 )
 def test_a_workload_is_a_plain_function_a_script_can_define(name: str, module) -> None:

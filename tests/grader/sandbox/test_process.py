@@ -22,7 +22,6 @@ from grader.sandbox.process import (
     hang_key,
 )
 from grader.sandbox.proxy import (
-    Iter,
     Remote,
     RemoteError,
     Submission,
@@ -32,6 +31,7 @@ from grader.sandbox.proxy import (
     method,
     remote_error,
 )
+from grader.sandbox.transcript import Iter
 from grader.sandbox.wire import TENSOR_DTYPES, tensor_from_wire, tensor_to_wire
 
 PROBE = b"""

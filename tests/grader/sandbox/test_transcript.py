@@ -8,7 +8,8 @@ that hands out ids, right (`GOOD`) or wrong (`BAD`).
 
 import pytest
 
-from grader.sandbox.proxy import PACKAGE_HERE, Line, RemoteError, Shown, Transcript
+from grader.sandbox.proxy import RemoteError
+from grader.sandbox.transcript import PACKAGE_HERE, Line, Shown, Transcript
 from tests.replay import assert_pastes_into_the_repl, run
 
 GOOD = """

@@ -3,7 +3,7 @@ as a script that ends in what failed, and Hypothesis' notes without the advice t
 grader's own test function."""
 
 from grader.sandbox.process import NotSubmitted
-from grader.sandbox.proxy import Transcript
+from grader.sandbox.transcript import Transcript
 from grader.scoring.plugin import CheckResult, GradingPlugin
 
 REPRODUCE = (

@@ -1,0 +1,83 @@
+"""What a gather and a slot mapping must return, bit for bit: the assertions part 3's checks and
+the manager model's reads of each request's rows (parts 2 and 6) share, each failing with a
+message in exercises/README.md's terms and the counterexample's last line."""
+
+import torch
+
+from grader.checks.support.expect import a_tensor, same
+from grader.sandbox.transcript import Transcript
+from kernels.reference import token_slots
+
+
+def assert_tensor(
+    transcript: Transcript, got: object, what: str, dtype: torch.dtype, shape: list[int], code: str
+) -> None:
+    """What `what` returned (`code` in the counterexample) is a `dtype` tensor of `shape`."""
+    a_tensor(transcript, got, code, lambda: f"{what} must return a tensor, got {got!r}")
+    kind = "float32 rows" if dtype == torch.float32 else "a LongTensor (int64)"
+    verb = "return" if dtype == torch.float32 else "be"
+    same(
+        transcript,
+        got.dtype,
+        dtype,
+        f"{what} must {verb} {kind}, got {got.dtype}",
+        got=f"{code}.dtype",
+        expected=str(dtype),
+    )
+    dims = "[seq_len, head_dim]" if len(shape) == 2 else "[seq_len]"
+    same(
+        transcript,
+        list(got.shape),
+        shape,
+        f"{what} must have shape {dims} = {shape}, got {list(got.shape)}",
+        got=f"list({code}.shape)",
+    )
+
+
+def assert_rows(
+    transcript: Transcript,
+    got: object,
+    expected: torch.Tensor,
+    what: str,
+    table: list[int],
+    block_size: int,
+    code: tuple[str, str],
+) -> None:
+    """A gather: a float32 tensor shaped like `expected`, equal to it bit for bit; `code`: the
+    two as the counterexample computes them."""
+    assert_tensor(transcript, got, what, torch.float32, list(expected.shape), code[0])
+    wrong = (got != expected).any(dim=1).nonzero().flatten().tolist()
+    if wrong:
+        i = wrong[0]
+        transcript.fail(*code, op="equal")
+        raise AssertionError(
+            f"{what}: row {i} is {got[i].tolist()}, expected {expected[i].tolist()} (token {i} "
+            f"lives in block block_table[{i // block_size}] = {table[i // block_size]} at "
+            f"offset {i % block_size}); {len(wrong)} of {len(got)} rows are wrong"
+        )
+
+
+def assert_slots(
+    transcript: Transcript,
+    got: object,
+    table: tuple[list[int], str],
+    seq_len: int,
+    block_size: int,
+    what: str,
+    code: str,
+) -> None:
+    """A slot mapping: an int64 tensor `[seq_len]` that follows the block table (`table`: its
+    value, and its code in the counterexample); `code`: the mapping's."""
+    table, table_code = table
+    assert_tensor(transcript, got, what, torch.int64, [seq_len], code)
+    expected = token_slots(table, seq_len, block_size)
+    wrong = (got != expected).nonzero().flatten().tolist()
+    if wrong:
+        i, block = wrong[0], table[wrong[0] // block_size]
+        transcript.needs("from kernels.reference import token_slots")
+        transcript.fail(code, f"token_slots({table_code}, {seq_len}, {block_size})", "equal")
+        raise AssertionError(
+            f"{what}[{i}] is {got[i].item()}, expected block_table[{i} // {block_size}] * "
+            f"{block_size} + {i} % {block_size} = {block} * {block_size} + {i % block_size} = "
+            f"{expected[i].item()}"
+        )

@@ -1,0 +1,105 @@
+"""The timed workloads, in the worker: kit code, run there so that the grader times whole loops,
+not round trips (`Remote.workload`; the worker's `workload` op).
+
+Each returns evidence of its work that the grading process checks against what it asked for
+(`grader.checks.allocator_timing`, `grader.checks.gather_timing`): what a call asks comes with
+it, drawn afresh each time, so that no answer can be prepared before it. The gather's sums weigh
+every token and lane of its rows, and the slot mapping's every token and slot: no sum of the pool
+or of the signs made once per call stands in for a round's work.
+
+Loaded by the worker from its copy beside it (`worker.load_sibling`); stdlib at module level,
+torch imported inside. A timing check's counterexample defines the same functions, their source
+read from this file (`grader/checks/support/workloads.py`), so each is a plain function.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+
+def allocate_free_rounds(allocator: Any, sizes: list) -> list:
+    """For each of `sizes`: allocate that many blocks, then free the ones the allocation before
+    got (the last at the end). Returns the ids each allocation handed out, a list per call."""
+    handed, previous = [], []
+    for size in sizes:
+        ids = allocator.allocate(size)
+        allocator.free(previous)
+        handed.append(list(ids))
+        previous = ids
+    allocator.free(previous)
+    return handed
+
+
+def shuffle_tables(manager: Any, requests: list, generator: Any) -> None:
+    """Give each request a fresh block table: the next blocks its `seq_len` needs from a random
+    permutation of the manager's pool, drawn from `generator`."""
+    import torch
+
+    order = torch.randperm(manager.num_blocks, generator=generator).tolist()
+    start = 0
+    for request in requests:
+        used = -(-request.seq_len // manager.block_size)
+        request.block_table = order[start : start + used]
+        start += used
+
+
+def signs(shape: tuple, generator: Any, dtype: Any) -> Any:
+    """A tensor of `shape` and `dtype` of +1 and -1, drawn from `generator`."""
+    import torch
+
+    return torch.randint(0, 2, shape, generator=generator, dtype=dtype) * 2 - 1
+
+
+def weighed_rounds(
+    manager: Any, requests: list, rounds: int, generator: Any, call: Any, weights: list, weigh: Any
+) -> list:
+    """`rounds` times: fresh block tables for the requests (`shuffle_tables`), then `call` of
+    each, weighed by `weigh(result, weight)` where its shape is its weight's. Returns the shapes
+    of the last round's results and, per round, the sum of the weighings."""
+    sums = []
+    for _ in range(rounds):
+        shuffle_tables(manager, requests, generator)
+        total, shapes = 0.0, []
+        for request, weight in zip(requests, weights, strict=True):
+            result = call(request)
+            shapes.append(list(result.shape))
+            if result.shape == weight.shape:
+                total += weigh(result, weight)
+        sums.append(total)
+    return [shapes, sums]
+
+
+def gather_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
+    """`weighed_rounds` of `get_physical_cache`: each request's rows weighed by `signs` per token
+    and lane, drawn from `seed` first (the pool holds whole numbers: the sums are exact)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    lanes = manager.head_dim
+    weights = [signs((r.seq_len, lanes), generator, torch.float32) for r in requests]
+    return weighed_rounds(
+        manager, requests, rounds, generator, manager.get_physical_cache, weights,
+        lambda rows, weight: float((weight * rows).sum()),
+    )  # fmt: skip
+
+
+def slot_mapping_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
+    """`weighed_rounds` of `slot_mapping`: a whole number per slot of the pool, `values[slots]`,
+    weighed by `signs` per token, each drawn from `seed` first (float64 whole numbers: the sums
+    are exact)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    slots_in_pool = manager.num_blocks * manager.block_size
+    values = torch.randint(0, 1 << 20, (slots_in_pool,), generator=generator, dtype=torch.float64)
+    weights = [signs((r.seq_len,), generator, torch.float64) for r in requests]
+    return weighed_rounds(
+        manager, requests, rounds, generator, manager.slot_mapping, weights,
+        lambda slots, weight: float(values[slots] @ weight),
+    )  # fmt: skip
+
+
+WORKLOADS: dict[str, Callable[..., Any]] = {
+    "allocate_free_rounds": allocate_free_rounds,
+    "gather_rounds": gather_rounds,
+    "slot_mapping_rounds": slot_mapping_rounds,
+}
