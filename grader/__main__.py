@@ -14,21 +14,20 @@ Three commands share the entry point: `python -m grader grade-all FOLDER` (`driv
 import argparse
 import gc
 import importlib
-import math
 import resource
 import sys
 from pathlib import Path
 
 from grader import interrupt, seal_key
+from grader.cli import parser
 from grader.intake import SubmissionRefused, read_submission
-from grader.parts import PARTS
 from grader.report.compare import ReportError, read
 from grader.report.i18n import profile_name, tr
 from grader.report.messages import translated_message
 from grader.sandbox import isolation
 from grader.sandbox.process import Limits
 from grader.scoring.profiles import PROFILES
-from grader.scoring.rubric import load_rubric, parse_parts
+from grader.scoring.rubric import load_rubric
 from grader.text import clean
 
 # The grading process's own private memory (RLIMIT_DATA, soft: its workers set their own): an
@@ -40,61 +39,6 @@ COMMANDS = {
     "compare": "grader.report.compare",
     "similarity": "grader.similarity.__main__",
 }
-
-
-def positive_number(text: str) -> float:
-    """A limit: a finite number above 0 (argparse's error says so, and what was given)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number above 0")
-    return value
-
-
-def parser() -> argparse.ArgumentParser:
-    cli = argparse.ArgumentParser(
-        prog="python -m grader",
-        description="Grade a submission (a folder, .zip or .tar.gz) and write its report.",
-        epilog="Also: python -m grader grade-all FOLDER (a leaderboard of every submission in "
-        "FOLDER), python -m grader compare A B (two reports side by side) and python -m grader "
-        "similarity FOLDER (submissions that share code); --help on each.",
-    )
-    cli.add_argument("submission", type=Path, help="folder, .zip or .tar.gz")
-    cli.add_argument("--out", type=Path,
-                     help="report folder (default reports/<submission name>); one that holds "
-                          "another input's report, or other files, is refused")  # fmt: skip
-    cli.add_argument("--parts", type=parse_parts, default=tuple(PARTS),
-                     help=f"comma-separated part ids (default all: {','.join(PARTS)})")  # fmt: skip
-    cli.add_argument("--profile", choices=sorted(PROFILES), default="quick",
-                     help="quick for the candidate loop (about 30 s on 2 idle cores), full "
-                          "for a hiring decision (about 1 min 45 s; a slow submission or a busy "
-                          "machine takes longer)")  # fmt: skip
-    cli.add_argument("--seed", type=int, help="a private seed: a fresh set of hidden examples")
-    cli.add_argument("--lang", choices=("en", "zh"), default="en",
-                     help="language of the candidate-facing text (summary and report)")  # fmt: skip
-    cli.add_argument("--rubric", type=Path,
-                     help="a TOML file of weights, points and severity factors "
-                          "(default: parts.toml's)")  # fmt: skip
-    cli.add_argument("--memory-limit-gb", type=positive_number,
-                     default=Limits.memory_bytes / (1 << 30),
-                     help="memory limit of each worker process (its address space; its data "
-                          "size where it uses CUDA)")  # fmt: skip
-    cli.add_argument("--call-timeout", type=positive_number, default=Limits.call_seconds,
-                     help="seconds one call into the submission may take")  # fmt: skip
-    cli.add_argument("--import-timeout", type=positive_number, default=Limits.import_seconds,
-                     help="seconds importing one submission file may take")  # fmt: skip
-    cli.add_argument("--isolation", choices=isolation.MODES, default="auto",
-                     help="auto: each worker in a bubblewrap sandbox where one can be made, else "
-                          "unisolated and marked so; bwrap: refuse to grade without it; none: "
-                          "unisolated (not for a hiring decision)")  # fmt: skip
-    cli.add_argument("--part-timeout", type=positive_number, default=Limits.part_seconds,
-                     help="seconds one part's checks may take in all")  # fmt: skip
-    cli.add_argument("--seal-key", type=Path, metavar="FILE",
-                     help="the hiring team's key to seal the report with (default: "
-                          f"{seal_key.DEFAULT_SHOWN}, made on first use)")  # fmt: skip
-    return cli
 
 
 def main(argv: list[str]) -> int:

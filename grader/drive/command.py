@@ -51,8 +51,8 @@ import os
 import sys
 from pathlib import Path
 
-from grader import __main__ as grader_cli
 from grader import seal_key
+from grader.cli import parser as grading_parser
 from grader.drive import merge, outputs, resume
 from grader.drive.local import grade_locally
 from grader.drive.names import REVIEWS, submissions
@@ -288,7 +288,7 @@ def forwarded_problems(options: list[str]) -> list[str]:
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said):
-            grader_cli.parser().parse_args(["SUBMISSION", *options])
+            grading_parser().parse_args(["SUBMISSION", *options])
     except SystemExit:  # the parser's error, which it printed
         why = said.getvalue().strip().rpartition("error: ")[2]
         return [f"{why}: grade-all passes this on to each grading; python -m grader --help lists "

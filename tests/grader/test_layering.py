@@ -2,13 +2,14 @@
 drive's modules (`grader/drive/`) each import only those its docstring lists after it; the
 report's (`grader/report/`) nothing of the sandbox or the scoring, directly; the grading and the
 scoring nothing of the report but the progress lines' words. Read from the source, function-level
-imports included (not `__main__`'s commands, imported by name when run)."""
+imports included, and `__main__`'s commands, which it imports by name."""
 
 import ast
 import re
 from pathlib import Path
 
 from grader import KIT_ROOT, drive
+from grader.__main__ import COMMANDS
 
 GRADER = KIT_ROOT / "grader"
 # The order grader/drive/__init__.py lists its modules in, top down: each imports only those after.
@@ -38,9 +39,13 @@ def imported(path: Path, modules: set[str]) -> set[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
+    """Each module of `grader/` and those of it that it imports; `__main__` imports its commands
+    (`COMMANDS`) by name, when one is asked for."""
     paths = sorted(GRADER.rglob("*.py"))
     modules = {module_name(path) for path in paths}
-    return {module_name(path): imported(path, modules) for path in paths}
+    graph = {module_name(path): imported(path, modules) for path in paths}
+    graph["grader.__main__"] |= set(COMMANDS.values())
+    return graph
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from grader import interrupt
-from grader.__main__ import GRADER_MEMORY_BYTES, check_report_folder, parser
+from grader.__main__ import GRADER_MEMORY_BYTES, check_report_folder
+from grader.cli import parser
 from grader.drive import command as drive_command
 
 
