@@ -22,10 +22,12 @@ from grader.report.formats import (
     code_excerpt,
     counted,
     engine_message,
+    failed_checks,
     graded,
     graded_from,
     provisional_note,
     run_in,
+    severity_rank,
     syntax_blame,
     syntax_failures,
     syntax_line,
@@ -152,33 +154,32 @@ def not_started(part: dict) -> bool:
 def first_failure(
     parts: dict[str, dict], explained: set[str], out: Path, lang: str, runs_in: str
 ) -> list[str]:
-    """The earliest part's first failed check (one with a counterexample if the part has any):
-    its message, its counterexample (`counterexample_lines`, `runs_in` saying where), and where
-    the report shows it. Checks whose id is in `explained` (they failed because a file does not
-    compile, said above) are left out."""
-    for part_id, part in parts.items():
-        failed = [
-            check
-            for check in part["checks"]
-            if check["status"] in FAILED and check["id"] not in explained
-        ]
-        if not failed:
-            continue
-        check = next((check for check in failed if check["counterexample"]), failed[0])
-        title = part_title(lang, part_id, part)
-        status = tr(lang, check["status"])
-        lines = [tr(lang, "first_failure", title=title, name=check["name"], status=status)]
-        lines += indented(translated_message(lang, check["message"]), MESSAGE_LINES, lang)
-        if check["counterexample"]:
-            counterexample = translated_counterexample(lang, check["counterexample"])
-            lines += counterexample_lines(counterexample, runs_in, lang)
-        anchor = check_anchor(part_id, check)
-        page = (out / "report.html").resolve().as_uri()  # a link a terminal can open
-        lines.append(tr(lang, "where", path=page, anchor=anchor, title=title))
-        if len(failed) > 1:
-            lines.append(counted(lang, "more_failures", len(failed) - 1, count=len(failed) - 1))
-        return lines
-    return []
+    """The failed check to look at first, as the report orders them: the most serious
+    (`SEVERITIES`), in the earliest part among equals, one with a counterexample where one of that
+    severity has one. Its message, its counterexample (`counterexample_lines`, `runs_in` saying
+    where), and where the report shows it. Checks whose id is in `explained` (they failed because
+    a file does not compile, said above) are left out."""
+    failures = {part_id: failed_checks(part, explained) for part_id, part in parts.items()}
+    failures = {part_id: failed for part_id, failed in failures.items() if failed}
+    if not failures:
+        return []
+    part_id = min(failures, key=lambda part_id: severity_rank(failures[part_id][0]))
+    part, failed = parts[part_id], failures[part_id]
+    worst = [check for check in failed if severity_rank(check) == severity_rank(failed[0])]
+    check = next((check for check in worst if check["counterexample"]), worst[0])
+    title = part_title(lang, part_id, part)
+    status = tr(lang, check["status"])
+    lines = [tr(lang, "first_failure", title=title, name=check["name"], status=status)]
+    lines += indented(translated_message(lang, check["message"]), MESSAGE_LINES, lang)
+    if check["counterexample"]:
+        counterexample = translated_counterexample(lang, check["counterexample"])
+        lines += counterexample_lines(counterexample, runs_in, lang)
+    anchor = check_anchor(part_id, check)
+    page = (out / "report.html").resolve().as_uri()  # a link a terminal can open
+    lines.append(tr(lang, "where", path=page, anchor=anchor, title=title))
+    if len(failed) > 1:
+        lines.append(counted(lang, "more_failures", len(failed) - 1, count=len(failed) - 1))
+    return lines
 
 
 def counterexample_lines(script: str, runs_in: str, lang: str) -> list[str]:

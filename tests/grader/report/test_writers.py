@@ -563,6 +563,40 @@ def test_summary_points_at_the_first_failure_with_its_counterexample(tmp_path: P
     assert lines[-1].startswith(f"Report: {tmp_path / 'report.html'}")
 
 
+def test_summary_points_first_at_the_most_serious_failure_as_the_report_does(
+    tmp_path: Path,
+) -> None:
+    """A safety failure in a later part comes before a contract failure in an earlier one; among
+    the most serious, one with a counterexample; among equals, the earliest part."""
+    contract = check(
+        "allocator",
+        "refuses_negative",
+        "failed",
+        0,
+        5,
+        severity="contract",
+        message="allocate(-1) returned []",
+        counterexample="allocator.allocate(-1)",
+    )
+    safety = [
+        check("decode", "grows", "failed", 0, 5, severity="safety", message="no script"),
+        check("decode", "keeps_rows", "failed", 0, 5, severity="safety", message="rows lost",
+              counterexample="manager.free(req)"),
+    ]  # fmt: skip
+    report = failing_report()
+    report["parts"] = {
+        "allocator": part("Part 1: the allocator", [contract], 5),
+        "decode": part("Part 2: decode", safety, 10),
+    }
+    lines = summary_lines(report, tmp_path)
+    first = lines.index("What to look at first:")
+    assert lines[first + 1] == "  Part 2: decode: the check keeps_rows failed:"
+    assert "      manager.free(req)" in lines
+    report["parts"]["decode"]["checks"] = [dict(safety[1], severity="contract")]
+    lines = summary_lines(report, tmp_path)
+    assert lines[first + 1] == "  Part 1: the allocator: the check refuses_negative failed:"
+
+
 def test_summary_lists_unstarted_and_provisional_parts_and_the_engine_check(tmp_path: Path) -> None:
     stub = [
         check("decode", "grows", "failed", 0, 10, message="not implemented: allocate raises"),
