@@ -58,30 +58,36 @@ CASES: dict[str, tuple[tuple[Edit, ...], str]] = {
         "scheduler,sharing",
     ),
 }
+# What another machine or version gives differently, where the report keeps it: the versions and
+# the machine's facts in `environment`, how the workers ran, where the submission lay, and the
+# kit's version and seal (any edit of the kit changes them).
 MACHINE_FACTS = (
-    *("python", "torch", "triton", "hypothesis", "pytest", "platform", "cpu_count", "device"),
-    *("isolation", "path"),  # how the workers ran, and where the submission lay
-    "provenance",  # the kit's version and the seal change with any edit of the kit
+    *("python", "torch", "triton", "hypothesis", "pytest"),
+    *("platform", "cpu_count", "device"),
 )
+RUN_FACTS = ("isolation", "provenance")
 
 
 def stable(report: dict[str, Any]) -> dict[str, Any]:
     """`report` without what another run or machine may change: times, measured timing figures,
     versions and machine facts; of the submission's files, their names (the answer key's text
-    may change, its verdicts may not)."""
+    may change, its verdicts may not). A check's Hypothesis notes (its `hypothesis`) stay."""
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
             return {
                 key: strip(item)
                 for key, item in value.items()
-                if not key.endswith(("seconds", "started_at", "ratio")) and key not in MACHINE_FACTS
+                if not key.endswith(("seconds", "started_at", "ratio"))
             }
         if isinstance(value, list):
             return [strip(item) for item in value]
         return value
 
-    kept = strip(report)
+    kept = strip({key: value for key, value in report.items() if key not in RUN_FACTS})
+    environment = kept["environment"]
+    kept["environment"] = {key: environment[key] for key in environment if key not in MACHINE_FACTS}
+    del kept["submission"]["path"]
     kept["submission"]["files"] = sorted(kept["submission"]["files"])
     return kept
 
