@@ -34,7 +34,7 @@ import torch
 
 from grader import ANSWER_KEY, KIT_ROOT, kernel_rule, provenance, scan
 from grader.intake import Intake
-from grader.integration import run_integration
+from grader.integration import run_integration, run_prefix_integration
 from grader.parts import ENGINE_PARTS, PARTS
 from grader.sandbox import seccomp
 from grader.sandbox.isolation import Isolation
@@ -66,6 +66,7 @@ OWN_ALLOCATOR_NOTE = (
     f"scored with your own {KIT_ALLOCATOR}, which fails allocator checks: the full kit also "
     "grades this part with its reference one and keeps the better score"
 )
+CACHING = "caching"  # the part whose grading runs the prefix-caching engine check
 
 
 @dataclass(frozen=True)
@@ -233,15 +234,14 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
         keep_the_better(plugin, again, part, options)
 
 
-def hung_parts(parts: dict[str, dict]) -> list[str]:
-    """The engine's parts where a call did not return in time (not where a part's budget ran
-    out): the engine check, one long call through them all, would wait as long again (its own
-    limit is minutes), to no avail."""
+def hung_parts(parts: dict[str, dict], among: Iterable[str] = ENGINE_PARTS) -> list[str]:
+    """The engine's parts (`among`) where a call did not return in time (not where a part's
+    budget ran out): the engine check, one long call through them all, would wait as long again
+    (its own limit is minutes), to no avail."""
     return [
         part
         for part, scored in parts.items()
-        if part in ENGINE_PARTS
-        and any(DID_NOT_RETURN in check["message"] for check in scored["checks"])
+        if part in among and any(DID_NOT_RETURN in check["message"] for check in scored["checks"])
     ]
 
 
@@ -472,12 +472,7 @@ def engine_check(report: dict, intake: Intake, options: Options) -> None:
     """The engine check into `report`, or why it was skipped: a part where a call did not return
     in time (`hung_parts`)."""
     if hung := hung_parts(report["parts"]):
-        report["integration"] = {
-            "status": "skipped",
-            "message": f"calls in {', '.join(hung)} did not return in time: the engine check "
-            "would wait for them too",
-            "figures": {},
-        }
+        report["integration"] = hung_outcome(hung)
         return
     step_line(options.lang, "progress_engine")
     try:
@@ -486,6 +481,31 @@ def engine_check(report: dict, intake: Intake, options: Options) -> None:
         )
     except Exception:
         report["errors"].append(f"the engine check failed: {traceback.format_exc()}")
+
+
+def prefix_check(report: dict, intake: Intake, options: Options) -> None:
+    """The prefix-caching engine check (part 7's cache under the engine's model, on the CPU) into
+    `report["prefix_integration"]`, or why it was skipped, as `engine_check`."""
+    if hung := hung_parts(report["parts"], {CACHING}):
+        report["prefix_integration"] = hung_outcome(hung)
+        return
+    step_line(options.lang, "progress_prefix_engine")
+    try:
+        report["prefix_integration"] = run_prefix_integration(
+            runnable(intake.files), options.limits, device_environment(CACHING), options.isolation
+        )
+    except Exception:
+        report["errors"].append(f"the prefix-caching check failed: {traceback.format_exc()}")
+
+
+def hung_outcome(hung: list[str]) -> dict:
+    """An engine check skipped: calls in the `hung` parts did not return in time."""
+    return {
+        "status": "skipped",
+        "message": f"calls in {', '.join(hung)} did not return in time: the engine check "
+        "would wait for them too",
+        "figures": {},
+    }
 
 
 def accounting(limits: Limits) -> str:
@@ -562,6 +582,8 @@ def grade(intake: Intake, options: Options) -> dict:
             report["errors"].append(f"the simulation failed: {traceback.format_exc()}")
     if set(options.parts) >= ENGINE_PARTS:
         engine_check(report, intake, options)
+    if CACHING in options.parts:
+        prefix_check(report, intake, options)
     report["syntax_errors"] = with_failures(report["syntax_errors"], report)
     report["score"] = round(sum(part["score"] for part in report["parts"].values()), 2)
     report["max_score"] = round(sum(part["max_score"] for part in report["parts"].values()), 2)

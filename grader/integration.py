@@ -1,4 +1,4 @@
-"""The integration check: the candidate's parts serving a trace with a tiny transformer.
+"""The integration checks: the candidate's parts serving a trace with a tiny transformer.
 
 `grader/sandbox/tools/engine.py` runs in a sandboxed worker on the candidate's `kv_cache_manager`,
 `scheduler` and `paged_attention` modules (`Submission.tool`) and sends back every request's
@@ -7,7 +7,14 @@ alone with dense attention (the kit's model, on the CPU, no candidate code) and 
 patching the comparison inside the worker changes nothing. The worker's figures are the
 candidate's process's word, and its tokens could be forged by running the kit's public model:
 that is one reason the check is reported in its own section and never scored (exercises/README.md's
-six parts hold the points).
+parts hold the points).
+
+The prefix-caching check (`run_prefix_integration`, part 7) is built the same way on
+`grader/sandbox/tools/prefix_engine.py`, which serves prompts sharing prefixes over the
+candidate's `prefix_cache` alone and computes only the prompt tokens its cache says are not
+cached. Its verdict here checks every token the engine chose, at each position it computed,
+against dense decoding, and counts the prompt tokens computed against those served: it fails on
+a token that differs, or where the cache held nothing although the prompts share prefixes.
 """
 
 import importlib.util
@@ -18,13 +25,15 @@ from typing import Any
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import Limits, NotImplementedInSubmission, Sandbox, SubmissionFailure
 from grader.sandbox.proxy import RemoteError, Submission
-from grader.sandbox.tools import engine
+from grader.sandbox.tools import engine, prefix_engine
 
 MODULES = ("kv_cache_manager", "scheduler", "paged_attention")
 TRACE = "check"
 CALL_SECONDS = 300.0  # the whole trace is one call; ~10 s under Triton's interpreter
 TRACEBACK_CHARS = 1500
 REQUIRED_FIGURES = {"requests", "tokens", "steps", "preemptions", "generated"}
+PREFIX_MODULE = "prefix_cache"  # part 7's, served alone
+PREFIX_REQUIRED = {"cached", "predicted", "generated"}
 
 
 def run_integration(
@@ -39,21 +48,9 @@ def run_integration(
         return outcome("skipped", f"needs {', '.join(missing)}, which the submission lacks")
     if importlib.util.find_spec("triton") is None:
         return outcome("skipped", "needs Triton for paged_attention.py; it installs on Linux only")
-    limits = replace(limits, call_seconds=max(limits.call_seconds, CALL_SECONDS))
-    deadline = time.monotonic() + limits.part_seconds
-    sandbox = Sandbox(files, limits, worker_env, deadline, isolation)
-    try:
-        figures = Submission(sandbox, "submission").tool("engine", "serve", TRACE, modules=MODULES)
-    except NotImplementedInSubmission as failure:
-        return outcome("failed", f"{failure.label}: {failure} (a part it needs is still a stub)")
-    except SubmissionFailure as failure:
-        return outcome("failed", f"{failure.label}: {failure}")
-    except RemoteError as error:
-        if error.type_name == "EngineError":  # the engine's own check: its frames say nothing
-            return outcome("failed", f"the engine stopped: {error.message}")
-        return outcome("failed", f"serving the trace raised {error}\n{traceback_tail(error)}")
-    finally:
-        sandbox.close()
+    figures, failure = served(files, limits, worker_env, isolation, "engine", MODULES)
+    if failure:
+        return failure
     try:
         verdict = verify(TRACE, figures)
     except engine.EngineError as error:
@@ -79,6 +76,35 @@ def run_integration(
     )
 
 
+def served(
+    files: dict[str, bytes],
+    limits: Limits,
+    worker_env: dict[str, str],
+    isolation: Isolation | None,
+    tool: str,
+    modules: tuple[str, ...],
+) -> tuple[Any, dict | None]:
+    """`tool.serve(*modules, TRACE)` in a sandboxed worker on `files`: (its figures, None), or
+    (None, the failed outcome) where the candidate's code failed or the engine stopped."""
+    limits = replace(limits, call_seconds=max(limits.call_seconds, CALL_SECONDS))
+    deadline = time.monotonic() + limits.part_seconds
+    sandbox = Sandbox(files, limits, worker_env, deadline, isolation)
+    try:
+        return Submission(sandbox, "submission").tool(tool, "serve", TRACE, modules=modules), None
+    except NotImplementedInSubmission as failure:
+        return None, outcome(
+            "failed", f"{failure.label}: {failure} (a part it needs is still a stub)"
+        )
+    except SubmissionFailure as failure:
+        return None, outcome("failed", f"{failure.label}: {failure}")
+    except RemoteError as error:
+        if error.type_name == "EngineError":  # the engine's own check: its frames say nothing
+            return None, outcome("failed", f"the engine stopped: {error.message}")
+        return None, outcome("failed", f"serving the trace raised {error}\n{traceback_tail(error)}")
+    finally:
+        sandbox.close()
+
+
 def verify(trace_name: str, figures: Any) -> dict[str, Any]:
     """`engine.compare` of the tokens the worker reported for `TRACES[trace_name]`, run here."""
     trace, config = engine.TRACES[trace_name], engine.ModelConfig()
@@ -96,6 +122,106 @@ def verify(trace_name: str, figures: Any) -> dict[str, Any]:
         )
     model = engine.TinyTransformer(config, "cpu")
     return engine.compare(model, engine.prompts_of(trace, config.vocab_size), generated)
+
+
+def run_prefix_integration(
+    files: dict[str, bytes],
+    limits: Limits,
+    worker_env: dict[str, str],
+    isolation: Isolation | None = None,
+) -> dict:
+    """The prefix-caching check (part 7), as `run_integration`'s outcome: the candidate's
+    `prefix_cache.py` alone in the worker, the verdict here (`verify_prefix`)."""
+    name = f"{PREFIX_MODULE}.py"
+    if name not in files:
+        return outcome("skipped", f"needs {name}, which the submission lacks")
+    alone = {name: files[name]}
+    figures, failure = served(
+        alone, limits, worker_env, isolation, "prefix_engine", (PREFIX_MODULE,)
+    )
+    if failure:
+        return failure
+    try:
+        verdict = verify_prefix(TRACE, figures)
+    except engine.EngineError as error:
+        return outcome("failed", str(error))
+    figures = {key: value for key, value in figures.items() if is_figure(value)} | verdict
+    summary = (
+        f"{verdict['requests']} requests sharing prefixes, {verdict['tokens']} tokens generated; "
+        f"{verdict['prompt_tokens_computed']} of their {verdict['prompt_tokens']} prompt tokens "
+        "computed, the others read from cached blocks"
+    )
+    if verdict["mismatches"]:
+        return outcome(
+            "failed",
+            f"{summary}: {verdict['mismatches']} of the {verdict['positions_checked']} tokens the "
+            "engine chose differ from decoding each request alone with dense attention; the first "
+            f"at {prefix_engine.describe_mismatch(verdict['first_mismatch'])}",
+            figures | {"passed": False},
+        )
+    if verdict["prompt_tokens_computed"] == verdict["prompt_tokens"]:
+        return outcome(
+            "failed",
+            f"{summary}: the cache held none of them, though the prompts share prefixes",
+            figures | {"passed": False},
+        )
+    excused = f", {verdict['near_ties']} near-tie(s) excused" if verdict["near_ties"] else ""
+    return outcome(
+        "passed",
+        f"{summary}: each of the {verdict['positions_checked']} tokens the engine chose is the "
+        f"one dense decoding of its request alone gives{excused}",
+        figures | {"passed": True},
+    )
+
+
+def verify_prefix(trace_name: str, figures: Any) -> dict[str, Any]:
+    """`prefix_engine.compare` of what the worker reported for `prefix_engine.TRACES[trace_name]`,
+    run here on the prompts rebuilt from the trace and the reported tokens, with the prompt
+    tokens served and computed counted here."""
+    trace, config = prefix_engine.TRACES[trace_name], engine.ModelConfig()
+    if not isinstance(figures, dict) or not figures.keys() >= PREFIX_REQUIRED:
+        raise engine.EngineError(f"the engine's report lacks some of {sorted(PREFIX_REQUIRED)}")
+    generated, cached, predicted = (
+        figures[key] if isinstance(figures[key], list) else []
+        for key in ("generated", "cached", "predicted")
+    )
+    if lengths(generated) != [n for _, _, n in trace.requests] or not valid(generated, config):
+        raise engine.EngineError(
+            "the engine's report does not hold max_new_tokens valid tokens for each request"
+        )
+    prompts = prefix_engine.prompts_of(trace, generated, config.vocab_size)
+    if len(cached) != len(prompts) or not all(
+        type(count) is int and 0 <= count < len(prompt) and count % trace.block_size == 0
+        for count, prompt in zip(cached, prompts, strict=False)
+    ):
+        raise engine.EngineError(
+            "the engine's report does not hold, for each request, a number of cached prompt "
+            "tokens that is a multiple of the block size below its prompt's length"
+        )
+    computed = [len(prompt) - count - 1 for prompt, count in zip(prompts, cached, strict=True)]
+    if lengths(predicted) != computed or not valid(predicted, config):
+        raise engine.EngineError(
+            "the engine's report does not hold a valid token for each prompt position it computed"
+        )
+    model = engine.TinyTransformer(config, "cpu")
+    served_tokens = sum(map(len, prompts))
+    return {
+        "requests": len(trace.requests),
+        "tokens": sum(n for _, _, n in trace.requests),
+        "prompt_tokens": served_tokens,
+        "prompt_tokens_computed": served_tokens - sum(cached),
+    } | prefix_engine.compare(model, prompts, cached, predicted, generated)
+
+
+def lengths(lists: list) -> list[int | None]:
+    return [len(each) if isinstance(each, list) else None for each in lists]
+
+
+def valid(lists: list[list], config: engine.ModelConfig) -> bool:
+    """Whether every item of every list is a token of the model's vocabulary."""
+    return all(
+        type(token) is int and 0 <= token < config.vocab_size for each in lists for token in each
+    )
 
 
 def is_figure(value: Any) -> bool:

@@ -37,6 +37,12 @@ NOT_RUN = (*NOT_STARTED, IMPORT_FAILED)
 # The engine check's figures report.md lists under its one line, where the check has them: those
 # its message does not already give (requests, tokens, steps). The page has them all.
 ENGINE_FIGURES = ("tokens_per_step", "mismatches", "peak_kv_bytes", "contiguous_kv_bytes", "device")
+# The end-to-end checks, by report key, each with those figures: the engine check, and the
+# prefix-caching one (part 7; its message gives the prompt tokens computed and served).
+ENGINE_CHECKS = {
+    "integration": ENGINE_FIGURES,
+    "prefix_integration": ("positions_checked", "mismatches", "pool_blocks", "block_size"),
+}
 KIT_PYTHON = ".venv/bin/python"  # in the kit's folder: where its Makefile installs the kit
 
 
@@ -424,19 +430,22 @@ def syntax_part_line(error: dict, count: int, lang: str) -> str:
     return counted(lang, "syntax_part", count, count=count, file=error["file"], line=error["line"])
 
 
-def engine_message(report: dict, lang: str) -> str:
-    """What the engine check says: its message, or, when it failed because a file does not
-    compile, that file and line (the report shows the error once, at the top)."""
-    error = next((e for e in report.get("syntax_errors", []) if e.get("engine_check")), None)
+def engine_message(report: dict, lang: str, key: str = "integration") -> str:
+    """What the end-to-end check `report[key]` says: its message, or, when the engine check
+    failed because a file does not compile, that file and line (the report shows the error once,
+    at the top)."""
+    errors = report.get("syntax_errors", []) if key == "integration" else []
+    error = next((e for e in errors if e.get("engine_check")), None)
     if error is not None:
         return tr(lang, "syntax_see", file=error["file"], line=error["line"])
-    return translated_message(lang, report["integration"].get("message", ""))
+    return translated_message(lang, report[key].get("message", ""))
 
 
-def engine_figures(integration: dict) -> dict:
-    """The engine check's figures a short list shows (`ENGINE_FIGURES`), where it has them."""
+def engine_figures(integration: dict, key: str = "integration") -> dict:
+    """The figures of the end-to-end check `key` a short list shows (`ENGINE_CHECKS`), where it
+    has them."""
     figures = integration.get("figures") or {}
-    return {key: figures[key] for key in ENGINE_FIGURES if key in figures}
+    return {name: figures[name] for name in ENGINE_CHECKS[key] if name in figures}
 
 
 def scheduling_intro(section: dict, lang: str) -> str:

@@ -210,6 +210,14 @@ STRINGS = {
             "token. It earns no points: it shows whether the parts work together."
         ),
         "integration_details": "What it ran, in figures",
+        "prefix_integration_heading": "End-to-end prefix-caching check (not scored)",
+        "prefix_integration_intro": (
+            "The same tiny transformer served prompts that share prefixes (a system prompt, "
+            "few-shot examples, a multi-turn chat) over the submission's prefix cache, computing "
+            "only the prompt tokens it said were not cached and reading the others' KV from its "
+            "blocks. It earns no points: it shows whether the cached blocks hold the right KV, "
+            "and how much prompt work they save."
+        ),
         "scheduling_heading": "Scheduling: tokens per step",
         "scheduling_intro": (
             "The submission's scheduler and static batching serve the same trace of {requests} "
@@ -287,10 +295,17 @@ STRINGS = {
         "progress_now": "running {name} ({seconds} s)",
         "progress_again": "{parts} again, with the kit's {file}: yours fails allocator checks",
         "progress_engine": "engine check (a tiny transformer served by your parts, not scored)...",
+        "progress_prefix_engine": (
+            "prefix-caching check (the tiny transformer served over your prefix cache, not "
+            "scored)..."
+        ),
         "provisional_note": "{part}: {note}",
         "integrity_count": "{count} integrity flags for a reviewer: see the report.",
         "integrity_count_one": "{count} integrity flag for a reviewer: see the report.",
         "integration_line": "End-to-end engine check (not scored): {status}. {message}",
+        "prefix_integration_line": (
+            "End-to-end prefix-caching check (not scored): {status}. {message}"
+        ),
         "grader_failed": "The grader itself failed; the score may be incomplete:",
         "report_at": "Report: {path}  (also report.md, report.json)",
         "warning": "WARNING: {message}",
@@ -616,6 +631,13 @@ STRINGS = {
             "这项检查不计分：它显示各部分能否协同工作。"
         ),
         "integration_details": "运行情况与数据",
+        "prefix_integration_heading": "端到端前缀缓存检查（不计分）",
+        "prefix_integration_intro": (
+            "用提交的前缀缓存驱动同一个很小的 transformer，处理一组共享前缀的 prompt（系统提示词、"
+            "few-shot 示例、多轮对话）：只计算缓存说尚未缓存的 prompt token，其余 token 的 KV "
+            "从缓存块中读取。这项检查不计分：它显示缓存块中的 KV 是否正确，以及省下了多少 prompt "
+            "计算。"
+        ),
         "scheduling_heading": "调度：每步生成的 token 数",
         "scheduling_intro": (
             "提交的调度器和静态批处理处理同一组 {requests} 个请求（{num_blocks} 个块，每块 "
@@ -682,10 +704,14 @@ STRINGS = {
         "progress_now": "正在运行 {name}（{seconds} 秒）",
         "progress_again": "用套件的 {file} 重新评分 {parts}：你的分配器没有通过 allocator 的检查",
         "progress_engine": "引擎检查（用你的各部分驱动一个很小的 transformer，不计分）……",
+        "progress_prefix_engine": (
+            "前缀缓存检查（用你的前缀缓存驱动那个很小的 transformer，不计分）……"
+        ),
         "provisional_note": "{part}：{note}",
         "integrity_count": "有 {count} 个完整性标记需要人工查看：见报告。",
         "integrity_count_one": "有 {count} 个完整性标记需要人工查看：见报告。",
         "integration_line": "端到端引擎检查（不计分）：{status}。{message}",
+        "prefix_integration_line": "端到端前缀缓存检查（不计分）：{status}。{message}",
         "grader_failed": "评分器自身出错，得分可能不完整：",
         "report_at": "报告：{path}（另有 report.md、report.json）",
         "warning": "警告：{message}",

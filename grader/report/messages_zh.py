@@ -725,8 +725,150 @@ ENGINE = {
     ),
 }
 
-CHECKS = SUPPORT | ALLOCATOR | MANAGER | GATHER | KERNEL | SCHEDULER
-MESSAGES = CHECKS | GRADER | ISOLATION | ENGINE | SCAN | DRIVE
+# -- part 7: the prefix cache, its rules and its cost --------------------------------------------
+CACHING = {
+    "a check's prompt must fit its pool": "检查所用的 prompt 必须放得进它的池",
+    "a live id": "一个仍在使用中的 id",
+    "an empty prompt": "空 prompt",
+    "an unknown id": "未知的 id",
+    "an id out of range": "越界的 id",
+    "{call}, which needs {needed} new blocks with {takeable} to take,": (
+        "{call}（需要 {needed} 个新块，但只能取到 {takeable} 个）"
+    ),
+    "{call}, whose token starts a new block with no block free,": (
+        "{call}（它的 token 开始一个新块，但没有空闲块）"
+    ),
+    "it needs {needed} blocks beyond its cached prefix": "它在已缓存的前缀之外需要 {needed} 个块",
+    "the request is live": "该请求仍在使用中",
+    "it needs a free block": "它需要一个空闲块",
+    "it needs no block": "它不需要新块",
+    "{call} must return {cached}: its first {hits} block(s) are cached (the longest cached run "
+    "of full blocks, never the last prompt token), got {got}": (
+        "{call} 应返回 {cached}：它的前 {hits} 个块已缓存（已缓存的满块中最长的一串，"
+        "永远不含 prompt 的最后一个 token），实际得到 {got}"
+    ),
+    "{call} must give the request ceil({tokens} / {size}) = {blocks} blocks, got {table}": (
+        "{call} 应给该请求 ceil({tokens} / {size}) = {blocks} 个块，实际得到 {table}"
+    ),
+    "{call}: its cached prefix must be shared, blocks {hits}, got {got}": (
+        "{call}：它已缓存的前缀应被共享，即块 {hits}，实际得到 {got}"
+    ),
+    "{call} must append one block to block table {table}, got {got}": (
+        "{call} 应在块表 {table} 末尾添加一个块，实际得到 {got}"
+    ),
+    "{call} must leave block table {table} as it is, got {got}": (
+        "{call} 应保持块表 {table} 不变，实际得到 {got}"
+    ),
+    "{call} took block {block}, which is not empty (held, cached, taken twice or out of "
+    "range), while empty blocks {empty} were there": (
+        "{call} 取了块 {block}，它不是空块（被持有、已缓存、被取了两次或越界），"
+        "而当时有空块 {empty}"
+    ),
+    "{call} took block {block}; with no empty block left, it must evict the cached block idle "
+    "longest, block {must} (idle, oldest first: {idle})": (
+        "{call} 取了块 {block}；没有空块时，它应淘汰空闲最久的已缓存块，即块 {must}"
+        "（空闲块，最早的在前：{idle}）"
+    ),
+    "after {call}, block_table({id}) is {table}, expected {expected} (a call may change only "
+    "its own request)": (
+        "{call} 之后，block_table({id}) 是 {table}，应为 {expected}（一次调用只能改变它自己的请求）"
+    ),
+    "after {call}, the blocks' ref_count are {counts}, expected {expected} (how many live "
+    "requests hold each)": (
+        "{call} 之后，各块的 ref_count 是 {counts}，应为 {expected}（持有每个块的活跃请求数）"
+    ),
+    "after {call}, num_free is {free}, expected {expected}: the empty blocks plus the "
+    "cached-and-idle ones": (
+        "{call} 之后，num_free 是 {free}，应为 {expected}：空块加上已缓存且空闲的块"
+    ),
+    "prefix cache prompt/free, {size}-block pool": "前缀缓存的 prompt/释放，{size} 个块的池",
+    "the prompt/free workload": "prompt/释放 工作负载",
+    "{rounds} prompts that reuse a cached system prompt and evict {blocks} blocks each, and "
+    "their frees, on a {size}-block pool, take {ratio}x the reference's time (the limit is "
+    "{limit}x)": (
+        "在 {size} 个块的池上，{rounds} 个复用已缓存 系统提示词、各淘汰 {blocks} 个块的 prompt "
+        "及其释放，耗时是参考实现的 {ratio} 倍（上限 {limit} 倍）"
+    ),
+    "prefix cache eviction cost growth from {small} to {large} cached blocks (ratio: the "
+    "candidate's growth over the reference's)": (
+        "前缀缓存的淘汰开销从 {small} 个已缓存块到 {large} 个的增长"
+        "（比值：提交的增长除以参考实现的）"
+    ),
+    "prompts that evict cached blocks cost {growth}x more with {large} cached blocks than with "
+    "{small} (the reference: {reference}x): taking a block must not depend on how many are "
+    "cached (a scan for the block idle longest?)": (
+        "已缓存 {large} 个块时，淘汰已缓存块的 prompt 开销是已缓存 {small} 个块时的 {growth} 倍"
+        "（参考实现：{reference} 倍）：取块的开销不应取决于已缓存的块数"
+        "（是不是遍历寻找了空闲最久的块？）"
+    ),
+    "prompts that evict cached blocks take over {limit}x the reference's time with {size} "
+    "cached blocks: taking a block must not depend on how many are cached": (
+        "已缓存 {size} 个块时，淘汰已缓存块的 prompt 耗时超过参考实现的 {limit} 倍："
+        "取块的开销不应取决于已缓存的块数"
+    ),
+    "it returned {value}": "它返回了 {value}",
+    "prompt {index} cached {count} tokens in blocks {table}, not {tokens} in {expected} (the "
+    "system prompt's, then the blocks idle longest)": (
+        "第 {index} 个 prompt 在块 {table} 中缓存了 {count} 个 token，而不是在 {expected} 中缓存 "
+        "{tokens} 个（先是 系统提示词 的块，然后是空闲最久的块）"
+    ),
+}
+
+# -- the end-to-end prefix-caching check (part 7) ----------------------------------------------
+PREFIX_ENGINE = {
+    "{requests} requests sharing prefixes, {tokens} tokens generated; {computed} of their "
+    "{total} prompt tokens computed, the others read from cached blocks": (
+        "{requests} 个共享前缀的请求，生成 {tokens} 个 token；它们的 {total} 个 prompt token "
+        "中计算了 {computed} 个，其余从缓存块中读取"
+    ),
+    "{summary}: each of the {checked} tokens the engine chose is the one dense decoding of its "
+    "request alone gives{excused}": (
+        "{summary}：引擎选出的 {checked} 个 token 都与用稠密注意力单独解码其请求时相同{excused}"
+    ),
+    "{summary}: {count} of the {checked} tokens the engine chose differ from decoding each "
+    "request alone with dense attention; the first at {where}": (
+        "{summary}：引擎选出的 {checked} 个 token 中有 {count} 个与用稠密注意力单独解码每个请求"
+        "的结果不同；第一处在 {where}"
+    ),
+    "{summary}: the cache held none of them, though the prompts share prefixes": (
+        "{summary}：这些 prompt 共享前缀，缓存却一个 token 也没有提供"
+    ),
+    "request {id}, the token after position {position} (of {length} prompt tokens): dense "
+    "decoding gives {expected}, the engine {got} (dense top-2 margin {margin})": (
+        "请求 {id} 位置 {position} 之后的 token（prompt 共 {length} 个 token）：稠密解码得到 "
+        "{expected}，引擎得到 {got}（稠密解码前两名的差距 {margin}）"
+    ),
+    "the prefix-caching check failed: {traceback}": "前缀缓存检查出错：{traceback}",
+    "the trace is not served after {steps} steps": "{steps} 步之后这组请求仍没有处理完",
+    "allocate_prompt of request {id} returned {value}, not a number of tokens": (
+        "请求 {id} 的 allocate_prompt 返回了 {value}，而不是 token 数"
+    ),
+    "allocate_prompt of request {id} said {cached} of its {count} prompt tokens are cached: "
+    "expected a multiple of the block size {size} below {limit} (the last prompt token is always "
+    "computed)": (
+        "请求 {id} 的 allocate_prompt 说它的 {count} 个 prompt token 中有 {cached} 个已缓存：应为"
+        "块大小 {size} 的倍数且小于 {limit}（prompt 的最后一个 token 总要计算）"
+    ),
+    "block_table({id}) holds something not a block id": "block_table({id}) 中有不是块 id 的值",
+    "request {id} has {count} blocks for {length} tokens": (
+        "请求 {id} 有 {length} 个 token，却只有 {count} 个块"
+    ),
+    "request {id}'s block table {table} leaves the pool": "请求 {id} 的块表 {table} 超出了块池",
+    "the engine's report lacks some of {keys}": "引擎的报告缺少 {keys} 中的某些项",
+    "the engine's report does not hold max_new_tokens valid tokens for each request": (
+        "引擎的报告没有为每个请求给出 max_new_tokens 个有效 token"
+    ),
+    "the engine's report does not hold, for each request, a number of cached prompt tokens that "
+    "is a multiple of the block size below its prompt's length": (
+        "引擎的报告没有为每个请求给出已缓存的 prompt token 数（应为块大小的倍数且小于 prompt 长度）"
+    ),
+    "the engine's report does not hold a valid token for each prompt position it computed": (
+        "引擎的报告没有为它计算的每个 prompt 位置给出有效 token"
+    ),
+}
+
+CHECKS = SUPPORT | ALLOCATOR | MANAGER | GATHER | KERNEL | SCHEDULER | CACHING
+MESSAGES = CHECKS | GRADER | ISOLATION | ENGINE | PREFIX_ENGINE | SCAN | DRIVE
 
 # The comments a counterexample's lines end with (`# ...`), as the transcript writes them, and
 # the message of its last `assert` where that is a plain string (`Transcript.fail_to_raise`).

@@ -69,6 +69,7 @@ ENV.globals.update(
     syntax_part_line=formats.syntax_part_line,
     engine_message=formats.engine_message,
     engine_figures=formats.engine_figures,
+    engine_checks=tuple(formats.ENGINE_CHECKS),
     simulation_page=SIMULATION_PAGE,
     scheduling_intro=formats.scheduling_intro,
     scheduling_runs=formats.scheduling_runs,

@@ -5,10 +5,10 @@ What to look at first, in this order: the grader's own failures (the score may b
 the files that do not compile, each once, with its line and what failed on it; the first other
 failed check of the earliest part that was started, with its message, its counterexample and
 where the report shows it; the parts not implemented yet; the provisional scores; the end-to-end
-engine check; the integrity flags; and last the report's path. The kit's
-words are in the report's language (`i18n.py`), and so are what a check and the grader say
-(`messages.py`); a candidate's own text stays as it was written, but cleaned (`text.clean`): a
-candidate's message must not move the cursor or redraw the screen.
+checks (the engine check, the prefix-caching one); the integrity flags; and last the report's
+path. The kit's words are in the report's language (`i18n.py`), and so are what a check and the
+grader say (`messages.py`); a candidate's own text stays as it was written, but cleaned
+(`text.clean`): a candidate's message must not move the cursor or redraw the screen.
 """
 
 import sys
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from grader.report.formats import (
+    ENGINE_CHECKS,
     NOT_STARTED,
     check_anchor,
     code_excerpt,
@@ -119,12 +120,13 @@ def look_first(report: dict, out: Path, lang: str) -> list[str]:
         if part.get("provisional"):
             note = provisional_note(part, lang)
             lines.append(tr(lang, "provisional_note", part=part_id, note=note))
-    check = report.get("integration")
-    if check:
-        status = check.get("status", "skipped")
-        shown = tr(lang, status) if status in ("passed", "failed", "skipped") else status
-        message = next(iter(engine_message(report, lang).strip().splitlines()), "")
-        lines.append(tr(lang, "integration_line", status=shown, message=message).rstrip())
+    for key in ENGINE_CHECKS:
+        check = report.get(key)
+        if check:
+            status = check.get("status", "skipped")
+            shown = tr(lang, status) if status in ("passed", "failed", "skipped") else status
+            message = next(iter(engine_message(report, lang, key).strip().splitlines()), "")
+            lines.append(tr(lang, f"{key}_line", status=shown, message=message).rstrip())
     if report["integrity"]:
         count = len(report["integrity"])
         lines.append(counted(lang, "integrity_count", count, count=count))

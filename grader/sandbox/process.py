@@ -45,7 +45,9 @@ WORKER_FILES = tuple(  # copied beside it
 STAND_INS = HERE / "stand_ins"
 # The kit's standalone helpers (torch only, no kit imports) that checks may run in the worker
 # (`Submission.tool`): each is copied into the worker's folder, never imported from the kit.
-TOOLS = {name: HERE / "tools" / f"{name}.py" for name in ("gpu_timing", "engine")}
+TOOLS = {
+    name: HERE / "tools" / f"{name}.py" for name in ("gpu_timing", "engine", "prefix_engine")
+}  # prefix_engine loads engine, its model, from beside it
 LOG_TAIL_BYTES = 3000
 REPLY_BYTES = 64 << 20  # the largest reply a worker may send
 # The most values a reply may hold, counted in its bytes before it is decoded (an honest one of

@@ -2,8 +2,9 @@
 not round trips (`Remote.workload`; the worker's `workload` op).
 
 Each returns evidence of its work that the grading process checks against what it asked for
-(`grader.checks.allocator_timing`, `grader.checks.gather_timing`): what a call asks comes with
-it, drawn afresh each time, so that no answer can be prepared before it. The gather's sums weigh
+(`grader.checks.allocator_timing`, `grader.checks.caching_timing`,
+`grader.checks.gather_timing`): what a call asks comes with it, drawn afresh each time, so that
+no answer can be prepared before it. The gather's sums weigh
 every token and lane of its rows, and the slot mapping's every token and slot: no sum of the pool
 or of the signs made once per call stands in for a round's work.
 
@@ -27,6 +28,20 @@ def allocate_free_rounds(allocator: Any, sizes: list) -> list:
         previous = ids
     allocator.free(previous)
     return handed
+
+
+def prompt_free_rounds(cache: Any, system: list, first_token: int, rounds: int) -> list:
+    """For each of `rounds`: request `first_token + r` with a prompt of `system` then as many
+    fresh tokens (counting up from `first_token`), then free it. Returns each prompt's cached
+    token count and its block table (read before the free), a list each."""
+    counts, tables, fresh = [], [], first_token
+    for request_id in range(first_token, first_token + rounds):
+        prompt = system + list(range(fresh, fresh + len(system)))
+        fresh += len(system)
+        counts.append(cache.allocate_prompt(request_id, prompt))
+        tables.append(cache.block_table(request_id))
+        cache.free(request_id)
+    return [counts, tables]
 
 
 def shuffle_tables(manager: Any, requests: list, generator: Any) -> None:
@@ -100,6 +115,7 @@ def slot_mapping_rounds(manager: Any, requests: list, seed: int, rounds: int) ->
 
 WORKLOADS: dict[str, Callable[..., Any]] = {
     "allocate_free_rounds": allocate_free_rounds,
+    "prompt_free_rounds": prompt_free_rounds,
     "gather_rounds": gather_rounds,
     "slot_mapping_rounds": slot_mapping_rounds,
 }

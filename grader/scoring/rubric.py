@@ -6,11 +6,12 @@ by its id from report.json, `part/check` (0 takes the check out of the score):
 
     [weights]
     allocator = 15
-    decode = 20
+    decode = 15
     gather = 15
-    kernel = 30
+    kernel = 25
     scheduler = 10
     sharing = 10
+    caching = 10
 
     [points]
     "allocator/freed_blocks_are_reused" = 0

@@ -7,10 +7,13 @@ fingerprint settings (`K`, `W`, the token stream's `NORMALIZATION`) change:
 
     python -m grader.similarity.corpus --rebuild nano-vllm=DIR vllm=DIR
 
-each DIR a checkout of that repository at the commit `SOURCES` names (its file's sha256 is in
-`corpus.json`, to check the checkout against). The answer key is fingerprinted when it is loaded,
-from `solutions/` where the kit has it (the full kit): the candidate kit carries no trace of it. The
-original tutorial's code is not in the corpus: no public copy of it was found.
+each DIR a tree of that repository holding each source's file as it is at the commit `SOURCES`
+names for it (the vLLM sources name three commits: lay each file from its own, e.g. with `git
+archive COMMIT PATH`; its sha256 is in `corpus.json`, to check the tree against). The prefix
+cache (`prefix_cache.py`) is compared with vLLM v1's block pool and free-block queue and with
+nano-vllm's block manager (its hashed, reused blocks). The answer key is fingerprinted when it
+is loaded, from `solutions/` where the kit has it (the full kit): the candidate kit carries no
+trace of it. The original tutorial's code is not in the corpus: no public copy of it was found.
 """
 
 import argparse
@@ -26,6 +29,7 @@ from grader.similarity.fingerprints import NORMALIZATION, Fingerprint, K, W, fin
 
 CORPUS = Path(__file__).with_name("corpus.json")
 ALLOCATOR_FILES = ("block_allocator.py", "kv_cache_manager.py")
+PREFIX_CACHE_FILE = "prefix_cache.py"
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ SOURCES = (
         "https://github.com/GeeeekExplorer/nano-vllm",
         "nanovllm/engine/block_manager.py",
         "bb823b3e06983d71485a8e1f23715ebd87d98ef8",
-        ALLOCATOR_FILES,
+        (*ALLOCATOR_FILES, PREFIX_CACHE_FILE),
     ),
     Source(
         "nano-vllm scheduler.py",
@@ -72,6 +76,22 @@ SOURCES = (
         "vllm/attention/ops/chunked_prefill_paged_decode.py",
         "ecb91d2bca57a30d00bd1baac4a108a07b2bdc63",
         ("paged_attention.py",),
+    ),
+    Source(
+        "vLLM v1 block_pool.py (cached-block lookup and eviction)",
+        "vllm",
+        "https://github.com/vllm-project/vllm",
+        "vllm/v1/core/block_pool.py",
+        "ced6857afa0ea7b2e3f0846a62e1394e90f15607",  # tag v0.30.0
+        (PREFIX_CACHE_FILE,),
+    ),
+    Source(
+        "vLLM v1 kv_cache_utils.py (free-block queue, block hash)",
+        "vllm",
+        "https://github.com/vllm-project/vllm",
+        "vllm/v1/core/kv_cache_utils.py",
+        "ced6857afa0ea7b2e3f0846a62e1394e90f15607",  # tag v0.30.0
+        (PREFIX_CACHE_FILE,),
     ),
 )
 

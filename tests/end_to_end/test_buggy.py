@@ -1,5 +1,5 @@
 """Buggy submissions lose points, in their own part: mutants of the answer key, one or more per
-rule of the contract's parts 1, 2, 3 and 6, each listed with the part whose rule it breaks.
+rule of the contract's parts 1, 2, 3, 6 and 7, each listed with the part whose rule it breaks.
 
 A mutant is the answer key with exact text edits (each old text must occur exactly once, so the
 table fails loudly when the answer key changes). Each is graded once on every CPU part its files
@@ -57,6 +57,10 @@ def allocator(*changes: tuple[str, str]) -> tuple[Edit, ...]:
 
 def manager(*changes: tuple[str, str]) -> tuple[Edit, ...]:
     return tuple(Edit("kv_cache_manager.py", old, new) for old, new in changes)
+
+
+def prefix_cache(*changes: tuple[str, str]) -> tuple[Edit, ...]:
+    return tuple(Edit("prefix_cache.py", old, new) for old, new in changes)
 
 
 NEGATIVE_POOL = """\
@@ -140,6 +144,18 @@ COPY_ON_WRITE = """\
             req.block_table[-1] = self._copy_on_write(req.block_table[-1])
 """
 COPY_ROWS = "        self.physical_kv_cache[private_block] = self.physical_kv_cache[shared_block]\n"
+HIT_CHECK = "(contents.parent, contents.tokens) != (parent, own)"
+PROMPT_OOM = """\
+        if needed > self.num_free - idle_hits:
+"""
+EVICT_ALL_IDLE = """\
+        if needed > self.num_free - idle_hits:
+            for block in list(self._idle):
+                if block not in hits:
+                    del self._idle[block], self._cache[self._contents[block].key]
+                    self._contents[block] = None
+                    self._empty.append(block)
+"""
 
 # fmt: off
 MUTANTS = [
@@ -208,6 +224,25 @@ MUTANTS = [
     Mutant("copy_on_write_copies_nothing", "sharing", manager((COPY_ROWS, ""))),
     Mutant("copy_on_write_keeps_the_old_reference", "sharing", manager(
         ("        self.allocator.free([shared_block])\n", ""))),
+    # Part 7: automatic prefix caching.
+    Mutant("prefix_key_without_the_chain", "caching", prefix_cache(
+        ("return hash((parent, tokens))", "return hash(tokens)"),
+        (HIT_CHECK, "contents.tokens != own"))),
+    Mutant("prefix_last_prompt_token_cached", "caching", prefix_cache(
+        ("range((len(tokens) - 1) // self.block_size)", "range(len(tokens) // self.block_size)"))),
+    Mutant("prefix_partial_blocks_cached", "caching", prefix_cache(
+        ("range(0, len(tokens) - len(tokens) % size, size)", "range(0, len(tokens), size)"))),
+    Mutant("prefix_hit_stays_evictable", "caching", prefix_cache(
+        ("        if self._holders[block] == 0:\n            del self._idle[block]\n", ""))),
+    Mutant("prefix_evicts_the_most_recently_idle", "caching", prefix_cache(
+        ("self._idle.popitem(last=False)", "self._idle.popitem()"))),
+    Mutant("prefix_frees_head_first", "caching", prefix_cache(
+        ("for block in reversed(request.table):", "for block in request.table:"))),
+    Mutant("prefix_oom_evicts_before_failing", "caching", prefix_cache(
+        (PROMPT_OOM, EVICT_ALL_IDLE))),
+    Mutant("prefix_eviction_scans_the_cache", "caching", timing_only=True, edits=prefix_cache(
+        ("block, _ = self._idle.popitem(last=False)",
+         "block = list(self._idle)[0]\n            del self._idle[block]"))),
 ]
 # fmt: on
 MUTANTS_BY_ID = {mutant.id: mutant for mutant in MUTANTS}

@@ -131,7 +131,8 @@ def two_folders(tmp_path: Path) -> Path:
 NOT_GRADED = [
     pytest.param(
         lambda tmp_path: tmp_path,
-        "no block_allocator.py, kv_cache_manager.py, paged_attention.py, scheduler.py anywhere in",
+        "no block_allocator.py, kv_cache_manager.py, paged_attention.py, scheduler.py, "
+        "prefix_cache.py anywhere in",
         id="empty",
     ),
     pytest.param(

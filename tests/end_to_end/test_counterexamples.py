@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.parts import PARTS
 from tests.end_to_end.test_buggy import MUTANTS_BY_ID
 from tests.end_to_end.test_kernel import BUGGY
 from tests.end_to_end.test_scheduler import MUTANTS as SCHEDULER_MUTANTS
@@ -69,6 +70,9 @@ MUTANTS = [
     of_test_scheduler("never_preempts_and_deadlocks"),
     of_test_buggy("copy_on_write_copies_nothing", "sharing"),
     of_test_buggy("ref_count_off_by_one_after_incref", "sharing"),
+    of_test_buggy("prefix_key_without_the_chain", "caching"),
+    of_test_buggy("prefix_evicts_the_most_recently_idle", "caching"),
+    of_test_buggy("prefix_eviction_scans_the_cache", "caching"),  # timed
 ]
 
 
@@ -122,9 +126,7 @@ def replayed(tmp_path_factory, shared_gradings: Path) -> dict[str, Future[list[R
 
 
 def test_every_part_has_a_mutant() -> None:
-    assert {mutant.part for mutant in MUTANTS} == {
-        "allocator", "decode", "gather", "kernel", "scheduler", "sharing"
-    }  # fmt: skip
+    assert {mutant.part for mutant in MUTANTS} == set(PARTS)
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[mutant.id for mutant in MUTANTS])

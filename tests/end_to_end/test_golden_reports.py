@@ -24,7 +24,7 @@ from tests.grading import Edit, Graded, concurrently, grade_shared
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SEED = ("--seed", "7", "--profile", "quick")
 CASES: dict[str, tuple[tuple[Edit, ...], str]] = {
-    "answer_key": ((), "allocator,decode,gather,scheduler,sharing"),
+    "answer_key": ((), "allocator,decode,gather,scheduler,sharing,caching"),
     # Part 1 broken, yet decode and sharing pass every check on it: neither is graded again.
     "negative_id_wraps": (
         (

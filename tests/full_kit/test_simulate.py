@@ -1,7 +1,8 @@
 """The simulator (`full_kit.simulate`) and its charts (`grader.report.svg`).
 
 The simulator's continuous batching is checked step for step against the reference scheduler
-on random traces (the simulator itself never imports `solutions/`); every scheme against the
+on random traces (`simulate()` itself never imports `solutions/`; its command also runs the
+shared-prefix workload, `test_prefix_simulation.py`); every scheme against the
 invariants any serving must keep; and the default figures against the orderings they exist to
 show. The charts must be well-formed XML with every string escaped, whatever the data.
 """
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from full_kit import prefix_simulation as prefix
 from full_kit import simulate as sim
 from grader import grade
 from grader.report.svg import bar_chart, line_chart, ticks
@@ -213,7 +215,10 @@ def test_the_cli_prints_the_table_and_writes_its_files(
     assert "Orca (Oracle)" in printed.err  # progress, one line per scheme
     written = json.loads((tmp_path / "out" / "simulation.json").read_text())
     assert written == json.loads(json.dumps(figures))  # same seed, same figures
-    for name in sim.charts(figures):
+    shared = json.loads((tmp_path / "out" / "prefix_caching.json").read_text())
+    assert prefix.headline(shared) in printed.out  # the shared-prefix workload, after
+    assert "prefix-cache hit rate" in printed.out
+    for name in [*sim.charts(figures), *prefix.FILES[1:]]:
         root = ET.parse(tmp_path / "out" / name).getroot()
         assert root.tag == f"{SVG}svg"
 

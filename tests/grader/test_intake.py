@@ -146,8 +146,8 @@ def test_a_folder_of_the_files_at_the_top_is_taken_whatever_lies_deeper(tmp_path
 
 
 NONE_ANYWHERE = (
-    "no block_allocator.py, kv_cache_manager.py, paged_attention.py, scheduler.py anywhere in "
-    "{tmp}/candidate"
+    "no block_allocator.py, kv_cache_manager.py, paged_attention.py, scheduler.py, "
+    "prefix_cache.py anywhere in {tmp}/candidate"
 )
 
 

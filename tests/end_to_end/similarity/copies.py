@@ -6,6 +6,7 @@ from pathlib import Path
 
 from grader import KIT_ROOT
 from grader.intake import Intake
+from grader.parts import SUBMISSION_FILES
 
 ALTERNATIVES = KIT_ROOT / "tests" / "submissions" / "alternatives"
 
@@ -23,7 +24,9 @@ def intake(name: str, files: dict[str, bytes]) -> Intake:
 
 
 def key_files() -> dict[str, bytes]:
-    return folder_files(KIT_ROOT / "solutions")
+    """The answer key as a submission: its files that `grader/parts.toml` lists."""
+    files = folder_files(KIT_ROOT / "solutions")
+    return {name: files[name] for name in SUBMISSION_FILES if name in files}
 
 
 def alternatives() -> list[Intake]:

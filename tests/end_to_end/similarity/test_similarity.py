@@ -68,24 +68,26 @@ def test_a_copy_of_a_reference_allocator_is_flagged() -> None:
     assert pairs[0].files[0].share_left >= DEFAULT_THRESHOLD
 
 
+@pytest.mark.parametrize("file", ["block_allocator.py", "prefix_cache.py"])
 @pytest.mark.parametrize("disguise", DISGUISES)
-def test_a_copy_of_nano_vllm_is_flagged(disguise) -> None:
+def test_a_copy_of_nano_vllm_is_flagged(disguise, file: str) -> None:
     """nano-vllm's block manager (a verbatim fixture; the corpus holds only its fingerprints),
-    disguised, handed in as a block allocator."""
+    disguised, handed in as a block allocator or as a prefix cache (its blocks are hashed and
+    reused)."""
     source = KIT_ROOT / "tests" / "submissions" / "public" / "nano_vllm_block_manager.py"
-    pairs = find_pairs(
-        [intake("borrowed", {"block_allocator.py": disguise(source.read_bytes())})], REFERENCES
-    )
+    pairs = find_pairs([intake("borrowed", {file: disguise(source.read_bytes())})], REFERENCES)
     assert ("borrowed", "nano-vllm block_manager.py") in pair_names(pairs)
 
 
 def test_the_kit_s_correct_alternatives_are_not_flagged() -> None:
     """Four allocators (FIFO, LIFO, heap, bitmap) and the answer key: each with each, and each
-    with the reference corpus. Only the answer key's own copy matches the answer key."""
+    with the reference corpus (the answer key's prefix cache with vLLM v1's block pool and
+    nano-vllm's block manager too). Only the answer key's own copy matches the answer key: one
+    pair for each submission file."""
     submissions = [*alternatives(), intake("key", key_files())]
     pairs = find_pairs(submissions, REFERENCES)
     assert all(pair.left == "key" and pair.right.startswith("answer key") for pair in pairs)
-    assert len(pairs) == 4
+    assert len(pairs) == len(SUBMISSION_FILES)
 
 
 def test_untouched_stubs_are_not_flagged() -> None:

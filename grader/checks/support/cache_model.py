@@ -1,0 +1,296 @@
+"""The model behind part 7's checks: what a `PrefixCache` must hold after every call.
+
+`CacheModel` knows what exercises/README.md lets a checker know: each block's holders, which
+token sequence each cached block holds (its key: the request's tokens from the start through
+the end of the block), which idle blocks are cached and in what order they became idle, and
+each live request's tokens and block table. A block taken from the empty ones may be any of
+them (the model adopts the candidate's choice); every other answer is determined by the
+contract: the cached-token count, the shared blocks of a hit, the block an eviction takes, the
+block tables, `num_free` and every `ref_count`. Each operation runs on the candidate and is
+checked at once, and `check_state` compares everything observable after it, so that a call that
+changes another request, or raises and still changes something, is caught too.
+
+A block's tokens are never compared with a hash: a wrong hit (an unchained hash, a partly
+filled block cached) shows as a cached count or a shared block the model does not have.
+"""
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from grader.checks.support.expect import expect, int_list, plain_int, raises, same
+from grader.sandbox.proxy import RemoteError, Submission, method
+from kernels.reference import cdiv
+
+RAISED = "a call that raises must leave everything as it was"
+
+
+@contextmanager
+def succeeds(call: str, why: str) -> Iterator[None]:
+    """`call`, made inside, must not raise: the model says it is allowed, because `why`."""
+    try:
+        yield
+    except RemoteError as error:
+        raise AssertionError(f"{call} must succeed ({why}), but raised {error}") from None
+
+
+@dataclass
+class Live:
+    """A live request as the model knows it."""
+
+    tokens: list[int]
+    table: list[int]
+    name: str = ""  # its last block table read, in the counterexample
+
+
+@dataclass
+class CacheModel:
+    """A candidate's PrefixCache and the state it must agree with."""
+
+    submission: Submission
+    num_blocks: int
+    block_size: int
+    holders: Counter[int] = field(default_factory=Counter)
+    contents: dict[int, tuple[int, ...]] = field(default_factory=dict)  # cached block -> key
+    cached: dict[tuple[int, ...], int] = field(default_factory=dict)  # key -> block
+    idle: dict[int, None] = field(default_factory=dict)  # cached, no holder: oldest first
+    live: dict[int, Live] = field(default_factory=dict)
+    requests_made: int = 0
+    last_call: str = "PrefixCache(...)"
+
+    def __post_init__(self) -> None:
+        self.transcript = self.submission.transcript
+        module = self.submission.module("prefix_cache")
+        self.cache = module.PrefixCache(self.num_blocks, self.block_size)
+        self.name = self.transcript.code(self.cache)
+
+    # -- the model's view ----------------------------------------------------------------------
+
+    @property
+    def empty(self) -> set[int]:
+        return set(range(self.num_blocks)) - set(self.holders) - set(self.idle)
+
+    @property
+    def num_free(self) -> int:
+        return self.num_blocks - len(self.holders)
+
+    def hits(self, tokens: list[int]) -> list[int]:
+        """The cached blocks a prompt of `tokens` starts with, within all but its last token."""
+        found = []
+        for end in range(self.block_size, len(tokens), self.block_size):
+            block = self.cached.get(tuple(tokens[:end]))
+            if block is None:
+                break
+            found.append(block)
+        return found
+
+    def taken(self, count: int, kept: list[int]) -> list[int | None]:
+        """The blocks `count` takes must be, in order: None for any empty block, then the idle
+        ones oldest first, `kept` (reused by the same call) aside."""
+        evictable = [block for block in self.idle if block not in kept]
+        empty = len(self.empty)
+        return [None if k < empty else evictable[k - empty] for k in range(count)]
+
+    # -- operations, each checked at once ------------------------------------------------------
+
+    def prompt(self, tokens: list[int]) -> int | None:
+        """A new request of prompt `tokens`; its id, or None where the pool is short and the
+        candidate must refuse (then nothing may change)."""
+        self.requests_made += 1
+        request_id = self.requests_made
+        call = f"{self.name}.allocate_prompt({request_id}, {tokens})"
+        hits = self.hits(tokens)
+        needed = cdiv(len(tokens), self.block_size) - len(hits)
+        idle_hits = sum(1 for block in hits if block in self.idle)
+        takeable = self.num_free - idle_hits
+        if needed > takeable:
+            why = f"{call}, which needs {needed} new blocks with {takeable} to take,"
+            with raises(self.transcript, RuntimeError, why):
+                self.cache.allocate_prompt(request_id, tokens)
+            self.last_call = f"{call} (which raised)"
+            return None
+        with succeeds(call, f"it needs {needed} blocks beyond its cached prefix"):
+            got = self.cache.allocate_prompt(request_id, tokens)
+        self.last_call = call
+        cached_tokens = len(hits) * self.block_size
+        same(
+            self.transcript,
+            plain_int(self.transcript, got, call),
+            cached_tokens,
+            f"{call} must return {cached_tokens}: its first {len(hits)} block(s) are cached "
+            "(the longest cached run of full blocks, never the last prompt token), got "
+            f"{got}",
+        )
+        table = self.read_table(request_id, call)
+        expected_len = len(hits) + needed
+        same(
+            self.transcript,
+            len(table),
+            expected_len,
+            f"{call} must give the request ceil({len(tokens)} / {self.block_size}) = "
+            f"{expected_len} blocks, got {table}",
+            got=f"len({self.transcript.source(table, 'table')})",
+        )
+        name = self.transcript.source(table, "table")
+        expect(
+            self.transcript,
+            table[: len(hits)] == hits,
+            f"{call}: its cached prefix must be shared, blocks {hits}, got {table[: len(hits)]}",
+            got=f"{name}[:{len(hits)}]",
+            expected=repr(hits),
+        )
+        self.judge_taken(table[len(hits) :], hits, call, f"{name}[{len(hits)}:]")
+        for block in hits:
+            self.idle.pop(block, None)
+            self.holders[block] += 1
+        for block in table[len(hits) :]:
+            self.hold_new(block)
+        self.live[request_id] = Live(list(tokens), table, name)
+        for end in range(self.block_size, len(tokens) + 1, self.block_size):
+            self.add(table[end // self.block_size - 1], tuple(tokens[:end]))
+        return request_id
+
+    def append(self, request_id: int, token: int) -> bool:
+        """One decoded token; False where it starts a block and none can be taken (the
+        candidate must refuse)."""
+        live = self.live[request_id]
+        call = f"{self.name}.append_token({request_id}, {token})"
+        opens = len(live.tokens) % self.block_size == 0
+        if opens and self.num_free == 0:
+            why = f"{call}, whose token starts a new block with no block free,"
+            with raises(self.transcript, RuntimeError, why):
+                self.cache.append_token(request_id, token)
+            self.last_call = f"{call} (which raised)"
+            return False
+        with succeeds(call, "it needs a free block" if opens else "it needs no block"):
+            self.cache.append_token(request_id, token)
+        self.last_call = call
+        table = self.read_table(request_id, call)
+        name = self.transcript.source(table, "table")
+        grown = len(live.table) + opens
+        message = (
+            f"{call} must append one block to block table {live.table}, got {table}"
+            if opens
+            else f"{call} must leave block table {live.table} as it is, got {table}"
+        )
+        expect(
+            self.transcript,
+            len(table) == grown and table[: len(live.table)] == live.table,
+            message,
+            got=f"{name}[:{len(live.table)}], len({name})",
+            expected=f"{live.table!r}, {grown}",
+        )
+        if opens:
+            self.judge_taken(table[-1:], [], call, f"{name}[-1:]")
+            self.hold_new(table[-1])
+        live.tokens.append(token)
+        live.table, live.name = table, name
+        if len(live.tokens) % self.block_size == 0:
+            self.add(table[-1], tuple(live.tokens))
+        return True
+
+    def free(self, request_id: int) -> None:
+        live = self.live.pop(request_id)
+        call = f"{self.name}.free({request_id})"
+        with succeeds(call, "the request is live"):
+            self.cache.free(request_id)
+        self.last_call = call
+        for block in reversed(live.table):
+            self.holders[block] -= 1
+            if self.holders[block] == 0:
+                del self.holders[block]
+                if block in self.contents:
+                    self.idle[block] = None
+
+    # -- what the candidate must show ------------------------------------------------------------
+
+    def read_table(self, request_id: int, call: str) -> list[int]:
+        return int_list(
+            self.transcript, self.cache.block_table(request_id), f"block_table({request_id})"
+        )
+
+    def judge_taken(self, blocks: list[int], kept: list[int], call: str, code: str) -> None:
+        """`blocks`, just taken by `call` in this order, are the ones `taken` says: distinct
+        empty blocks, then the idle ones that have been idle longest."""
+        empty = self.empty
+        for k, (block, must) in enumerate(zip(blocks, self.taken(len(blocks), kept), strict=True)):
+            if must is None:
+                expect(
+                    self.transcript,
+                    block in empty and block not in blocks[:k],
+                    f"{call} took block {block}, which is not empty (held, cached, taken "
+                    f"twice or out of range), while empty blocks {sorted(empty)} were there",
+                    got=f"{code}[{k}] in {sorted(empty)!r} and {code}[{k}] not in {code}[:{k}]",
+                    expected="True",
+                )
+            else:
+                expect(
+                    self.transcript,
+                    block == must,
+                    f"{call} took block {block}; with no empty block left, it must evict the "
+                    f"cached block idle longest, block {must} (idle, oldest first: "
+                    f"{[b for b in self.idle if b not in kept]})",
+                    got=f"{code}[{k}]",
+                    expected=repr(must),
+                )
+
+    def hold_new(self, block: int) -> None:
+        """`block`, taken: out of the idle ones and the cache if it was there; one holder."""
+        if block in self.idle:
+            del self.idle[block]
+            del self.cached[self.contents.pop(block)]
+        self.holders[block] = 1
+
+    def add(self, block: int, key: tuple[int, ...]) -> None:
+        """The full `block` holds `key`: cached, unless another block holds that key."""
+        if key not in self.cached and block not in self.contents:
+            self.cached[key] = block
+            self.contents[block] = key
+
+    def check_state(self) -> None:
+        """Every live table, every block's `ref_count` and `num_free` are the model's."""
+        if self.live or self.num_blocks:
+            self.check_tables_and_counts()
+        free = plain_int(self.transcript, self.cache.num_free, "num_free")
+        same(
+            self.transcript,
+            free,
+            self.num_free,
+            f"after {self.last_call}, num_free is {free}, expected {self.num_free}: the empty "
+            "blocks plus the cached-and-idle ones",
+            got=f"{self.name}.num_free",
+        )
+
+    def check_tables_and_counts(self) -> None:
+        """Every live table and every block's `ref_count`, read in one round trip."""
+        transcript, cache, call = self.transcript, self.cache, self.last_call
+        with transcript.quiet():
+            reads = self.submission.batch([
+                *(method(cache, "block_table", request_id) for request_id in self.live),
+                *(method(cache, "ref_count", block) for block in range(self.num_blocks)),
+            ])  # fmt: skip
+            for request_id, live in self.live.items():
+                table = int_list(transcript, next(reads), f"block_table({request_id})")
+                same(
+                    transcript,
+                    table,
+                    live.table,
+                    f"after {call}, block_table({request_id}) is {table}, expected {live.table} "
+                    "(a call may change only its own request)",
+                    got=f"{self.name}.block_table({request_id})",
+                    expected=repr(live.table),
+                )
+            counts = [
+                plain_int(transcript, next(reads), "ref_count") for _ in range(self.num_blocks)
+            ]
+            expected = [self.holders[block] for block in range(self.num_blocks)]
+            same(
+                transcript,
+                counts,
+                expected,
+                f"after {call}, the blocks' ref_count are {counts}, expected {expected} (how many "
+                "live requests hold each)",
+                got=f"[{self.name}.ref_count(b) for b in range({self.num_blocks})]",
+                expected=repr(expected),
+            )
