@@ -43,7 +43,7 @@ class PrefixCache:
 
     def __init__(self, num_blocks: int, block_size: int) -> None:
         """A pool of `num_blocks` empty blocks of `block_size` tokens each; ValueError when
-        `num_blocks < 0` or `block_size < 1`. Keep both as attributes."""
+        `num_blocks < 0` or `block_size < 1`."""
         self.num_blocks = num_blocks
         self.block_size = block_size
 
@@ -70,7 +70,8 @@ class PrefixCache:
         cached-and-idle one becomes held). The other blocks are taken one at a time, in table
         order, as the module's docstring says; blocks this call reuses are never evicted by it.
         Then every full block of the prompt whose key is not in the cache yet is added to it
-        (where the key is there already, the cache keeps the older block).
+        (where the key is there already, the cache keeps the older block; a block this call
+        evicted is no longer there).
 
         All or nothing: when the blocks cannot be had, raise OutOfBlocks and change nothing (no
         eviction either). ValueError for a `request_id` that is live, or an empty prompt.

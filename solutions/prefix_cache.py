@@ -1,7 +1,7 @@
 """Part 7: automatic prefix caching, as vLLM's v1 KV-cache manager and nano-vllm do it.
 
 A pool of `num_blocks` blocks of `block_size` tokens. A full block is keyed by its tokens and the
-key of the block before it in its request (a chain from a fixed root), so two blocks share a key
+key of the block before it in its request (a chain from the root), so two blocks share a key
 exactly when their requests agree on every token from the start through the end of the block. A
 new request reuses, without copying, the longest run of cached blocks its prompt starts with; a
 freed block that is cached stays so, idle, until the pool needs it back, the one idle longest
@@ -13,8 +13,8 @@ exactly the blocks with no holder; a block is in `_idle` exactly when it has no 
 is in `_cache`.
 
 Taking a block is O(1): `_empty` is a stack and `_idle` an ordered dict (`popitem(last=False)`
-evicts the oldest). A cache hit compares the block's own tokens and parent key with the asked
-ones, so that a collision of Python's `hash` never serves wrong tokens.
+evicts the oldest). A `Key` hashes in O(block_size), its hash chained from its parent's, and
+compares whole prefixes: a collision of the hash never serves wrong tokens.
 """
 
 from collections import OrderedDict
@@ -22,20 +22,38 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import index
 
-ROOT = 0  # the parent key of every request's first block
-
 
 class OutOfBlocks(RuntimeError):
     """Raised when the pool cannot give the blocks asked for; the message starts with OOM."""
 
 
-@dataclass
-class Cached:
-    """What a cached block holds: its key, its parent's key and its own tokens."""
+class Key:
+    """A full block's cache key: its tokens after its parent's key (None for a first block).
 
-    key: int
-    parent: int
-    tokens: tuple[int, ...]
+    Two keys are equal exactly when their prefixes are: the same tokens, block by block, back to
+    the root. The comparison stops at the first shared parent, so a key built on a cached block's
+    own key (a hit) compares in O(block_size)."""
+
+    __slots__ = ("hash", "parent", "tokens")
+
+    def __init__(self, parent: "Key | None", tokens: tuple[int, ...]) -> None:
+        self.parent, self.tokens = parent, tokens
+        self.hash = hash((None if parent is None else parent.hash, tokens))
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Key):
+            return NotImplemented
+        mine, theirs = self, other
+        while mine is not theirs:
+            if mine is None or theirs is None or mine.hash != theirs.hash:
+                return False
+            if mine.tokens != theirs.tokens:
+                return False
+            mine, theirs = mine.parent, theirs.parent
+        return True
 
 
 @dataclass
@@ -45,12 +63,8 @@ class Request:
 
     table: list[int]
     num_tokens: int
-    last_key: int = ROOT
+    last_key: Key | None = None
     tail: list[int] = field(default_factory=list)
-
-
-def block_key(parent: int, tokens: tuple[int, ...]) -> int:
-    return hash((parent, tokens))
 
 
 class PrefixCache:
@@ -64,8 +78,8 @@ class PrefixCache:
             raise ValueError(f"block_size must be >= 1, got {block_size}")
         self.num_blocks, self.block_size = num_blocks, block_size
         self._holders = [0] * num_blocks
-        self._contents: list[Cached | None] = [None] * num_blocks  # set while cached
-        self._cache: dict[int, int] = {}  # key -> block id
+        self._keys: list[Key | None] = [None] * num_blocks  # a block's key, while it is cached
+        self._cache: dict[Key, int] = {}  # key -> block id
         self._idle: OrderedDict[int, None] = OrderedDict()  # cached, no holder: oldest first
         self._empty = list(range(num_blocks - 1, -1, -1))  # a fresh pool hands out 0, 1, ...
         self._requests: dict[int, Request] = {}
@@ -96,11 +110,15 @@ class PrefixCache:
         if not tokens:
             raise ValueError("a prompt needs at least one token")
         size = self.block_size
-        keys, parent = [], ROOT
+        hits, keys, parent = [], [], None
         for start in range(0, len(tokens) - len(tokens) % size, size):
-            parent = block_key(parent, tuple(tokens[start : start + size]))
-            keys.append(parent)
-        hits = self._cached_prefix(tokens, keys)
+            key = Key(parent, tuple(tokens[start : start + size]))
+            block = self._cache.get(key)
+            if block is not None and len(hits) == len(keys) and start + size < len(tokens):
+                hits.append(block)  # a hit, never the block of the last prompt token
+                key = self._keys[block]  # the cached key itself: later keys compare faster
+            keys.append(key)
+            parent = key
         needed = -(-len(tokens) // size) - len(hits)
         idle_hits = sum(1 for block in hits if self._holders[block] == 0)
         if needed > self.num_free - idle_hits:
@@ -110,12 +128,11 @@ class PrefixCache:
         for block in hits:
             self._hold(block)
         table = hits + [self._take() for _ in range(needed)]
-        for position, key in enumerate(keys[len(hits) :], start=len(hits)):
-            tokens_of = tuple(tokens[position * size : (position + 1) * size])
-            self._add(table[position], key, keys[position - 1] if position else ROOT, tokens_of)
-        full = len(keys) * size
+        for block, key in zip(table[len(hits) :], keys[len(hits) :], strict=False):
+            self._add(block, key)
+        last_key = keys[-1] if keys else None
         self._requests[request_id] = Request(
-            table, len(tokens), keys[-1] if keys else ROOT, tokens[full:]
+            table, len(tokens), last_key, tokens[len(keys) * size :]
         )
         return len(hits) * size
 
@@ -131,9 +148,9 @@ class PrefixCache:
         request.tail.append(token_id)
         request.num_tokens += 1
         if request.num_tokens % self.block_size == 0:
-            key = block_key(request.last_key, tuple(request.tail))
-            self._add(request.table[-1], key, request.last_key, tuple(request.tail))
-            request.last_key, request.tail = key, []
+            request.last_key = Key(request.last_key, tuple(request.tail))
+            request.tail = []
+            self._add(request.table[-1], request.last_key)
 
     def free(self, request_id: int) -> None:
         """Release the request's blocks, last first: a block left with no holder becomes idle
@@ -143,7 +160,7 @@ class PrefixCache:
         for block in reversed(request.table):
             self._holders[block] -= 1
             if self._holders[block] == 0:
-                if self._contents[block] is None:
+                if self._keys[block] is None:
                     self._empty.append(block)
                 else:
                     self._idle[block] = None
@@ -153,20 +170,6 @@ class PrefixCache:
         if request is None:
             raise ValueError(f"unknown request {request_id}")
         return request
-
-    def _cached_prefix(self, tokens: list[int], keys: list[int]) -> list[int]:
-        """The cached blocks the prompt starts with, within all its tokens but the last."""
-        hits, parent = [], ROOT
-        for position in range((len(tokens) - 1) // self.block_size):
-            block = self._cache.get(keys[position])
-            start = position * self.block_size
-            own = tuple(tokens[start : start + self.block_size])
-            contents = None if block is None else self._contents[block]
-            if contents is None or (contents.parent, contents.tokens) != (parent, own):
-                break
-            hits.append(block)
-            parent = keys[position]
-        return hits
 
     def _hold(self, block: int) -> None:
         if self._holders[block] == 0:
@@ -179,13 +182,13 @@ class PrefixCache:
             block = self._empty.pop()
         else:
             block, _ = self._idle.popitem(last=False)
-            del self._cache[self._contents[block].key]
-            self._contents[block] = None
+            del self._cache[self._keys[block]]
+            self._keys[block] = None
         self._holders[block] = 1
         return block
 
-    def _add(self, block: int, key: int, parent: int, tokens: tuple[int, ...]) -> None:
+    def _add(self, block: int, key: Key) -> None:
         """Cache the full `block` under `key`, unless another block holds that key."""
         if key not in self._cache:
             self._cache[key] = block
-            self._contents[block] = Cached(key, parent, tokens)
+            self._keys[block] = key

@@ -33,9 +33,9 @@ def model(submission, num_blocks: int, block_size: int) -> CacheModel:
     return CacheModel(submission, num_blocks, block_size)
 
 
-def served(cache: CacheModel, tokens: list[int]) -> int:
+def served(cache: CacheModel, tokens: list[int], request_id: int | None = None) -> int:
     """A request of prompt `tokens` that must be served; its id."""
-    request_id = cache.prompt(tokens)
+    request_id = cache.prompt(tokens, request_id)
     assert request_id is not None, "a check's prompt must fit its pool"
     cache.check_state()
     return request_id
@@ -83,13 +83,13 @@ def check_new_cache_and_bad_arguments(submission):
 @pytest.mark.severity("contract")
 def check_a_shared_prompt_is_reused(submission):
     """A second prompt that starts with the first one's full blocks shares them, held by both,
-    and returns how many tokens they hold."""
+    and returns how many tokens they hold; a freed request's id may be used again."""
     cache = model(submission, 8, 2)
     first = served(cache, [1, 2, 3, 4, 5])
     served(cache, [1, 2, 3, 4, 6, 7])
     cache.free(first)
     cache.check_state()
-    served(cache, [1, 2, 3, 4, 5, 6])
+    served(cache, [1, 2, 3, 4, 5, 6], request_id=first)
 
 
 @pytest.mark.points(2)

@@ -13,9 +13,10 @@ PROBE_ROUNDS prompts on the large pools stops one that is hopelessly slow.
 
 Evidence: the workload returns each prompt's cached count and block table, and this process
 replays the contract on the tables it read when it filled the pool (`Evictions`): each prompt
-must find the system prompt cached and take exactly the blocks idle longest. The fresh tokens
-start at a number drawn here (`secrets`) for every call: a workload that ran on another pool,
-or replayed an earlier call, fails the check, "the timed work was not done as asked".
+must find the system prompt cached and take exactly the blocks idle longest; as the replay moves
+on with every call, a workload that ran on another pool, or replayed an earlier call's answer,
+fails the check, "the timed work was not done as asked". The fresh tokens start at a number
+drawn here (`secrets`) for every call, so that no prompt of a call was seen before.
 """
 
 import secrets
@@ -100,7 +101,9 @@ class Evictions:
         counts, tables = evidence if isinstance(evidence, list) and len(evidence) == 2 else (0, 0)
         if not isinstance(counts, list) or not isinstance(tables, list) or len(tables) != rounds:
             return f"it returned {str(evidence)[:40]}", "[len(x) for x in {}]", f"[{rounds}] * 2"
-        for round_, (count, table) in enumerate(zip(counts, tables, strict=False)):
+        if len(counts) != rounds:
+            return f"it returned {len(counts)} counts", "len({0})", str(rounds)
+        for round_, (count, table) in enumerate(zip(counts, tables, strict=True)):
             for block in self.system:
                 del self.idle[block]
             taken = [self.idle.popitem(last=False)[0] for _ in range(SYSTEM_BLOCKS)]
@@ -121,12 +124,12 @@ class Evictions:
 @dataclass
 class CachedPool:
     """A cache of `num_blocks` (the candidate's or the reference's), all cached and idle, and the
-    contract's replay of it; `asked` the fresh tokens' starts of the workload's calls so far."""
+    contract's replay of it; `asked` the workload's calls so far."""
 
     cache: Remote
     num_blocks: int
     evictions: Evictions
-    asked: list[int] = field(default_factory=list)
+    asked: list[tuple[int, int]] = field(default_factory=list)  # each call's (first, rounds)
 
     @property
     def name(self) -> str:
@@ -150,7 +153,10 @@ def cached_pool(submission, num_blocks: int) -> CachedPool:
 
 
 def script(
-    transcript, pools: list[CachedPool], rounds: int = ROUNDS, asked: list[int] | None = None
+    transcript,
+    pools: list[CachedPool],
+    rounds: int = ROUNDS,
+    asked: list[tuple[int, int]] | None = None,
 ) -> None:
     """The counterexample: the workload, `pools` made as the check made them, and the calls
     `asked` before the last on the one pool; without `asked`, what times the workload."""
@@ -169,14 +175,14 @@ def script(
             *(f"{pool.name} = cached_pool({pool.num_blocks})" for pool in pools),
             *(
                 [
-                    f"for first in {asked[:-1]}:  # the calls before, in the grading",
-                    f"    prompt_free_rounds({pools[0].name}, SYSTEM, first, {rounds})",
+                    f"for first, rounds in {asked[:-1]}:  # the calls before, in the grading",
+                    f"    prompt_free_rounds({pools[0].name}, SYSTEM, first, rounds)",
                     "",
                 ]
                 if asked and len(asked) > 1
                 else []
             ),
-            f"first = {asked[-1]}"
+            f"first = {asked[-1][0]}"
             if asked
             else f"firsts = itertools.count({FIRST_FRESH}, {SPACING})",
         ],
@@ -198,7 +204,7 @@ def workload(pool: CachedPool, rounds: int = ROUNDS) -> Timed:
         return FIRST_FRESH + secrets.randbits(40)
 
     def run(first: int) -> object:
-        pool.asked.append(first)
+        pool.asked.append((first, rounds))
         try:
             return pool.cache.workload("prompt_free_rounds", SYSTEM, first, rounds)
         except RemoteError:

@@ -786,7 +786,7 @@ CACHING = {
     "{rounds} prompts that reuse a cached system prompt and evict {blocks} blocks each, and "
     "their frees, on a {size}-block pool, take {ratio}x the reference's time (the limit is "
     "{limit}x)": (
-        "在 {size} 个块的池上，{rounds} 个复用已缓存 系统提示词、各淘汰 {blocks} 个块的 prompt "
+        "在 {size} 个块的池上，{rounds} 个复用已缓存系统提示词、各淘汰 {blocks} 个块的 prompt "
         "及其释放，耗时是参考实现的 {ratio} 倍（上限 {limit} 倍）"
     ),
     "prefix cache eviction cost growth from {small} to {large} cached blocks (ratio: the "
@@ -807,10 +807,11 @@ CACHING = {
         "取块的开销不应取决于已缓存的块数"
     ),
     "it returned {value}": "它返回了 {value}",
+    "it returned {count} counts": "它返回了 {count} 个计数",
     "prompt {index} cached {count} tokens in blocks {table}, not {tokens} in {expected} (the "
     "system prompt's, then the blocks idle longest)": (
         "第 {index} 个 prompt 在块 {table} 中缓存了 {count} 个 token，而不是在 {expected} 中缓存 "
-        "{tokens} 个（先是 系统提示词 的块，然后是空闲最久的块）"
+        "{tokens} 个（先是系统提示词的块，然后是空闲最久的块）"
     ),
 }
 

@@ -39,7 +39,7 @@ def prompt_free_rounds(cache: Any, system: list, first_token: int, rounds: int) 
         prompt = system + list(range(fresh, fresh + len(system)))
         fresh += len(system)
         counts.append(cache.allocate_prompt(request_id, prompt))
-        tables.append(cache.block_table(request_id))
+        tables.append(list(cache.block_table(request_id)))
         cache.free(request_id)
     return [counts, tables]
 

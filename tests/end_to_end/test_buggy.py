@@ -144,7 +144,8 @@ COPY_ON_WRITE = """\
             req.block_table[-1] = self._copy_on_write(req.block_table[-1])
 """
 COPY_ROWS = "        self.physical_kv_cache[private_block] = self.physical_kv_cache[shared_block]\n"
-HIT_CHECK = "(contents.parent, contents.tokens) != (parent, own)"
+CHAINED_HASH = "self.hash = hash((None if parent is None else parent.hash, tokens))"
+CHAINED_EQUALITY = "            mine, theirs = mine.parent, theirs.parent\n"
 PROMPT_OOM = """\
         if needed > self.num_free - idle_hits:
 """
@@ -152,8 +153,8 @@ EVICT_ALL_IDLE = """\
         if needed > self.num_free - idle_hits:
             for block in list(self._idle):
                 if block not in hits:
-                    del self._idle[block], self._cache[self._contents[block].key]
-                    self._contents[block] = None
+                    del self._idle[block], self._cache[self._keys[block]]
+                    self._keys[block] = None
                     self._empty.append(block)
 """
 
@@ -226,10 +227,10 @@ MUTANTS = [
         ("        self.allocator.free([shared_block])\n", ""))),
     # Part 7: automatic prefix caching.
     Mutant("prefix_key_without_the_chain", "caching", prefix_cache(
-        ("return hash((parent, tokens))", "return hash(tokens)"),
-        (HIT_CHECK, "contents.tokens != own"))),
+        (CHAINED_HASH, "self.hash = hash(tokens)"),
+        (CHAINED_EQUALITY, "            return True\n"))),
     Mutant("prefix_last_prompt_token_cached", "caching", prefix_cache(
-        ("range((len(tokens) - 1) // self.block_size)", "range(len(tokens) // self.block_size)"))),
+        ("start + size < len(tokens)", "start + size <= len(tokens)"))),
     Mutant("prefix_partial_blocks_cached", "caching", prefix_cache(
         ("range(0, len(tokens) - len(tokens) % size, size)", "range(0, len(tokens), size)"))),
     Mutant("prefix_hit_stays_evictable", "caching", prefix_cache(

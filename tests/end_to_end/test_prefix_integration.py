@@ -26,7 +26,8 @@ from grader.sandbox.tools import engine, prefix_engine
 from tests.grader.report.test_writers import new_sections_report, written
 
 ANSWER_KEY = (KIT_ROOT / "solutions" / "prefix_cache.py").read_text()
-CHAINED = "    return hash((parent, tokens))\n"
+CHAINED_HASH = "self.hash = hash((None if parent is None else parent.hash, tokens))"
+CHAINED_EQUALITY = "            mine, theirs = mine.parent, theirs.parent\n"
 
 
 def edited(old: str, new: str) -> str:
@@ -35,7 +36,9 @@ def edited(old: str, new: str) -> str:
     return ANSWER_KEY.replace(old, new)
 
 
-UNCHAINED = edited(CHAINED, "    return hash(tokens)\n")
+UNCHAINED = edited(CHAINED_HASH, "self.hash = hash(tokens)").replace(
+    CHAINED_EQUALITY, "            return True\n"
+)
 SAYS_NONE_CACHED = edited("        return len(hits) * size\n", "        return 0\n")
 
 

@@ -41,7 +41,6 @@ class Live:
 
     tokens: list[int]
     table: list[int]
-    name: str = ""  # its last block table read, in the counterexample
 
 
 @dataclass
@@ -94,11 +93,13 @@ class CacheModel:
 
     # -- operations, each checked at once ------------------------------------------------------
 
-    def prompt(self, tokens: list[int]) -> int | None:
-        """A new request of prompt `tokens`; its id, or None where the pool is short and the
-        candidate must refuse (then nothing may change)."""
-        self.requests_made += 1
-        request_id = self.requests_made
+    def prompt(self, tokens: list[int], request_id: int | None = None) -> int | None:
+        """A new request of prompt `tokens` (as `request_id`, a freed one's, or a new id); its
+        id, or None where the pool is short and the candidate must refuse (then nothing may
+        change)."""
+        if request_id is None:
+            self.requests_made += 1
+            request_id = self.requests_made
         call = f"{self.name}.allocate_prompt({request_id}, {tokens})"
         hits = self.hits(tokens)
         needed = cdiv(len(tokens), self.block_size) - len(hits)
@@ -122,7 +123,7 @@ class CacheModel:
             "(the longest cached run of full blocks, never the last prompt token), got "
             f"{got}",
         )
-        table = self.read_table(request_id, call)
+        table = self.read_table(request_id)
         expected_len = len(hits) + needed
         same(
             self.transcript,
@@ -146,7 +147,7 @@ class CacheModel:
             self.holders[block] += 1
         for block in table[len(hits) :]:
             self.hold_new(block)
-        self.live[request_id] = Live(list(tokens), table, name)
+        self.live[request_id] = Live(list(tokens), table)
         for end in range(self.block_size, len(tokens) + 1, self.block_size):
             self.add(table[end // self.block_size - 1], tuple(tokens[:end]))
         return request_id
@@ -166,7 +167,7 @@ class CacheModel:
         with succeeds(call, "it needs a free block" if opens else "it needs no block"):
             self.cache.append_token(request_id, token)
         self.last_call = call
-        table = self.read_table(request_id, call)
+        table = self.read_table(request_id)
         name = self.transcript.source(table, "table")
         grown = len(live.table) + opens
         message = (
@@ -185,7 +186,7 @@ class CacheModel:
             self.judge_taken(table[-1:], [], call, f"{name}[-1:]")
             self.hold_new(table[-1])
         live.tokens.append(token)
-        live.table, live.name = table, name
+        live.table = table
         if len(live.tokens) % self.block_size == 0:
             self.add(table[-1], tuple(live.tokens))
         return True
@@ -205,7 +206,7 @@ class CacheModel:
 
     # -- what the candidate must show ------------------------------------------------------------
 
-    def read_table(self, request_id: int, call: str) -> list[int]:
+    def read_table(self, request_id: int) -> list[int]:
         return int_list(
             self.transcript, self.cache.block_table(request_id), f"block_table({request_id})"
         )
@@ -244,7 +245,7 @@ class CacheModel:
 
     def add(self, block: int, key: tuple[int, ...]) -> None:
         """The full `block` holds `key`: cached, unless another block holds that key."""
-        if key not in self.cached and block not in self.contents:
+        if key not in self.cached:
             self.cached[key] = block
             self.contents[block] = key
 

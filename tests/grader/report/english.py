@@ -34,7 +34,7 @@ TERMS = frozenset(
         *("python", "triton", "hypothesis", "pytest"),  # packages, as `compare` names them
         # the interviewer's debrief (full_kit/debriefs.toml): a kernel's and Python's terms
         *("softmax", "exp", "mask", "stride", "constexpr", "tile", "lane", "grid", "program"),
-        *("load", "store", "query", "swap", "flash-decoding", "deque", "dict"),
+        *("load", "store", "query", "swap", "flash-decoding", "deque", "dict", "logits"),
         *("Nsight", "Compute", "Gemma"),  # NVIDIA's profiler, a model with its own scale
     }
 )
