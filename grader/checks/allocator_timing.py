@@ -32,7 +32,15 @@ from grader.checks.support.workloads import (
 )
 from grader.sandbox.proxy import Remote, RemoteError, sandbox_of, transcript_of
 from grader.sandbox.transcript import Shown
-from grader.scoring.timing import Timed, implausible, judge_ratio, least, time_confirmed, time_once
+from grader.scoring.timing import (
+    Timed,
+    growth_ratio,
+    implausible,
+    judge_ratio,
+    least,
+    time_confirmed,
+    time_once,
+)
 
 pytestmark = pytest.mark.part("allocator")
 
@@ -310,9 +318,3 @@ def check_cost_does_not_grow_with_the_pool(
         "on num_blocks (a list.pop(0) or a scan over the pool?)",
         ratio=growth_ratio(best),
     )  # fmt: skip
-
-
-def growth_ratio(best: dict[str, float]) -> float:
-    """The candidate's cost growth from the small pool to the large one, over the reference's."""
-    growth = best["candidate large"] / best["candidate small"]
-    return growth / (best["reference large"] / best["reference small"])

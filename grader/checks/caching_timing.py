@@ -36,6 +36,7 @@ from grader.checks.support.workloads import (
 from grader.sandbox.proxy import Remote, RemoteError, sandbox_of, transcript_of
 from grader.scoring.timing import (
     Timed,
+    growth_ratio,
     implausible,
     judge_ratio,
     least,
@@ -56,11 +57,10 @@ GROWTH_LIMIT = 3.0  # the candidate's large/small cost over the reference's
 HOPELESS = 50.0  # a probe this many times slower than the reference is not timed further
 PROBE_ROUNDS = 25
 POOLS = {SMALL_POOL: "small", LARGE_POOL: "large"}  # their names in the counterexample
+FILL_TOKENS = 1 << 19  # the fill's tokens lie above the system prompt's, below the fresh ones
 FIRST_FRESH = 1 << 20  # fresh tokens (and request ids) lie above the system prompt's and the fill's
 SPACING = 1 << 30  # between the fresh tokens' starts of a counterexample's timed runs
 THIS_FILE = Path(__file__)
-
-FILL_TOKENS = 1 << 19  # the fill's tokens lie above the system prompt's, below the fresh ones
 CACHED_POOL = (
     "def cached_pool(num_blocks):",
     "    cache = PrefixCache(num_blocks, BLOCK_SIZE)",
@@ -79,11 +79,8 @@ def fill_prompt(start: int, num_blocks: int) -> list[int]:
     first where `start` is 0, then tokens of its own, none a fresh token or the system's."""
     size = min(FILL_BLOCKS, num_blocks - start) * BLOCK_SIZE
     first = SYSTEM if start == 0 else []
-    return first + list(
-        range(
-            FILL_TOKENS + start * BLOCK_SIZE, FILL_TOKENS + start * BLOCK_SIZE + size - len(first)
-        )
-    )
+    own = FILL_TOKENS + start * BLOCK_SIZE
+    return first + list(range(own, own + size - len(first)))
 
 
 @dataclass
@@ -100,7 +97,7 @@ class Evictions:
         longest. The replay moves on as the contract does."""
         counts, tables = evidence if isinstance(evidence, list) and len(evidence) == 2 else (0, 0)
         if not isinstance(counts, list) or not isinstance(tables, list) or len(tables) != rounds:
-            return f"it returned {str(evidence)[:40]}", "[len(x) for x in {}]", f"[{rounds}] * 2"
+            return f"it returned {str(evidence)[:40]}", "[len({0}), len({1})]", f"[{rounds}] * 2"
         if len(counts) != rounds:
             return f"it returned {len(counts)} counts", "len({0})", str(rounds)
         for round_, (count, table) in enumerate(zip(counts, tables, strict=True)):
@@ -218,9 +215,7 @@ def workload(pool: CachedPool, rounds: int = ROUNDS) -> Timed:
             what, got, expected = misstep
             script(transcript, [pool], rounds, pool.asked)
             transcript.define(f"counts, tables = {run_code(pool, rounds)}")
-            transcript.fail(
-                got.format("counts", "tables").replace("{}", "(counts, tables)"), expected
-            )
+            transcript.fail(got.format("counts", "tables"), expected)
             raise AssertionError(f"the timed work was not done as asked: {what}")
 
     return Timed(sandbox_of(pool.cache), ask, run, verify)
@@ -304,9 +299,3 @@ def check_eviction_cost_does_not_grow_with_the_cache(
         "scan for the block idle longest?)",
         ratio=growth_ratio(best),
     )  # fmt: skip
-
-
-def growth_ratio(best: dict[str, float]) -> float:
-    """The candidate's cost growth from the small pool to the large one, over the reference's."""
-    growth = best["candidate large"] / best["candidate small"]
-    return growth / (best["reference large"] / best["reference small"])

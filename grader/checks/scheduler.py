@@ -26,8 +26,7 @@ from itertools import zip_longest
 import pytest
 from hypothesis import given
 
-from grader.checks.support.expect import expect, raises, same
-from grader.checks.support.manager_model import succeeds
+from grader.checks.support.expect import expect, raises, same, succeeds
 from grader.checks.support.scheduler_trace import (
     LONG_TAILED,
     Run,

@@ -153,3 +153,9 @@ def time_confirmed(
 def time_once(calls: dict[str, Timed]) -> dict[str, float]:
     """CPU seconds of one call of each (a probe before the real measurement)."""
     return one_round(fresh(calls))
+
+
+def growth_ratio(best: dict[str, float]) -> float:
+    """The candidate's cost growth from the small pool to the large one, over the reference's."""
+    growth = best["candidate large"] / best["candidate small"]
+    return growth / (best["reference large"] / best["reference small"])

@@ -15,24 +15,13 @@ filled block cached) shows as a cached count or a shared block the model does no
 """
 
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from grader.checks.support.expect import expect, int_list, plain_int, raises, same
-from grader.sandbox.proxy import RemoteError, Submission, method
+from grader.checks.support.expect import expect, int_list, plain_int, raises, same, succeeds
+from grader.sandbox.proxy import Submission, method
 from kernels.reference import cdiv
 
 RAISED = "a call that raises must leave everything as it was"
-
-
-@contextmanager
-def succeeds(call: str, why: str) -> Iterator[None]:
-    """`call`, made inside, must not raise: the model says it is allowed, because `why`."""
-    try:
-        yield
-    except RemoteError as error:
-        raise AssertionError(f"{call} must succeed ({why}), but raised {error}") from None
 
 
 @dataclass

@@ -34,6 +34,15 @@ def raises(transcript: Transcript, kind: type[Exception], call: str) -> Iterator
     raise AssertionError(f"{call} must raise {kind.__name__}, but returned normally")
 
 
+@contextmanager
+def succeeds(call: str, why: str) -> Iterator[None]:
+    """`call`, made inside, must not raise: the model says it is allowed, because `why`."""
+    try:
+        yield
+    except RemoteError as error:
+        raise AssertionError(f"{call} must succeed ({why}), but raised {error}") from None
+
+
 # A counterexample's code or a failure's message, or what writes it, only on failure: code may
 # name lines the transcript has yet to write; a tensor's repr is slow, and the checks assert often.
 Code = Message = str | Callable[[], str]

@@ -19,7 +19,6 @@ never through part 3's `get_physical_cache`.
 
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -34,7 +33,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from grader.checks.support.expect import distinct, expect, plain_int, raises, same
+from grader.checks.support.expect import distinct, expect, plain_int, raises, same, succeeds
 from grader.checks.support.rows_and_slots import assert_rows
 from grader.sandbox.proxy import Remote, RemoteError, Submission, attribute, length, transcript_of
 from grader.sandbox.transcript import Shown, Transcript
@@ -42,15 +41,6 @@ from kernels.reference import cdiv, token_slots
 
 RAISED = "a call that raises must leave everything as it was"
 OTHERS = "a call may change only the request it is given"
-
-
-@contextmanager
-def succeeds(call: str, why: str) -> Iterator[None]:
-    """`call`, made inside, must not raise: the model says it is allowed, because `why`."""
-    try:
-        yield
-    except RemoteError as error:
-        raise AssertionError(f"{call} must succeed ({why}), but raised {error}") from None
 
 
 def new_manager(submission: Submission, num_blocks: int, block_size: int, head_dim: int) -> Remote:
