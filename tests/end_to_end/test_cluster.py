@@ -26,11 +26,14 @@ from pathlib import Path
 
 import pytest
 
+from grader.parts import PARTS as KIT_PARTS
 from tests.grading import KIT_ROOT, SOLUTIONS, Edit, build_submission
 
 pytest.importorskip("ray", reason="the cluster extra is not installed: pip install '.[cluster]'")
 
-PARTS = ("--parts", "allocator,decode")
+GRADED = ("allocator", "decode")
+PARTS = ("--parts", ",".join(GRADED))
+FULL_MARKS = f"{sum(KIT_PARTS[part].weight for part in GRADED):g}"  # as the leaderboard writes it
 PORT = 6380  # the namespace's own network has no other listener
 MUTANTS = {
     "negative_id_wraps": Edit(
@@ -201,8 +204,8 @@ def test_the_cluster_gives_the_scores_of_a_local_drive(cluster_drive) -> None:
     assert set(first) == {"answer_key", *MUTANTS, "broken"}, err
     for name, row in local.items():
         assert (first[name]["status"], first[name]["score"]) == (row["status"], row["score"])
-    assert first["answer_key"]["score"] == first["answer_key"]["max_score"] == "35"
-    assert all(first[name]["score"] != "35" for name in MUTANTS)
+    assert first["answer_key"]["score"] == first["answer_key"]["max_score"] == FULL_MARKS
+    assert all(first[name]["score"] != FULL_MARKS for name in MUTANTS)
     assert "exit status 2" in first["broken"]["note"]
     assert len(progress(err)) == 4, err
     for row in first.values():
@@ -215,7 +218,7 @@ def test_a_second_run_on_the_cluster_keeps_every_report(cluster_drive) -> None:
     kept = [line for line in progress(err) if "kept from an earlier run" in line]
     assert len(kept) == 3, err  # the broken one has no report: it is tried again
     again = rows(cluster_drive["first"])
-    assert again["answer_key"]["score"] == "35"
+    assert again["answer_key"]["score"] == FULL_MARKS
     assert "kept from an earlier run" in again["answer_key"]["note"]
 
 
@@ -225,11 +228,11 @@ def test_a_killed_worker_is_retried_and_a_second_death_is_a_row(cluster_drive) -
     err = (cluster_drive["logs"] / "crashing.err").read_text()
     assert exit_status(cluster_drive, "crashing") == 1, err  # crash_twice has no report
     once, twice, untouched = board["crash_once"], board["crash_twice"], board["untouched"]
-    assert (once["status"], once["score"]) == ("graded", "35"), err
+    assert (once["status"], once["score"]) == ("graded", FULL_MARKS), err
     assert "retried on Ray (attempt 2 of 2)" in once["note"]
     assert twice["status"] == "not graded", err
     assert "failed 2 times on Ray" in twice["note"]
-    assert (untouched["score"], untouched["note"]) == ("35", "")
+    assert (untouched["score"], untouched["note"]) == (FULL_MARKS, "")
 
 
 def test_no_cluster_found_is_one_line_and_exit_2(tmp_path: Path) -> None:
