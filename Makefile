@@ -11,14 +11,14 @@ include full_kit/candidate/Makefile
 candidate-kit: $(READY) ## Build the bundle for candidates (no answer key) under dist/.
 	$(BIN)/python -m full_kit.bundle
 
-simulate: $(READY) ## Static vs continuous batching, contiguous vs paged memory: table and plots.
+simulate: $(KIT) ## Static vs continuous batching, contiguous vs paged memory: table and plots.
 	$(BIN)/python -m full_kit.simulate $(if $(OUT),--out $(OUT))
 
-demo: $(READY) ## Serve a trace with a tiny transformer built on the answer key's parts.
+demo: $(KIT) ## Serve a trace with a tiny transformer built on the answer key's parts.
 	$(BIN)/python -m full_kit.demo
 
-gpu-check: $(READY) ## On a CUDA machine: kernel checks natively, then the timing suite's table.
+gpu-check: $(KIT) ## On a CUDA machine: kernel checks natively, then the timing suite's table.
 	$(BIN)/python -m full_kit.gpu_check $(if $(OUT),--out $(OUT))
 
-bench: $(READY) ## Run the timing benchmarks (pytest-benchmark).
+bench: $(KIT) ## Run the timing benchmarks (pytest-benchmark).
 	$(BIN)/python -m pytest -m bench --benchmark-columns=min,median,max,rounds

@@ -34,7 +34,7 @@ DEFAULT_OUT = Path("dist") / "paged-attention-candidate-kit.tar.gz"
 TOP_FOLDER = "paged-attention-candidate-kit"  # what the archive unpacks into
 ANSWER_KEY = "solutions"
 SHIPPED_FOLDERS = ("exercises/", "grader/", "kernels/", "tests/")
-SHIPPED_FILES = (".gitignore", "pyproject.toml")
+SHIPPED_FILES = (".gitignore", "pyproject.toml", "babel.cfg")
 FULL_KIT_FOLDERS = {
     f"{ANSWER_KEY}/": "the answer key",
     "full_kit/": "the full kit's tools, which run on the answer key",
@@ -49,6 +49,7 @@ CANDIDATE_FILES = {
     "README.md": "full_kit/candidate/README.md",
 }
 MIN_ANSWER_NODES = 20  # smaller bodies (`return self._free`) say nothing an answer could lose
+BUILT = (".pyc", ".mo")  # bytecode, and the catalogs each kit's set-up compiles
 WALK_SKIPPED = {"__pycache__", "reports", "dist", "build"}  # and hidden folders
 
 
@@ -71,7 +72,7 @@ def kit_files(root: Path) -> list[str]:
         names = {
             path.relative_to(root).as_posix()
             for path in root.rglob("*")
-            if path.is_file() and path.suffix != ".pyc" and not skipped(path.relative_to(root))
+            if path.is_file() and path.suffix not in BUILT and not skipped(path.relative_to(root))
         }
     return sorted(name for name in names if (root / name).is_file())  # deleted, not committed
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.report.formats import kit_label, points
-from grader.report.i18n import LANGUAGES, STRINGS, language, profile_name, tr
+from grader.report.i18n import LANGUAGES, has, language, profile_name, tr
 from grader.report.messages import translated_message
 from grader.report.model import bounded
 from grader.report.render import render
@@ -217,7 +217,7 @@ def listed(items: list[str], lang: str) -> str:
 def environment_name(key: str, lang: str) -> str:
     """An environment value's name in `lang` ("device"); a package's (torch) as it is."""
     name = f"compare_env_{key}"
-    return tr(lang, name) if name in STRINGS[lang] else key
+    return tr(lang, name) if has(lang, name) else key
 
 
 def benchmark_rows(a: dict, b: dict, lang: str = "en") -> list[tuple[str, str, str]]:

@@ -5,6 +5,7 @@ Each function returns plain text, never markup: escaping is the caller's (the te
 it, the terminal cleans it). The kit's own words come from `i18n.py`, in `lang`.
 """
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from grader.intake import ARCHIVES
 from grader.parts import PARTS
 from grader.provenance import DRIVE_FIELD, field, seal_state
 from grader.report.i18n import (
-    STRINGS,
+    has,
     more_points,
     profile_name,
     tr,
@@ -158,9 +159,9 @@ def standing_line(report: dict, lang: str) -> str:
 
 def counted(lang: str, key: str, number: float, **values: object) -> str:
     """The string `key` said of `number` things, with `values` filled in: its `<key>_one` form
-    when `number` is 1 and the table has one (English agrees in number, Chinese does not)."""
+    when `number` is 1 and the catalog has one (English agrees in number, Chinese does not)."""
     one = f"{key}_one"
-    return tr(lang, one if number == 1 and one in STRINGS[lang] else key, **values)
+    return tr(lang, one if number == 1 and has(lang, one) else key, **values)
 
 
 def skipped_label(check: dict, lang: str = "en") -> str:
@@ -203,7 +204,8 @@ def provisional_reason(part: dict, lang: str = "en") -> str:
 
 def verdict(benchmark: dict, lang: str = "en") -> str:
     """Whether a timing passed, against its limit on the candidate/reference ratio."""
-    return tr(lang, "ok" if benchmark["passed"] else "too_slow", limit=f"{benchmark['limit']:g}x")
+    limit = f"{benchmark['limit']:g}x"
+    return tr(lang, "ok", limit=limit) if benchmark["passed"] else tr(lang, "too_slow", limit=limit)
 
 
 def status_word(status: str, lang: str) -> str:
@@ -276,17 +278,19 @@ def how_it_ran(report: dict, lang: str) -> str:
         device=env["device"],
     )
     kit = env.get("kit")
-    gap = tr(lang, "gap")
-    ran += f"{gap}{tr(lang, f'kit_{kit}')}" if kit in KITS else ""  # older reports do not say
+    if kit in KITS:  # older reports do not say
+        ran = tr(lang, "gap", before=ran, after=tr(lang, f"kit_{kit}"))
     if state := seal_state(report):
-        ran += f"{gap}{tr(lang, f'seal_{state}', key_id=report['provenance'].get('key'))}"
+        seal = tr(lang, f"seal_{state}", key_id=report["provenance"].get("key"))
+        ran = tr(lang, "gap", before=ran, after=seal)
     isolation = report.get("isolation")
     if not isolation:
         return ran
     notes = (isolation["description"], isolation.get("accounting"))  # older reports: no accounting
     described = [tr(lang, "isolation_note", description=translated_message(lang, note))
                  for note in notes if note]  # fmt: skip
-    return gap.join([ran, *described])
+    return functools.reduce(lambda before, after: tr(lang, "gap", before=before, after=after),
+                            described, ran)  # fmt: skip
 
 
 def kit_label(report: dict, lang: str = "en") -> str:
@@ -365,7 +369,7 @@ def message_of(check: dict) -> str:
 def severity_word(lang: str, severity: str) -> str:
     """A check's severity in `lang`; one the kit does not know, as it is."""
     key = f"severity_{severity}"
-    return tr(lang, key) if key in STRINGS[lang] else severity
+    return tr(lang, key) if has(lang, key) else severity
 
 
 def syntax_line(error: dict, lang: str, shown: Callable[[str], str] = str) -> str:

@@ -1,4 +1,5 @@
-"""How a page is drawn: one jinja2 `Environment` over `templates/`; the report's pages.
+"""How a page is drawn: a jinja2 `Environment` over `templates/` per language, whose `_(id)` is
+an entry of that language's catalog (`i18n.py`); the report's pages.
 
 Every page (`report.html`, `simulation.html`, `leaderboard.html`, `compare.html`, `pair.html`)
 extends `base.html`: one
@@ -8,6 +9,7 @@ given. `report.md` has no autoescape: its template passes every string from the 
 filters of `markdown.py`. An undefined name is an error, never an empty string.
 """
 
+from functools import cache
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
@@ -15,23 +17,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from grader.report import charts, formats, markdown, simulation
 from grader.report.debrief import debrief
 from grader.report.diagnosis import diagnosis
-from grader.report.i18n import language, part_asks, part_title, tr
+from grader.report.i18n import catalog, language, part_asks, part_title
 from grader.report.messages import in_language
 
 TEMPLATES = Path(__file__).parent / "templates"
 SIMULATION_PAGE = "simulation.html"  # the kit's simulation, beside report.html, which links to it
 
-ENV = Environment(
-    loader=FileSystemLoader(TEMPLATES),
-    autoescape=select_autoescape(["html"], default_for_string=False, default=False),
-    undefined=StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-    extensions=["jinja2.ext.do"],
-)
-ENV.globals.update(
-    tr=tr,
+GLOBALS = dict(
     part_title=part_title,
     part_asks=part_asks,
     points=formats.points,
@@ -79,12 +71,31 @@ ENV.globals.update(
     simulation_charts=charts.simulation_charts,
     text_bar=markdown.text_bar,
 )
-ENV.filters.update(plain=markdown.plain, code_span=markdown.code_span, fence=markdown.fence)
+FILTERS = dict(plain=markdown.plain, code_span=markdown.code_span, fence=markdown.fence)
 
 
-def render(template: str, **context: object) -> str:
-    """The template `template` (a name in `templates/`) filled in with `context`."""
-    return ENV.get_template(template).render(**context)
+@cache
+def environment(lang: str) -> Environment:
+    """The templates' `Environment` in `lang`: `_(id, **values)` is an entry of `lang`'s catalog
+    (jinja2's i18n extension, new style: the values are escaped in an `.html` template)."""
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(["html"], default_for_string=False, default=False),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        extensions=["jinja2.ext.do", "jinja2.ext.i18n"],
+    )
+    env.install_gettext_translations(catalog(lang), newstyle=True)
+    env.globals.update(GLOBALS)
+    env.filters.update(FILTERS)
+    return env
+
+
+def render(template: str, lang: str, **context: object) -> str:
+    """The template `template` (a name in `templates/`) in `lang`, filled in with `context`."""
+    return environment(lang).get_template(template).render(lang=lang, **context)
 
 
 def report_html(report: dict) -> str:

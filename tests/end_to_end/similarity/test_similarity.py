@@ -12,7 +12,7 @@ from grader import KIT_ROOT
 from grader.drive import outputs
 from grader.drive.command import similar_pairs
 from grader.parts import SUBMISSION_FILES
-from grader.report.i18n import STRINGS
+from grader.report.i18n import tr
 from grader.similarity import corpus
 from grader.similarity.drive import similarity_report
 from grader.similarity.fingerprints import fingerprints
@@ -184,4 +184,4 @@ def test_a_file_that_runs_decoded_code_is_listed_as_obfuscated_not_as_unmatched(
     page = outputs.write_all([], tmp_path / "out", {"lang": lang}, rows).read_text()
     said = {"en": ("obfuscated: cannot be compared", "line 3 reads exec"), "zh": ("经过混淆",)}
     assert all(text in page for text in said[lang]), page
-    assert STRINGS[lang]["board_no_similar"] not in page
+    assert tr(lang, "board_no_similar") not in page

@@ -10,8 +10,9 @@ import jinja2
 import pytest
 
 from grader.report import compare, leaderboard
+from grader.report.i18n import LANGUAGES
 from grader.report.leaderboard import Outcome
-from grader.report.render import ENV, report_html
+from grader.report.render import environment, report_html
 from tests.grader.report.test_compare import BEFORE, after
 from tests.grader.report.test_writers import HOSTILE, failing_report
 
@@ -48,15 +49,22 @@ def test_every_page_has_the_policy_and_nothing_that_runs_or_fetches(name: str) -
         assert reference not in page
 
 
-def test_html_templates_escape_and_markdown_ones_do_not() -> None:
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_html_templates_escape_and_markdown_ones_do_not(lang: str) -> None:
+    env = environment(lang)
     for page in ("base.html", "report.html", "leaderboard.html", "compare.html"):
-        assert ENV.autoescape(page)
-    assert not ENV.autoescape("report.md")  # its strings go through markdown.py's filters
+        assert env.autoescape(page)
+    assert not env.autoescape("report.md")  # its strings go through markdown.py's filters
+    escaping = env.overlay(autoescape=True)  # as an .html template is: the values escaped
+    page = escaping.from_string("{{ _('gap', before='<b>', after=x) }}").render(x="&")
+    assert page == {"en": "&lt;b&gt; &amp;", "zh": "&lt;b&gt;&amp;"}[lang]
 
 
-def test_a_name_missing_from_a_template_is_an_error() -> None:
+def test_a_name_or_an_id_missing_from_a_template_is_an_error() -> None:
     with pytest.raises(jinja2.UndefinedError):
-        ENV.from_string("{{ missing }}").render()
+        environment("en").from_string("{{ missing }}").render()
+    with pytest.raises(KeyError, match="no_such_id"):
+        environment("zh").from_string("{{ _('no_such_id') }}").render()
 
 
 def test_the_leaderboard_marks_a_submission_that_fails_a_safety_check() -> None:
