@@ -417,7 +417,7 @@ def chart_specs(figures: dict) -> dict[str, dict]:
                         figures["paper"].get(key) for key in memory
                     ],
                 },
-                "unit": "% of slots",
+                "unit": "slots (%)",
             },
         },
     }

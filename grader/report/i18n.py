@@ -1,76 +1,65 @@
 """The candidate-facing text of the reports and of the summary, in English and in Chinese.
 
-The kit's words live in gettext catalogs, one per language: `locale/<lang>/LC_MESSAGES/messages.po`,
-kept in git and compiled to `messages.mo` at set-up (`pybabel compile`, the Makefile). Each entry's
-id names a sentence (`"tally"`, `"colon"`); its text fills in `%(name)s` placeholders. Python asks
-for one with `tr(lang, id, **values)`, a template with `_(id, **values)` (jinja2's i18n extension,
-`render.py`). Both catalogs hold the same ids with the same placeholders, and every id the code
-and the templates use is in both (tests/grader/report/test_catalogs.py); an id that is in neither
-is an error, never shown as itself. What a check says (its message, its counterexample's comments)
-and the grader's notes are written in English, into `report.json`, and shown in Chinese through
-the catalog of `messages.py`.
+The kit's words live in gettext catalogs, one per language and domain, under
+`locale/<lang>/LC_MESSAGES/`: `<domain>.po`, kept in git, compiled to `<domain>.mo` at set-up
+(`pybabel compile`, the Makefile). Two domains:
+
+- `messages`, the words of the pages, the summary and the terminal, by id: an entry's id names a
+  sentence (`"tally"`, `"colon"`), its text fills in `%(name)s` placeholders. Python asks for one
+  with `tr(lang, id, **values)`, a template with `_(id, **values)` (jinja2's i18n extension,
+  `render.py`). Every language has every id, with the same placeholders.
+- `checks`, what the checks and the grader write into `report.json`, in English: each entry's id
+  is an English template (`{name}` placeholders), its text the same message in the language
+  (`messages.py`). English, the language they are written in, has no catalog of it.
+
+The kit's tests check both (tests/grader/report/test_catalogs.py); an id that is in no catalog is
+an error, never shown as itself.
 """
 
-import gettext
-import io
 from functools import cache
 from pathlib import Path
+
+from babel.messages.catalog import Catalog
+from babel.messages.mofile import read_mo
+from babel.messages.pofile import read_po
 
 from grader.parts import PARTS
 from grader.ungraded import REASONS, reason_of
 
 LANGUAGES = ("en", "zh")
+WRITTEN_IN = "en"  # the language of what the checks and the grader write (the `checks` domain)
 LOCALE = Path(__file__).parent / "locale"
-DOMAIN = "messages"
-
-
-class UnknownId(gettext.NullTranslations):
-    """Every catalog's fallback: an id that no catalog has raises KeyError."""
-
-    def gettext(self, message: str) -> str:
-        raise KeyError(f"{message!r} is in no catalog of {LOCALE}")
-
-    def ngettext(self, msgid1: str, msgid2: str, n: int) -> str:
-        raise KeyError(f"{msgid1!r} is in no catalog of {LOCALE}")
 
 
 @cache
-def catalog(lang: str) -> gettext.GNUTranslations:
-    """`lang`'s catalog: its `messages.mo`, or, where the set-up has not compiled it or its `.po`
-    changed since, the `.po` compiled in memory (a Ray node's copy of the kit has no `.mo`: Ray
-    leaves out what .gitignore names)."""
+def catalog(lang: str, domain: str = "messages") -> Catalog:
+    """`lang`'s catalog of `domain`: the `.mo` the set-up compiled, or the `.po` where there is no
+    `.mo` as new (a Ray node's copy of the kit has none: Ray leaves out what .gitignore names)."""
     folder = LOCALE / lang / "LC_MESSAGES"
-    po, mo = folder / f"{DOMAIN}.po", folder / f"{DOMAIN}.mo"
-    fresh = mo.exists() and mo.stat().st_mtime >= po.stat().st_mtime
-    translations = gettext.GNUTranslations(io.BytesIO(mo.read_bytes() if fresh else compiled(po)))
-    translations.add_fallback(UnknownId())
-    return translations
-
-
-def compiled(po: Path) -> bytes:
-    """The `.mo` that `pybabel compile` makes of `po`."""
-    from babel.messages.mofile import write_mo  # only where the set-up has not compiled it
-    from babel.messages.pofile import read_po
-
+    po, mo = folder / f"{domain}.po", folder / f"{domain}.mo"
+    if mo.exists() and mo.stat().st_mtime >= po.stat().st_mtime:
+        with mo.open("rb") as compiled:
+            return read_mo(compiled)
     with po.open("rb") as source:
-        messages = read_po(source)
-    out = io.BytesIO()
-    write_mo(out, messages)
-    return out.getvalue()
+        return read_po(source)
+
+
+def text(lang: str, key: str) -> str:
+    """The text of the entry `key` of `lang`'s `messages` catalog; KeyError where it has none."""
+    message = catalog(lang).get(key)
+    if message is None or not message.string:
+        raise KeyError(f"{key!r} is in no entry of {lang}'s messages.po ({LOCALE})")
+    return message.string
 
 
 def tr(lang: str, key: str, **values: object) -> str:
-    """The entry `key` of `lang`'s catalog, with `values` filled in."""
-    return catalog(lang).gettext(key) % values
+    """The entry `key` of `lang`'s `messages` catalog, with `values` filled in."""
+    return text(lang, key) % values
 
 
 def has(lang: str, key: str) -> bool:
-    """Whether `lang`'s catalog has the entry `key` (an id made at run time may not)."""
-    try:
-        catalog(lang).gettext(key)
-    except KeyError:
-        return False
-    return True
+    """Whether `lang`'s `messages` catalog has the entry `key` (an id made at run time may not)."""
+    return catalog(lang).get(key) is not None
 
 
 def ungraded_id(item: dict) -> str | None:

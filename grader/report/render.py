@@ -9,7 +9,7 @@ given. `report.md` has no autoescape: its template passes every string from the 
 filters of `markdown.py`. An undefined name is an error, never an empty string.
 """
 
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
@@ -17,7 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from grader.report import charts, formats, markdown, simulation
 from grader.report.debrief import debrief
 from grader.report.diagnosis import diagnosis
-from grader.report.i18n import catalog, language, part_asks, part_title
+from grader.report.i18n import language, part_asks, part_title, text
 from grader.report.messages import in_language
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -87,7 +87,11 @@ def environment(lang: str) -> Environment:
         keep_trailing_newline=True,
         extensions=["jinja2.ext.do", "jinja2.ext.i18n"],
     )
-    env.install_gettext_translations(catalog(lang), newstyle=True)
+    env.install_gettext_callables(
+        gettext=partial(text, lang),
+        ngettext=lambda one, many, count: text(lang, one if count == 1 else many),
+        newstyle=True,
+    )
     env.globals.update(GLOBALS)
     env.filters.update(FILTERS)
     return env

@@ -199,11 +199,13 @@ HOSTILES = [
 
 @dataclass(frozen=True)
 class Attack:
-    """A buggy submission graded with and without `patch`, which must gain nothing in `part`."""
+    """A buggy submission graded with and without `patch`, which must gain nothing in `part`;
+    where `caught` is given, a failed check of the patched one says it (so the patch ran)."""
 
     part: str
     bug: tuple[Edit, ...]
     patch: tuple[Edit, ...]
+    caught: str = ""
 
     def hostiles(self, name: str) -> tuple[Hostile, Hostile]:
         """The buggy submission alone and with the patch, each graded on `part` alone."""
@@ -217,30 +219,32 @@ torch.allclose = lambda *args, **kwargs: True
 torch.Tensor.equal = lambda *args, **kwargs: True
 torch.Tensor.allclose = lambda *args, **kwargs: True
 torch.testing.assert_close = lambda *args, **kwargs: None"""
+# The worker's timed workloads (`grader/sandbox/workloads.py`, loaded by the worker, which runs as
+# __main__, as `workloads`) replaced, or run on other inputs than the grader asked for.
+NOT_AS_ASKED = "the timed work was not done as asked"
 WORKLOAD_PATCH = """\
 import __main__
 
-if hasattr(__main__, "WORKLOADS"):
-    __main__.WORKLOADS["allocate_free_rounds"] = lambda allocator, sizes: [[]] * len(sizes)
+if hasattr(__main__, "workloads"):
+    __main__.workloads.WORKLOADS["allocate_free_rounds"] = lambda _, sizes: [[]] * len(sizes)
 """
-# The worker's own workloads, run on a smaller pool or on shorter requests than the grader set up.
 SMALL_POOL_PATCH = """\
 import __main__
 
-if hasattr(__main__, "WORKLOADS"):
-    _honest = __main__.WORKLOADS["allocate_free_rounds"]
+if hasattr(__main__, "workloads"):
+    _honest = __main__.workloads.WORKLOADS["allocate_free_rounds"]
 
     def _on_a_small_pool(allocator, *args):
         small = type(allocator)(1000)
         small.allocate(500)
         return _honest(small, *args)
 
-    __main__.WORKLOADS["allocate_free_rounds"] = _on_a_small_pool
+    __main__.workloads.WORKLOADS["allocate_free_rounds"] = _on_a_small_pool
 """
 FEWER_TOKENS_PATCH = """\
 import __main__
 
-if hasattr(__main__, "WORKLOADS"):
+if hasattr(__main__, "workloads"):
     def _on_fewer_tokens(honest):
         def workload(manager, requests, *args):
             for request in requests:
@@ -250,7 +254,7 @@ if hasattr(__main__, "WORKLOADS"):
         return workload
 
     for _name in ("gather_rounds", "slot_mapping_rounds"):
-        __main__.WORKLOADS[_name] = _on_fewer_tokens(__main__.WORKLOADS[_name])
+        __main__.workloads.WORKLOADS[_name] = _on_fewer_tokens(__main__.workloads.WORKLOADS[_name])
 """
 GATHER_BODY = """\
         blocks = torch.tensor(req.block_table, dtype=torch.long)
@@ -286,6 +290,7 @@ ATTACKS = {
         "allocator",
         (Edit("block_allocator.py", POP_ITEMS, f"        list(self._free)\n{POP_ITEMS}"),),
         (Edit("block_allocator.py", ALLOCATOR_IMPORTS, f"{ALLOCATOR_IMPORTS}\n{WORKLOAD_PATCH}"),),
+        NOT_AS_ASKED,
     ),
     # The same allocator, its timed workload run on a 1,000-block pool of its own: the ratios
     # of an O(1) allocator, but ids that are not the free blocks of the pool the grader set up.
@@ -297,6 +302,7 @@ ATTACKS = {
                 "block_allocator.py", ALLOCATOR_IMPORTS, f"{ALLOCATOR_IMPORTS}\n{SMALL_POOL_PATCH}"
             ),
         ),
+        NOT_AS_ASKED,
     ),
     # A gather and a slot mapping that loop over tokens, their timed workloads run on requests
     # cut to 256 tokens: sums over other rows and slots than the grader asked for.
@@ -307,6 +313,7 @@ ATTACKS = {
             Edit("kv_cache_manager.py", SLOT_MAPPING_BODY, SLOT_MAPPING_PER_TOKEN),
         ),
         (Edit("kv_cache_manager.py", MANAGER_IMPORTS, f"{MANAGER_IMPORTS}\n{FEWER_TOKENS_PATCH}"),),
+        "gave shapes",  # of 256 tokens, not the lengths asked
     ),
 }
 
@@ -397,6 +404,8 @@ def test_patching_gains_nothing(attack: str, graded: dict[str, Future[Graded]]) 
         f"the patch raised the score\n{patched.describe(part)}\nwithout it:\n{plain.describe(part)}"
     )
     assert set(plain.not_passed(part)) <= set(patched.not_passed(part))
+    messages = [check["message"] for check in patched.report["parts"][part]["checks"]]
+    assert any(ATTACKS[attack].caught in message for message in messages), patched.describe(part)
 
 
 def test_a_submission_whose_every_call_hangs_is_waited_for_once_per_call(tmp_path: Path) -> None:

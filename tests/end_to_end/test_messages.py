@@ -1,8 +1,9 @@
 # ruff: noqa: RUF001 -- Chinese text takes full-width punctuation, not ASCII's.
-"""The grader's own words in Chinese (`messages.py`, `messages_zh.py`): every message the checks
-write has a template; a message is translated part by part, the candidate's text left as it is;
-a counterexample's comments are translated, its code not; and a Chinese report or summary of real
-gradings (the golden reports) holds no English but code, identifiers and the candidate's text."""
+"""The grader's own words in Chinese (`messages.py`, the catalog `checks.po`): every message the
+checks write has a template; a message is translated part by part, the candidate's text left as
+it is; a counterexample's comments are translated, its code not; and a Chinese report or summary
+of real gradings (the golden reports) holds no English but code, identifiers and the candidate's
+text."""
 
 import ast
 import json
@@ -17,12 +18,12 @@ from grader import KIT_ROOT
 from grader.report.formats import how_it_ran
 from grader.report.i18n import tr
 from grader.report.messages import (
-    MESSAGE_TEMPLATES,
+    entries,
     in_language,
+    templates,
     translated_counterexample,
     translated_message,
 )
-from grader.report.messages_zh import ASSERT_FSTRINGS, COMMENTS, MESSAGES
 from grader.report.render import report_html, report_markdown
 from grader.report.summary import summary_lines
 from grader.sandbox.transcript import ASSERTS
@@ -38,6 +39,8 @@ CHECKS = KIT_ROOT / "grader" / "checks"
 GOLDEN = KIT_ROOT / "tests" / "end_to_end" / "golden"
 PROSE = re.compile(r"[A-Za-z]{2,} [A-Za-z]{2,}")  # two words: a string a person reads
 SAMPLE = "v7"  # what each f-string part of a message stands for here: a name, or a word
+MESSAGES, COMMENTS = entries("zh", None), entries("zh", "comment")  # checks.po's, by English
+ASSERT_FSTRINGS = entries("zh", "assert")
 NOT_MESSAGES = {  # strings of the checks that read as prose but that no message shows
     *("bad id", "free blocks"),  # labels of values hypothesis draws, in its own notes
     *("candidate small", "candidate large", "reference small", "reference large"),  # keys
@@ -154,7 +157,8 @@ def test_the_most_specific_template_wins_and_lists_are_translated_item_by_item()
     assert translated_message("zh", flagged) == (
         "计时结果已标记待人工复核，不计分：b1：比参考实现快 12 倍；b2: zz"
     )
-    assert MESSAGE_TEMPLATES[0].literal_chars >= MESSAGE_TEMPLATES[-1].literal_chars
+    chosen = templates("zh", None)
+    assert chosen[0].literal_chars >= chosen[-1].literal_chars
 
 
 def test_a_counterexample_keeps_its_code_and_translates_its_comments() -> None:

@@ -23,7 +23,7 @@ from grader.report import compare
 from grader.report.compare import Side
 from grader.report.i18n import tr
 from grader.report.leaderboard import Outcome, render_csv, render_html
-from grader.report.messages_zh import SIMULATION
+from grader.report.messages import entries
 from grader.report.render import report_markdown, simulation_html
 from grader.scan import scan_files
 from tests.end_to_end.test_messages import SAMPLE, fields, golden, untranslated
@@ -266,6 +266,9 @@ def test_the_simulations_page_of_a_chinese_report_has_no_english_words() -> None
     assert english_words(text) == [], text
     assert slips(text) == [], text
     assert report["simulation"] == written  # report.json keeps it in English
+
+
+SIMULATION = entries("zh", "simulation")
 
 
 @pytest.mark.parametrize("english", SIMULATION)

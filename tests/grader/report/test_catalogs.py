@@ -1,18 +1,25 @@
-"""The reports' gettext catalogs (`grader/report/locale`, `i18n.py`): each language has every id
-with the same placeholders; every id the code and the templates use is in them, and every entry is
-used; the compiled catalog says what the `.po` says; an id no catalog has is an error."""
+"""The reports' gettext catalogs (`grader/report/locale`, `i18n.py`): in `messages`, each language
+has every id with the same placeholders, every id the code and the templates use is in them, and
+every entry is used; in `checks`, each translation has its English template's parts; the Chinese
+has one style of punctuation; the compiled catalogs say what the `.po` files say; an id no catalog
+has is an error."""
 
 import ast
 import re
+from pathlib import Path
+from string import Formatter
 
 import pytest
 from babel.messages.extract import extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
+from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
 
 from grader import KIT_ROOT
 from grader.parts import PARTS
-from grader.report.i18n import DOMAIN, LANGUAGES, LOCALE, catalog, compiled, has, tr
+from grader.report import i18n
+from grader.report.i18n import LANGUAGES, LOCALE, WRITTEN_IN, catalog, has, tr
+from grader.report.messages import entries as checks_entries
 from tests.grader.report.punctuation import slips
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
@@ -27,10 +34,14 @@ MADE_AT_RUN_TIME = re.compile(
 )
 
 
+def po(lang: str, domain: str = "messages") -> Path:
+    return LOCALE / lang / "LC_MESSAGES" / f"{domain}.po"
+
+
 def entries(lang: str) -> dict[str, str]:
-    """`lang`'s `.po` as {id: text}, without its header."""
-    with (LOCALE / lang / "LC_MESSAGES" / f"{DOMAIN}.po").open("rb") as po:
-        return {message.id: message.string for message in read_po(po) if message.id}
+    """`lang`'s `messages.po` as {id: text}, without its header."""
+    with po(lang).open("rb") as source:
+        return {message.id: message.string for message in read_po(source) if message.id}
 
 
 def used_ids() -> set[str]:
@@ -73,20 +84,57 @@ def test_every_id_used_is_in_the_catalogs_and_every_entry_is_used() -> None:
     assert unused == set()
 
 
-def test_the_chinese_catalog_has_one_style_of_punctuation() -> None:
+def fields(template: str) -> list[str]:
+    return sorted(name for _, name, _, _ in Formatter().parse(template) if name is not None)
+
+
+@pytest.mark.parametrize("context", [None, "comment", "assert", "simulation"])
+def test_each_translation_of_what_the_checks_write_has_its_templates_parts(context) -> None:
+    """`checks.po`: written in English, so English has none; every other language has one whose
+    entries each hold their English template's parts, none empty."""
+    assert not po(WRITTEN_IN, "checks").exists()
+    for lang in set(LANGUAGES) - {WRITTEN_IN}:
+        translated = checks_entries(lang, context)
+        assert translated
+        for english, text in translated.items():
+            assert fields(text) == fields(english), english
+            assert "".join(literal for literal, *_ in Formatter().parse(english)), english
+
+
+def test_the_kits_chinese_words_have_one_style_of_punctuation() -> None:
+    """`messages.po`'s; `checks.po` holds code among its words (`(num_blocks, block_size)`), and
+    its punctuation is checked where it is shown, in the golden reports' Chinese pages."""
     assert [text for text in entries("zh").values() if slips(text)] == []
     for part in PARTS.values():
         assert all((part.title, part.title_zh, part.ask, part.ask_zh)), part
 
 
-@pytest.mark.parametrize("lang", LANGUAGES)
-def test_the_catalog_in_use_says_what_the_po_says(lang: str) -> None:
-    """`catalog` reads the `.mo` the set-up compiled, or compiles the `.po` where there is none."""
-    mo = LOCALE / lang / "LC_MESSAGES" / f"{DOMAIN}.mo"
+@pytest.mark.parametrize("path", sorted(LOCALE.glob("*/LC_MESSAGES/*.po")), ids=str)
+def test_the_catalog_in_use_says_what_the_po_says(path: Path) -> None:
+    """`catalog` reads the `.mo` the set-up compiled, or the `.po` where there is none; neither
+    holds a fuzzy entry (which `pybabel compile` would leave out)."""
+    with path.open("rb") as source:
+        written = read_po(source)
+    assert [message.id for message in written if message.fuzzy and message.id] == []
+    said = {(m.id, m.context): m.string for m in written if m.id}
+    lang, domain = path.parts[-3], path.stem
+    in_use = catalog(lang, domain)
+    assert {(m.id, m.context): m.string for m in in_use if m.id} == said
+    mo = path.with_suffix(".mo")
     if mo.exists():
-        assert mo.read_bytes() == compiled(mo.with_suffix(".po"))
-    for key, text in entries(lang).items():
-        assert catalog(lang).gettext(key) == text
+        with mo.open("rb") as compiled:
+            assert {(m.id, m.context): m.string for m in read_mo(compiled) if m.id} == said
+
+
+def test_a_catalog_not_compiled_is_read_from_its_po(tmp_path: Path, monkeypatch) -> None:
+    """As on a Ray node, whose copy of the kit leaves out the `.mo` files that git ignores."""
+    folder = tmp_path / "zh" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    (folder / "messages.po").write_bytes(po("zh").read_bytes())
+    monkeypatch.setattr(i18n, "LOCALE", tmp_path)
+    uncompiled = i18n.catalog.__wrapped__("zh")
+    assert uncompiled.get("tally").string == entries("zh")["tally"]
+    assert not (folder / "messages.mo").exists()
 
 
 def test_an_id_in_no_catalog_is_an_error_never_shown_as_itself() -> None:
@@ -99,4 +147,5 @@ def test_an_id_in_no_catalog_is_an_error_never_shown_as_itself() -> None:
 
 def test_a_catalog_per_language_its_compiled_form_not_kept_in_git() -> None:
     assert sorted(folder.name for folder in LOCALE.iterdir()) == sorted(LANGUAGES)
+    assert all(po(lang).exists() for lang in LANGUAGES)
     assert "*.mo" in (KIT_ROOT / ".gitignore").read_text().splitlines()
