@@ -155,6 +155,16 @@ def time_once(calls: dict[str, Timed]) -> dict[str, float]:
     return one_round(fresh(calls))
 
 
+def confirmed_probe(probes: dict[str, Timed], limit: float) -> dict[str, float]:
+    """One round of `probes` ("c" the candidate's call, "r" the reference's), measured once more
+    where "c" took over `limit` times "r": like every failing verdict, a hopeless probe stands
+    only if it is measured twice (each call's least time)."""
+    probe = time_once(probes)
+    if probe["c"] > limit * probe["r"]:
+        probe = least([probe, time_once(probes)])
+    return probe
+
+
 def growth_ratio(best: dict[str, float]) -> float:
     """The candidate's cost growth from the small pool to the large one, over the reference's."""
     growth = best["candidate large"] / best["candidate small"]

@@ -519,26 +519,19 @@ def compare(
         if logits is not None:
             error = torch.nan_to_num((dense - logits[request_id]).abs().max(), nan=math.inf)
             max_logit_error = max(max_logit_error, float(error))
-        top2 = dense.topk(2, dim=-1).values
-        margins = top2[:, 0] - top2[:, 1]
-        min_margin = min(min_margin, float(margins.min()))
-        for position, token in enumerate(tokens):
-            expected = int(dense[position].argmax())
-            if token == expected:
-                continue
-            if float(top2[position, 0] - dense[position, token]) <= NEAR_TIE:
-                near_ties += 1
-                continue
-            mismatches += 1
-            if first is None:
-                first = {
-                    "request": request_id,
-                    "position": len(prompt) + position,
-                    "token_index": position,
-                    "expected": expected,
-                    "got": token,
-                    "margin": round(float(margins[position]), 4),
-                }
+        judged = judge(dense, tokens)
+        mismatches, near_ties = mismatches + len(judged.wrong), near_ties + judged.near_ties
+        min_margin = min(min_margin, judged.min_margin)
+        if first is None and judged.wrong:
+            position, expected, got, margin = judged.wrong[0]
+            first = {
+                "request": request_id,
+                "position": len(prompt) + position,
+                "token_index": position,
+                "expected": expected,
+                "got": got,
+                "margin": margin,
+            }
     figures = {
         "mismatches": mismatches,
         "near_ties": near_ties,
@@ -546,6 +539,34 @@ def compare(
         "min_margin": round(min_margin, 4),
     }
     return figures if logits is None else figures | {"max_logit_error": max_logit_error}
+
+
+@dataclass
+class Judged:
+    """Tokens chosen against dense logits: the wrong ones, each (offset, the dense argmax, the
+    token, the dense top-2 margin there), how many near-ties were excused, the least margin."""
+
+    wrong: list[tuple[int, int, int, float]]
+    near_ties: int
+    min_margin: float
+
+
+def judge(dense: torch.Tensor, chosen: list[int]) -> Judged:
+    """Each token of `chosen` against the argmax of its row of `dense` (`[len(chosen), vocab]`):
+    one whose logit is within `NEAR_TIE` of the top is a near-tie that float error may flip,
+    excused; any other than the argmax is wrong."""
+    top2 = dense.topk(2, dim=-1).values
+    margins = top2[:, 0] - top2[:, 1]
+    wrong, near_ties = [], 0
+    for offset, token in enumerate(chosen):
+        expected = int(dense[offset].argmax())
+        if token == expected:
+            continue
+        if float(top2[offset, 0] - dense[offset, token]) <= NEAR_TIE:
+            near_ties += 1
+            continue
+        wrong.append((offset, expected, token, round(float(margins[offset]), 4)))
+    return Judged(wrong, near_ties, float(margins.min()))
 
 
 def describe_mismatch(first: dict[str, Any]) -> str:

@@ -316,27 +316,20 @@ def compare(
             torch.arange(len(tokens)),
             lambda _, q, k, v: engine.causal_attention(q, k, v),
         )[start:]
-        top2 = dense.topk(2, dim=-1).values
-        margins = top2[:, 0] - top2[:, 1]
-        min_margin = min(min_margin, float(margins.min()))
+        judged = engine.judge(dense, chosen)
+        mismatches, near_ties = mismatches + len(judged.wrong), near_ties + judged.near_ties
+        min_margin = min(min_margin, judged.min_margin)
         checked += len(chosen)
-        for offset, token in enumerate(chosen):
-            expected = int(dense[offset].argmax())
-            if token == expected:
-                continue
-            if float(top2[offset, 0] - dense[offset, token]) <= engine.NEAR_TIE:
-                near_ties += 1
-                continue
-            mismatches += 1
-            if first is None:
-                first = {
-                    "request": request_id,
-                    "position": start + offset,
-                    "prompt_tokens": len(prompt),
-                    "expected": expected,
-                    "got": token,
-                    "margin": round(float(margins[offset]), 4),
-                }
+        if first is None and judged.wrong:
+            offset, expected, got, margin = judged.wrong[0]
+            first = {
+                "request": request_id,
+                "position": start + offset,
+                "prompt_tokens": len(prompt),
+                "expected": expected,
+                "got": got,
+                "margin": margin,
+            }
     return {
         "positions_checked": checked,
         "mismatches": mismatches,

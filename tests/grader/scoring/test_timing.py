@@ -7,7 +7,13 @@ import pytest
 
 from grader.sandbox.process import Limits, Sandbox
 from grader.sandbox.proxy import Submission
-from grader.scoring.timing import Timed, judge_ratio, time_confirmed, time_interleaved
+from grader.scoring.timing import (
+    Timed,
+    confirmed_probe,
+    judge_ratio,
+    time_confirmed,
+    time_interleaved,
+)
 
 SPIN = b"""
 import os, threading
@@ -106,6 +112,13 @@ def test_a_failing_ratio_is_measured_again_and_a_passing_one_is_not():
     calls = {"reference": timed([1.0, 1.0, 1.0]), "candidate": timed([1.0, 9.0, 2.0])}
     best = time_confirmed(FakeBenchmark(), calls, 1, fails=lambda best: best["candidate"] > 3)
     assert best == {"reference": 1.0, "candidate": 2.0}
+
+
+def test_a_hopeless_probe_is_measured_again_and_a_hopeful_one_is_not():
+    hopeful = {"c": timed([5.0]), "r": timed([1.0])}
+    assert confirmed_probe(hopeful, 10.0) == {"c": 5.0, "r": 1.0}  # a second round: no costs left
+    hopeless = {"c": timed([50.0, 8.0]), "r": timed([1.0, 2.0])}
+    assert confirmed_probe(hopeless, 10.0) == {"c": 8.0, "r": 1.0}  # each call's least
 
 
 def judged(seconds: tuple[float, float], **ratio: float) -> tuple[list[tuple], str | None]:
