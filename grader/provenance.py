@@ -48,13 +48,14 @@ def canonical(value: object) -> bytes:
 
 @functools.cache
 def kit_version(root: Path = KIT_ROOT) -> str:
-    """A hash of the kit's files under `root` (`KIT_FOLDERS`, `KIT_FILES`; no bytecode)."""
+    """A hash of the kit's files under `root` (`KIT_FOLDERS`, `KIT_FILES`), less what the set-up
+    builds from them (bytecode, the catalogs' `.mo`), which a Ray node's copy does not have."""
     files = [root / name for name in KIT_FILES if (root / name).is_file()]
     for folder in KIT_FOLDERS:
         files += [
             path
             for path in (root / folder).rglob("*")
-            if path.is_file() and "__pycache__" not in path.parts
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".mo"
         ]
     hashed = hashlib.sha256()
     for path in sorted(files):

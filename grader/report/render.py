@@ -2,11 +2,12 @@
 an entry of that language's catalog (`i18n.py`); the report's pages.
 
 Every page (`report.html`, `simulation.html`, `leaderboard.html`, `compare.html`, `pair.html`)
-extends `base.html`: one
-head with the Content-Security-Policy, one stylesheet (`style.css`), no script, no external URL. The
-`.html` templates autoescape every string; the charts (`charts.py`) are the only markup they are
-given. `report.md` has no autoescape: its template passes every string from the report through the
-filters of `markdown.py`. An undefined name is an error, never an empty string.
+extends `base.html`: one head with the Content-Security-Policy, one stylesheet (`style.css`), no
+script, no external URL. The `.html` templates autoescape every string, and every value a
+catalog entry is filled in with; the charts (`charts.py`) are the only markup they are given.
+`report.md` has no autoescape: its template passes every string from the report through the
+filters of `markdown.py`. An undefined name, or an id in no catalog, is an error, never an empty
+string.
 """
 
 from functools import cache, partial

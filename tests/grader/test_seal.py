@@ -174,3 +174,20 @@ def test_a_malformed_report_is_refused_not_a_crash(tmp_path: Path, change) -> No
     report = change(written(tmp_path, KEY))
     assert provenance.problems(report, KEY)
     provenance.settings(report)
+
+
+def test_the_kits_version_hashes_its_sources_not_what_the_set_up_builds(tmp_path: Path) -> None:
+    """A Ray node's copy of the kit has no compiled catalogs and no bytecode (Ray leaves out what
+    .gitignore names): its reports carry the driver's version, so a drive keeps them."""
+    catalog = tmp_path / "grader" / "report" / "locale" / "zh" / "LC_MESSAGES" / "messages.po"
+    catalog.parent.mkdir(parents=True)
+    catalog.write_text('msgid "title"\nmsgstr "评分报告"\n')
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    version = provenance.kit_version.__wrapped__
+    copied = version(tmp_path)
+    catalog.with_suffix(".mo").write_bytes(b"compiled")
+    (tmp_path / "grader" / "__pycache__").mkdir()
+    (tmp_path / "grader" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"bytecode")
+    assert version(tmp_path) == copied
+    catalog.write_text('msgid "title"\nmsgstr "报告"\n')
+    assert version(tmp_path) != copied
