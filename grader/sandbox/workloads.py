@@ -98,18 +98,17 @@ def gather_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
 
 
 def slot_mapping_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
-    """`weighed_rounds` of `slot_mapping`: a whole number per slot of the pool, `values[slots]`,
-    weighed by `signs` per token, each drawn from `seed` first (float64 whole numbers: the sums
-    are exact)."""
+    """`weighed_rounds` of `slot_mapping`: each request's slots weighed by `signs` per token,
+    drawn from `seed` first (slot numbers as float64 are whole: the sums are exact). The slots
+    themselves, not a value looked up at each: the lookup cost as much as the reference's slot
+    mapping, which brought a loop over tokens too near its limit."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
-    slots_in_pool = manager.num_blocks * manager.block_size
-    values = torch.randint(0, 1 << 20, (slots_in_pool,), generator=generator, dtype=torch.float64)
     weights = [signs((r.seq_len,), generator, torch.float64) for r in requests]
     return weighed_rounds(
         manager, requests, rounds, generator, manager.slot_mapping, weights,
-        lambda slots, weight: float(values[slots] @ weight),
+        lambda slots, weight: float(slots.to(torch.float64) @ weight),
     )  # fmt: skip
 
 
