@@ -15,6 +15,7 @@ candidate's own text stays as it is (`RAW_FIELDS`). A part named `*_list` holds 
 "; ", each translated, joined by the language's `list_separator`. An entry's context says where
 it is used: none, a message; "comment", a counterexample's comment; "assert", the f-string message
 of a counterexample's last `assert`; "simulation", the kit's simulation page (`simulation.py`).
+An id holds no `%`: `pybabel compile` reads one as a Python format and refuses the catalog.
 """
 
 import ast
@@ -55,6 +56,7 @@ def template(english: str, translation: str) -> Template:
     return Template(re.compile(pattern, re.DOTALL), translation, literal_chars)
 
 
+@cache
 def entries(lang: str, context: str | None) -> dict[str, str]:
     """`lang`'s `checks` catalog in `context`: {English template: its translation}."""
     return {

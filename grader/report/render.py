@@ -4,7 +4,9 @@ an entry of that language's catalog (`i18n.py`); the report's pages.
 Every page (`report.html`, `simulation.html`, `leaderboard.html`, `compare.html`, `pair.html`)
 extends `base.html`: one head with the Content-Security-Policy, one stylesheet (`style.css`), no
 script, no external URL. The `.html` templates autoescape every string, and every value a
-catalog entry is filled in with; the charts (`charts.py`) are the only markup they are given.
+catalog entry is filled in with; the entry's own text is the kit's, trusted as markup (so no
+entry a template uses holds `<`, `>` or `&`: test_catalogs.py); the charts (`charts.py`) are the
+only other markup they are given.
 `report.md` has no autoescape: its template passes every string from the report through the
 filters of `markdown.py`. An undefined name, or an id in no catalog, is an error, never an empty
 string.

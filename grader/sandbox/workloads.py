@@ -4,9 +4,9 @@ not round trips (`Remote.workload`; the worker's `workload` op).
 Each returns evidence of its work that the grading process checks against what it asked for
 (`grader.checks.allocator_timing`, `grader.checks.caching_timing`,
 `grader.checks.gather_timing`): what a call asks comes with it, drawn afresh each time, so that
-no answer can be prepared before it. The gather's sums weigh
-every token and lane of its rows, and the slot mapping's every token and slot: no sum of the pool
-or of the signs made once per call stands in for a round's work.
+no answer can be prepared before it. The gather's sums weigh every token and lane of its rows,
+and the slot mapping's a number mixed from every token's slot (`mixed`): no sum of the pool or
+of the signs made once per call stands in for a round's work.
 
 Loaded by the worker from its copy beside it (`worker.load_sibling`); stdlib at module level,
 torch imported inside. A timing check's counterexample defines the same functions, their source
@@ -97,18 +97,29 @@ def gather_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
     )  # fmt: skip
 
 
+def mixed(slots: Any) -> Any:
+    """A whole number under 2**20 per slot (exact in float64), from all of the slot's bits: an
+    odd 64-bit multiplier, wrapping, then its high bits folded into its low ones. Unlike the slot
+    itself, its sum over a block's tokens is no function of the block's number that sums of the
+    signs per block could give without each token. Cheaper than a lookup in a table per slot,
+    which cost as much as the reference's slot mapping and brought a loop over tokens near its
+    limit."""
+    import torch
+
+    x = slots.to(torch.int64) * -0x61C8864680B583EB  # 0x9E3779B97F4A7C15 as a signed int64
+    return ((x ^ (x >> 29)) & 0xFFFFF).to(torch.float64)
+
+
 def slot_mapping_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
-    """`weighed_rounds` of `slot_mapping`: each request's slots weighed by `signs` per token,
-    drawn from `seed` first (slot numbers as float64 are whole: the sums are exact). The slots
-    themselves, not a value looked up at each: the lookup cost as much as the reference's slot
-    mapping, which brought a loop over tokens too near its limit."""
+    """`weighed_rounds` of `slot_mapping`: each request's slots, `mixed`, weighed by `signs` per
+    token, drawn from `seed` first."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
     weights = [signs((r.seq_len,), generator, torch.float64) for r in requests]
     return weighed_rounds(
         manager, requests, rounds, generator, manager.slot_mapping, weights,
-        lambda slots, weight: float(slots.to(torch.float64) @ weight),
+        lambda slots, weight: float(mixed(slots) @ weight),
     )  # fmt: skip
 
 

@@ -541,7 +541,7 @@ def compare(
     return figures if logits is None else figures | {"max_logit_error": max_logit_error}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Judged:
     """Tokens chosen against dense logits: the wrong ones, each (offset, the dense argmax, the
     token, the dense top-2 margin there), how many near-ties were excused, the least margin."""

@@ -16,6 +16,7 @@ WORKER_FUNCTIONS = (
     "shuffle_tables",
     "signs",
     "weighed_rounds",
+    "mixed",
     "gather_rounds",
     "slot_mapping_rounds",
 )

@@ -44,17 +44,24 @@ def entries(lang: str) -> dict[str, str]:
         return {message.id: message.string for message in read_po(source) if message.id}
 
 
-def used_ids() -> set[str]:
-    """The literal ids of `tr(lang, id)`, `counted(lang, id, n)` and the templates' `_(id)`: what
-    `pybabel extract -F babel.cfg -k tr:2 -k counted:2` finds, and the calls inside f-strings,
-    which Babel does not read on Python 3.11."""
+def extracted(templates_only: bool = False) -> set[str]:
+    """The literal ids `pybabel extract -F babel.cfg -k tr:2 -k counted:2` finds: of `tr(lang,
+    id)` and `counted(lang, id, n)` in the grader's Python, of `_(id)` in the templates."""
     with (KIT_ROOT / "babel.cfg").open() as config:
         method_map, options_map = parse_mapping_cfg(config)
-    found = {
+    if templates_only:
+        method_map = [(pattern, method) for pattern, method in method_map if method != "python"]
+    return {
         message
         for _, _, message, *_ in extract_from_dir(KIT_ROOT, method_map, options_map, KEYWORDS)
         if isinstance(message, str)
     }
+
+
+def used_ids() -> set[str]:
+    """The literal ids `extracted`, and those of the calls inside f-strings, which Babel does not
+    read on Python 3.11."""
+    found = extracted()
     for path in (KIT_ROOT / "grader").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if (
@@ -105,11 +112,34 @@ def test_the_kits_chinese_words_have_one_style_of_punctuation() -> None:
     """`messages.po`'s; `checks.po` holds code among its words (`(num_blocks, block_size)`), and
     its punctuation is checked where it is shown, in the golden reports' Chinese pages."""
     assert [text for text in entries("zh").values() if slips(text)] == []
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_no_entry_a_template_uses_holds_markup(lang: str) -> None:
+    """An `.html` template takes an entry's text as markup (jinja2's i18n, new style): one with
+    `<`, `>` or `&` would reach the page unescaped."""
+    texts = entries(lang)
+    assert [key for key in extracted(templates_only=True) if set(texts[key]) & set("<>&")] == []
+
+
+def test_each_list_of_files_a_part_is_scored_with_in_place_of_yours_has_its_translation() -> None:
+    """`scoring/fixtures.py` joins a part's swapped files with " and " in a note; `checks.po`
+    holds each list, so a part that swaps another file needs its entry."""
+    joined = {" and ".join(part.swapped) for part in PARTS.values() if len(part.swapped) > 1}
+    assert joined
+    assert joined <= set(checks_entries("zh", None))
+
+
+def test_every_part_has_its_title_and_ask_in_both_languages() -> None:
     for part in PARTS.values():
         assert all((part.title, part.title_zh, part.ask, part.ask_zh)), part
 
 
-@pytest.mark.parametrize("path", sorted(LOCALE.glob("*/LC_MESSAGES/*.po")), ids=str)
+@pytest.mark.parametrize(
+    "path",
+    sorted(LOCALE.glob("*/LC_MESSAGES/*.po")),
+    ids=lambda path: str(path.relative_to(LOCALE)),
+)
 def test_the_catalog_in_use_says_what_the_po_says(path: Path) -> None:
     """`catalog` reads the `.mo` the set-up compiled, or the `.po` where there is none; neither
     holds a fuzzy entry (which `pybabel compile` would leave out)."""
@@ -134,7 +164,6 @@ def test_a_catalog_not_compiled_is_read_from_its_po(tmp_path: Path, monkeypatch)
     monkeypatch.setattr(i18n, "LOCALE", tmp_path)
     uncompiled = i18n.catalog.__wrapped__("zh")
     assert uncompiled.get("tally").string == entries("zh")["tally"]
-    assert not (folder / "messages.mo").exists()
 
 
 def test_an_id_in_no_catalog_is_an_error_never_shown_as_itself() -> None:
