@@ -277,20 +277,18 @@ def how_it_ran(report: dict, lang: str) -> str:
         seed=tr(lang, "no_seed") if env["seed"] is None else env["seed"],
         device=env["device"],
     )
+    sentences = [ran]
     kit = env.get("kit")
     if kit in KITS:  # older reports do not say
-        ran = tr(lang, "gap", before=ran, after=tr(lang, f"kit_{kit}"))
+        sentences.append(tr(lang, f"kit_{kit}"))
     if state := seal_state(report):
-        seal = tr(lang, f"seal_{state}", key_id=report["provenance"].get("key"))
-        ran = tr(lang, "gap", before=ran, after=seal)
-    isolation = report.get("isolation")
-    if not isolation:
-        return ran
-    notes = (isolation["description"], isolation.get("accounting"))  # older reports: no accounting
-    described = [tr(lang, "isolation_note", description=translated_message(lang, note))
-                 for note in notes if note]  # fmt: skip
+        sentences.append(tr(lang, f"seal_{state}", key_id=report["provenance"].get("key")))
+    if isolation := report.get("isolation"):
+        notes = (isolation["description"], isolation.get("accounting"))  # older: no accounting
+        sentences += [tr(lang, "isolation_note", description=translated_message(lang, note))
+                      for note in notes if note]  # fmt: skip
     return functools.reduce(lambda before, after: tr(lang, "gap", before=before, after=after),
-                            described, ran)  # fmt: skip
+                            sentences)  # fmt: skip
 
 
 def kit_label(report: dict, lang: str = "en") -> str:
