@@ -12,7 +12,8 @@ import sys
 
 import torch
 
-from grader.sandbox.tools.engine import EngineTrace, describe_mismatch, serve
+from grader.integration import mismatch_at
+from grader.sandbox.tools.engine import EngineTrace, serve
 
 # 12 requests arriving over time; 10 blocks cannot hold all 6 seats' requests at their full
 # length, so some are preempted.
@@ -59,7 +60,7 @@ def main() -> int:
     if f["passed"]:
         print("PASS: every request got the tokens it gets when decoded alone.")
         return 0
-    print(f"FAIL: first mismatch at {describe_mismatch(f['first_mismatch'])}.")
+    print(f"FAIL: first mismatch at {mismatch_at(f['first_mismatch'])}.")
     return 1
 
 

@@ -57,6 +57,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grader.report.svg import draw
+from grader.said import Said, said
 from grader.scoring.batching import Arrivals, Blocked, Seq, Server, Step, serve, static_batching
 from kernels.reference import cdiv
 
@@ -253,20 +254,20 @@ def schemes() -> dict[str, tuple[str, Callable[[Arrivals], list[Step]]]]:
     pool, seats, bs = POOL_TOKENS, MAX_NUM_SEQS, STATIC_BLOCK_SIZE
     table: dict[str, tuple[str, Callable[[Arrivals], list[Step]]]] = {
         f"static-{bs}": (
-            f"static, blocks of {bs}",
+            said("static, blocks of {size}", size=bs),
             lambda trace: static_batching(trace, pool // bs, bs, seats),
         )
     }
     for name, paper_name in (("max", "Max"), ("pow2", "Pow2"), ("exact", "Oracle")):
         table[f"contiguous-{name}"] = (
-            f"continuous, contiguous: Orca ({paper_name})",
+            said("continuous, contiguous: Orca ({name})", name=paper_name),
             lambda trace, reserve=RESERVATIONS[name]: contiguous_batching(
                 trace, pool, reserve, seats
             ),
         )
     for size in BLOCK_SIZES:
         table[f"paged-{size}"] = (
-            f"continuous, paged: block {size}",
+            said("continuous, paged: block {size}", size=size),
             lambda trace, size=size: continuous_batching(trace, pool // size, size, seats),
         )
     return table
@@ -329,8 +330,9 @@ def windowed(values: list[int], window: int) -> list[list[float]]:
 
 def rows(figures: dict) -> list[list[str]]:
     """The table: a header, then one row per scheme."""
-    body = [["scheme", "steps", "tokens/step", "running: mean, max", "preempted (recomputed)",
-             "slots holding tokens", "pool holding tokens, under load", "paper"]]  # fmt: skip
+    body = [[said("scheme"), said("steps"), said("tokens/step"), said("running: mean, max"),
+             said("preempted (recomputed)"), said("slots holding tokens"),
+             said("pool holding tokens, under load"), said("paper")]]  # fmt: skip
     for key, s in figures["schemes"].items():
         paper = figures["paper"].get(key)
         body.append([
@@ -338,7 +340,8 @@ def rows(figures: dict) -> list[list[str]]:
             f"{s['steps']:,}",
             f"{s['tokens_per_step']:.1f}",
             f"{s['running_mean']:.1f}, {s['running_max']}",
-            f"{s['preemptions']:,} ({s['recomputed_tokens']:,} tokens)",
+            said("{count} ({tokens} tokens)", count=f"{s['preemptions']:,}",
+                 tokens=f"{s['recomputed_tokens']:,}"),
             percent(s["slots_holding_tokens"]),
             percent(s["pool_holding_tokens_under_load"]),
             percent(paper),
@@ -368,18 +371,35 @@ def headline(figures: dict) -> str:
     """The two comparisons in one sentence each: batching, then memory."""
     s = figures["schemes"]
     static, paged, orca = s[f"static-{STATIC_BLOCK_SIZE}"], s["paged-16"], s["contiguous-max"]
-    return (
-        f"Continuous batching (paged, block {STATIC_BLOCK_SIZE}) against static batching on the "
-        f"same pool: "
-        f"{paged['tokens_per_step']:.1f} against {static['tokens_per_step']:.1f} tokens per step "
-        f"({paged['tokens_per_step'] / static['tokens_per_step']:.1f}x), {paged['steps']:,} "
-        f"against {static['steps']:,} steps to drain.\n"
-        f"Pool holding tokens under load: {percent(orca['pool_holding_tokens_under_load'])} "
-        f"reserving {MODEL_MAX_LEN} contiguously (paper: {percent(PAPER['contiguous-max'])}), "
-        f"{percent(paged['pool_holding_tokens_under_load'])} paged with blocks of "
-        f"{STATIC_BLOCK_SIZE} "
-        f"(paper: {percent(PAPER['paged-16'])})."
+    batching = said(
+        "Continuous batching (paged, block {size}) against static batching on the same pool: "
+        "{paged} against {static} tokens per step ({speedup}x), {paged_steps} against "
+        "{static_steps} steps to drain.",
+        size=STATIC_BLOCK_SIZE,
+        paged=f"{paged['tokens_per_step']:.1f}",
+        static=f"{static['tokens_per_step']:.1f}",
+        speedup=f"{paged['tokens_per_step'] / static['tokens_per_step']:.1f}",
+        paged_steps=f"{paged['steps']:,}",
+        static_steps=f"{static['steps']:,}",
     )
+    memory = said(
+        "Pool holding tokens under load: {contiguous} reserving {max_len} contiguously (paper: "
+        "{contiguous_paper}), {paged_pool} paged with blocks of {size} (paper: {paged_paper}).",
+        contiguous=percent(orca["pool_holding_tokens_under_load"]),
+        max_len=MODEL_MAX_LEN,
+        contiguous_paper=percent(PAPER["contiguous-max"]),
+        paged_pool=percent(paged["pool_holding_tokens_under_load"]),
+        size=STATIC_BLOCK_SIZE,
+        paged_paper=percent(PAPER["paged-16"]),
+    )
+    return said("{batching}\n{memory}", batching=batching, memory=memory)
+
+
+def category(label: Said) -> Said:
+    """A scheme's label as the bar chart's group, on two lines: "contiguous\nOrca (Max)"."""
+    if "name" in label.params:
+        return said("contiguous\n{name}", name=f"Orca ({label.params['name']})")
+    return said("paged\nblock {size}", size=label.params["size"])
 
 
 def chart_specs(figures: dict) -> dict[str, dict]:
@@ -387,11 +407,10 @@ def chart_specs(figures: dict) -> dict[str, dict]:
     running over time (static batching, continuous over contiguous reservations, continuous
     over paging), and the KV memory holding tokens per scheme, beside the paper's figures."""
     s = figures["schemes"]
-    over_time = f"step (mean over windows of {figures['window']} steps)"
+    over_time = said("step (mean over windows of {window} steps)", window=figures["window"])
     series = {s[key]["label"]: values for key, values in figures["series"].items()}
     memory = [key for key in s if not key.startswith("static")]
-    # "continuous, contiguous: Orca (Max)" -> "contiguous\nOrca (Max)"
-    categories = ["\n".join(s[key]["label"].split(", ")[1].split(": ")) for key in memory]
+    categories = [category(s[key]["label"]) for key in memory]
 
     def over_steps(title: str, y_label: str, measure: str) -> dict:
         points = {label: values[measure] for label, values in series.items()}
@@ -399,25 +418,29 @@ def chart_specs(figures: dict) -> dict[str, dict]:
                                          "y_label": y_label, "series": points}}  # fmt: skip
 
     return {
-        "tokens_per_step.svg": over_steps("Tokens generated per step", "tokens per step", "tokens"),
-        "running.svg": over_steps("Requests running at once", "requests holding memory", "running"),
+        "tokens_per_step.svg": over_steps(
+            said("Tokens generated per step"), said("tokens per step"), "tokens"
+        ),
+        "running.svg": over_steps(
+            said("Requests running at once"), said("requests holding memory"), "running"
+        ),
         "memory.svg": {
             "kind": "bar",
             "args": {
-                "title": "KV cache slots holding tokens",
+                "title": said("KV cache slots holding tokens"),
                 "categories": categories,
                 "series": {
-                    "of the slots reserved or allocated": [
+                    said("of the slots reserved or allocated"): [
                         s[key]["slots_holding_tokens"] for key in memory
                     ],
-                    "of the whole pool, under load": [
+                    said("of the whole pool, under load"): [
                         s[key]["pool_holding_tokens_under_load"] for key in memory
                     ],
-                    "of the KV cache, the vLLM paper's Fig. 2": [
+                    said("of the KV cache, the vLLM paper's Fig. 2"): [
                         figures["paper"].get(key) for key in memory
                     ],
                 },
-                "unit": "slots (%)",
+                "unit": said("slots (%)"),
             },
         },
     }

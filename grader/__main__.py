@@ -23,7 +23,7 @@ from grader.cli import parser
 from grader.intake import SubmissionRefused, read_submission
 from grader.report.compare import ReportError, read
 from grader.report.i18n import profile_name, tr
-from grader.report.messages import translated_message
+from grader.report.messages import text_in
 from grader.sandbox import isolation
 from grader.sandbox.process import Limits
 from grader.scoring.profiles import PROFILES
@@ -106,7 +106,7 @@ def grade_submission(args: argparse.Namespace) -> int:
     if intake.folder:
         print(tr(args.lang, "grading_folder", folder=intake.folder), file=sys.stderr)
     if not isolated.isolated:
-        warning = translated_message(args.lang, isolated.describe())
+        warning = text_in(args.lang, isolated.describe())
         print(tr(args.lang, "warning", message=warning), file=sys.stderr)
     report = grade(intake, options)
     with interrupt.held():  # written whole and said so, or Ctrl-C came first and nothing is

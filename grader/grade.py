@@ -36,6 +36,7 @@ from grader import ANSWER_KEY, KIT_ROOT, kernel_rule, provenance, scan
 from grader.intake import Intake
 from grader.integration import run_integration, run_prefix_integration
 from grader.parts import ENGINE_PARTS, PARTS
+from grader.said import recorded, said
 from grader.sandbox import seccomp
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import DID_NOT_RETURN, NO_CUDA, Events, ImportFailed, Limits
@@ -58,13 +59,11 @@ SHADOWED = frozenset({"torch", "triton", "numpy", "kernels"})  # imported by the
 ALLOCATOR = "allocator"  # the part whose failure triggers the second grading
 (KIT_ALLOCATOR,) = PARTS[ALLOCATOR].files  # its one file, the answer key's in the second grading
 ALLOCATOR_RULES = PARTS[ALLOCATOR].checks[0]  # its rules, its timings apart: what triggers it
-KIT_ALLOCATOR_NOTE = (
-    f"scored with the kit's reference {KIT_ALLOCATOR} in place of yours: your allocator fails "
-    "allocator checks (with yours, this part scored {own:g})"
-)
-OWN_ALLOCATOR_NOTE = (
-    f"scored with your own {KIT_ALLOCATOR}, which fails allocator checks: the full kit also "
-    "grades this part with its reference one and keeps the better score"
+
+OWN_ALLOCATOR_NOTE = said(
+    "scored with your own {file}, which fails allocator checks: the full kit also "
+    "grades this part with its reference one and keeps the better score",
+    file=KIT_ALLOCATOR,
 )
 CACHING = "caching"  # the part whose grading runs the prefix-caching engine check
 
@@ -130,7 +129,10 @@ def run_checks(intake: Intake, options: Options) -> GradingPlugin:
         rescore_on_the_kit_allocator(plugin, intake, options)
     except Exception:  # the first grading stands, with the failure shown
         plugin.errors.append(
-            f"grading again with the kit's allocator failed: {traceback.format_exc()}"
+            said(
+                "grading again with the kit's allocator failed: {traceback}",
+                traceback=traceback.format_exc(),
+            )
         )
     return plugin
 
@@ -251,7 +253,7 @@ def worker_flags(events: dict[str, Events]) -> list[dict]:
     for part, sent in events.items():
         flags += [{"part": part, "source": "worker", "message": event} for event in sent.shown]
         if sent.others:
-            message = f"and {sent.others} more events from this part's workers"
+            message = said("and {count} more events from this part's workers", count=sent.others)
             flags.append({"part": part, "source": "worker", "message": message})
     return flags
 
@@ -305,7 +307,12 @@ def keep_the_better(
     plugin.events.setdefault(part, Events()).merge(again.events.get(part, Events()))
     if kept == "kit":
         plugin.results.update(rescored)
-        plugin.part_notes[part] = KIT_ALLOCATOR_NOTE.format(own=own)
+        plugin.part_notes[part] = said(
+            "scored with the kit's reference {file} in place of yours: your allocator fails "
+            "allocator checks (with yours, this part scored {own})",
+            file=KIT_ALLOCATOR,
+            own=f"{own:g}",
+        )
 
 
 def mixed_seed(seed: int) -> int:
@@ -350,13 +357,13 @@ def score_parts(
             "checks": rows,
         }
         if not checks:
-            parts[part]["note"] = "not graded by this version of the kit"
+            parts[part]["note"] = said("not graded by this version of the kit")
         else:
             if part in notes:
                 parts[part]["note"] = notes[part]
             if skipped:
-                why = "; ".join(sorted({check.message for check in skipped}))
-                parts[part]["provisional"] = f"checks skipped ({why})"
+                why = sorted({check.message for check in skipped})
+                parts[part]["provisional"] = said("checks skipped ({reason_list})", reason_list=why)
     return parts
 
 
@@ -480,7 +487,9 @@ def engine_check(report: dict, intake: Intake, options: Options) -> None:
             runnable(intake.files), options.limits, device_environment(), options.isolation
         )
     except Exception:
-        report["errors"].append(f"the engine check failed: {traceback.format_exc()}")
+        report["errors"].append(
+            said("the engine check failed: {traceback}", traceback=traceback.format_exc())
+        )
 
 
 def prefix_check(report: dict, intake: Intake, options: Options) -> None:
@@ -495,15 +504,19 @@ def prefix_check(report: dict, intake: Intake, options: Options) -> None:
             runnable(intake.files), options.limits, device_environment(CACHING), options.isolation
         )
     except Exception:
-        report["errors"].append(f"the prefix-caching check failed: {traceback.format_exc()}")
+        report["errors"].append(
+            said("the prefix-caching check failed: {traceback}", traceback=traceback.format_exc())
+        )
 
 
 def hung_outcome(hung: list[str]) -> dict:
     """An engine check skipped: calls in the `hung` parts did not return in time."""
     return {
         "status": "skipped",
-        "message": f"calls in {', '.join(hung)} did not return in time: the engine check "
-        "would wait for them too",
+        "message": said(
+            "calls in {parts} did not return in time: the engine check would wait for them too",
+            parts=", ".join(hung),
+        ),
         "figures": {},
     }
 
@@ -512,15 +525,18 @@ def accounting(limits: Limits) -> str:
     """What a worker's CPU time and memory limit cover, for the report."""
     memory = f"{limits.memory_bytes / (1 << 30):g} GiB"
     if seccomp.supported():
-        return (
-            "the CPU parts' workers can start no process (a seccomp filter), so each one's CPU "
-            f"time, its own clock, and its memory limit ({memory}) cover all it does; the kernel's "
-            "worker on a CUDA machine may start processes (Triton runs a compiler), and its "
-            "limit is per process"
+        return said(
+            "the CPU parts' workers can start no process (a seccomp filter), so each "
+            "one's CPU time, its own clock, and its memory limit ({memory}) cover "
+            "all it does; the kernel's worker on a CUDA machine may start processes "
+            "(Triton runs a compiler), and its limit is per process",
+            memory=memory,
         )
-    return (
-        "the workers may start processes (no seccomp filter here): a worker's CPU time counts "
-        f"those it waited for, and its memory limit ({memory}) is per process"
+    return said(
+        "the workers may start processes (no seccomp filter here): a worker's CPU "
+        "time counts those it waited for, and its memory limit ({memory}) is per "
+        "process",
+        memory=memory,
     )
 
 
@@ -532,7 +548,8 @@ def isolation_flags(isolation: Isolation) -> list[dict]:
 
 
 def grade(intake: Intake, options: Options) -> dict:
-    """Grade `intake`; returns the report, for the caller to write (`writers.write_all`)."""
+    """Grade `intake`; returns the report, for the caller to write (`writers.write_all`), each
+    message with its record beside it (`said.recorded`)."""
     started = time.time()
     report = {
         "score": 0.0,
@@ -567,19 +584,23 @@ def grade(intake: Intake, options: Options) -> dict:
             {
                 "part": bench["part"],
                 "source": "timing",
-                "message": f"implausibly fast: {bench['name']}",
+                "message": said("implausibly fast: {benchmark}", benchmark=bench["name"]),
             }
             for bench in plugin.benchmarks
             if implausible(bench["ratio"])
         ]
     except Exception:
-        report["errors"].append(f"the grader failed: {traceback.format_exc()}")
+        report["errors"].append(
+            said("the grader failed: {traceback}", traceback=traceback.format_exc())
+        )
         report["parts"] = score_parts([], options)
     if "scheduler" in options.parts and has_simulator():
         try:
             report["simulation"] = simulation()
         except Exception:
-            report["errors"].append(f"the simulation failed: {traceback.format_exc()}")
+            report["errors"].append(
+                said("the simulation failed: {traceback}", traceback=traceback.format_exc())
+            )
     if set(options.parts) >= ENGINE_PARTS:
         engine_check(report, intake, options)
     if CACHING in options.parts:
@@ -589,4 +610,4 @@ def grade(intake: Intake, options: Options) -> dict:
     report["max_score"] = round(sum(part["max_score"] for part in report["parts"].values()), 2)
     report["started_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started))
     report["seconds"] = round(time.time() - started, 1)
-    return report
+    return recorded(report)

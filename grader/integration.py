@@ -22,8 +22,16 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from grader.said import Said, said
 from grader.sandbox.isolation import Isolation
-from grader.sandbox.process import Limits, NotImplementedInSubmission, Sandbox, SubmissionFailure
+from grader.sandbox.process import (
+    Limits,
+    NotImplementedInSubmission,
+    Sandbox,
+    SubmissionFailure,
+    described,
+    message_of,
+)
 from grader.sandbox.proxy import RemoteError, Submission
 from grader.sandbox.tools import engine, prefix_engine
 
@@ -45,33 +53,53 @@ def run_integration(
     """`{"status": "passed" | "failed" | "skipped", "message": str, "figures": {...}}`."""
     missing = [f"{name}.py" for name in MODULES if f"{name}.py" not in files]
     if missing:
-        return outcome("skipped", f"needs {', '.join(missing)}, which the submission lacks")
+        return outcome(
+            "skipped", said("needs {files}, which the submission lacks", files=", ".join(missing))
+        )
     if importlib.util.find_spec("triton") is None:
-        return outcome("skipped", "needs Triton for paged_attention.py; it installs on Linux only")
+        return outcome(
+            "skipped", said("needs Triton for paged_attention.py; it installs on Linux only")
+        )
     figures, failure = served(files, limits, worker_env, isolation, "engine", MODULES)
     if failure:
         return failure
     try:
         verdict = verify(TRACE, figures)
     except engine.EngineError as error:
-        return outcome("failed", str(error))
+        return outcome("failed", message_of(error))
     # The tokens served their purpose; of the worker's own figures, numbers and short texts.
     figures = {key: value for key, value in figures.items() if is_figure(value)} | verdict
-    summary = (
-        f"{figures['requests']} requests, {figures['tokens']} tokens in {figures['steps']} "
-        f"steps, {figures['preemptions']} preemption(s)"
+    summary = said(
+        "{requests} requests, {tokens} tokens in {steps} steps, {preemptions} preemption(s)",
+        requests=figures["requests"],
+        tokens=figures["tokens"],
+        steps=figures["steps"],
+        preemptions=figures["preemptions"],
     )
     if figures["mismatches"] == 0:
-        excused = f", {figures['near_ties']} near-tie(s) excused" if figures["near_ties"] else ""
+        excused = (
+            said(", {count} near-tie(s) excused", count=figures["near_ties"])
+            if figures["near_ties"]
+            else ""
+        )
         return outcome(
             "passed",
-            f"{summary}: every request got the tokens it gets decoded alone{excused}",
+            said(
+                "{summary}: every request got the tokens it gets decoded alone{excused}",
+                summary=summary,
+                excused=excused,
+            ),
             figures | {"passed": True},
         )
     return outcome(
         "failed",
-        f"{summary}: {figures['mismatches']} token(s) differ from decoding each request alone "
-        f"with dense attention; the first at {engine.describe_mismatch(figures['first_mismatch'])}",
+        said(
+            "{summary}: {count} token(s) differ from decoding each request alone with "
+            "dense attention; the first at {where}",
+            summary=summary,
+            count=figures["mismatches"],
+            where=mismatch_at(figures["first_mismatch"]),
+        ),
         figures | {"passed": False},
     )
 
@@ -92,15 +120,17 @@ def served(
     try:
         return Submission(sandbox, "submission").tool(tool, "serve", TRACE, modules=modules), None
     except NotImplementedInSubmission as failure:
-        return None, outcome(
-            "failed", f"{failure.label}: {failure} (a part it needs is still a stub)"
-        )
+        stub = said("{failure} (a part it needs is still a stub)", failure=described(failure))
+        return None, outcome("failed", stub)
     except SubmissionFailure as failure:
-        return None, outcome("failed", f"{failure.label}: {failure}")
+        return None, outcome("failed", described(failure))
     except RemoteError as error:
         if error.type_name == "EngineError":  # the engine's own check: its frames say nothing
-            return None, outcome("failed", f"the engine stopped: {error.message}")
-        return None, outcome("failed", f"serving the trace raised {error}\n{traceback_tail(error)}")
+            return None, outcome(
+                "failed", said("the engine stopped: {reason}", reason=error.message)
+            )
+        raised = f"{error}\n{traceback_tail(error)}"
+        return None, outcome("failed", said("serving the trace raised {error}", error=raised))
     finally:
         sandbox.close()
 
@@ -109,7 +139,7 @@ def verify(trace_name: str, figures: Any) -> dict[str, Any]:
     """`engine.compare` of the tokens the worker reported for `TRACES[trace_name]`, run here."""
     trace, config = engine.TRACES[trace_name], engine.ModelConfig()
     if not isinstance(figures, dict) or not figures.keys() >= REQUIRED_FIGURES:
-        raise engine.EngineError(f"the engine's report lacks some of {sorted(REQUIRED_FIGURES)}")
+        raise engine.stop("the engine's report lacks some of {keys}", keys=sorted(REQUIRED_FIGURES))
     generated = figures["generated"] if isinstance(figures["generated"], list) else []
     lengths = [len(tokens) if isinstance(tokens, list) else None for tokens in generated]
     if lengths != [n for _, _, n in trace.requests] or not all(
@@ -117,7 +147,7 @@ def verify(trace_name: str, figures: Any) -> dict[str, Any]:
         for tokens in generated
         for token in tokens
     ):
-        raise engine.EngineError(
+        raise engine.stop(
             "the engine's report does not hold max_new_tokens valid tokens for each request"
         )
     model = engine.TinyTransformer(config, "cpu")
@@ -134,7 +164,7 @@ def run_prefix_integration(
     `prefix_cache.py` alone in the worker, the verdict here (`verify_prefix`)."""
     name = f"{PREFIX_MODULE}.py"
     if name not in files:
-        return outcome("skipped", f"needs {name}, which the submission lacks")
+        return outcome("skipped", said("needs {files}, which the submission lacks", files=name))
     alone = {name: files[name]}
     figures, failure = served(
         alone, limits, worker_env, isolation, "prefix_engine", (PREFIX_MODULE,)
@@ -144,32 +174,52 @@ def run_prefix_integration(
     try:
         verdict = verify_prefix(TRACE, figures)
     except engine.EngineError as error:
-        return outcome("failed", str(error))
+        return outcome("failed", message_of(error))
     figures = {key: value for key, value in figures.items() if is_figure(value)} | verdict
-    summary = (
-        f"{verdict['requests']} requests sharing prefixes, {verdict['tokens']} tokens generated; "
-        f"{verdict['prompt_tokens_computed']} of their {verdict['prompt_tokens']} prompt tokens "
-        "computed, the others read from cached blocks"
+    summary = said(
+        "{requests} requests sharing prefixes, {tokens} tokens generated; {computed} "
+        "of their {total} prompt tokens computed, the others read from cached blocks",
+        requests=verdict["requests"],
+        tokens=verdict["tokens"],
+        computed=verdict["prompt_tokens_computed"],
+        total=verdict["prompt_tokens"],
     )
     if verdict["mismatches"]:
         return outcome(
             "failed",
-            f"{summary}: {verdict['mismatches']} of the {verdict['positions_checked']} tokens the "
-            "engine chose differ from decoding each request alone with dense attention; the first "
-            f"at {prefix_engine.describe_mismatch(verdict['first_mismatch'])}",
+            said(
+                "{summary}: {count} of the {checked} tokens the engine chose differ from "
+                "decoding each request alone with dense attention; the first at {where}",
+                summary=summary,
+                count=verdict["mismatches"],
+                checked=verdict["positions_checked"],
+                where=prefix_mismatch_at(verdict["first_mismatch"]),
+            ),
             figures | {"passed": False},
         )
     if verdict["prompt_tokens_computed"] == verdict["prompt_tokens"]:
         return outcome(
             "failed",
-            f"{summary}: the cache held none of them, though the prompts share prefixes",
+            said(
+                "{summary}: the cache held none of them, though the prompts share prefixes",
+                summary=summary,
+            ),
             figures | {"passed": False},
         )
-    excused = f", {verdict['near_ties']} near-tie(s) excused" if verdict["near_ties"] else ""
+    excused = (
+        said(", {count} near-tie(s) excused", count=verdict["near_ties"])
+        if verdict["near_ties"]
+        else ""
+    )
     return outcome(
         "passed",
-        f"{summary}: each of the {verdict['positions_checked']} tokens the engine chose is the "
-        f"one dense decoding of its request alone gives{excused}",
+        said(
+            "{summary}: each of the {checked} tokens the engine chose is the one dense "
+            "decoding of its request alone gives{excused}",
+            summary=summary,
+            checked=verdict["positions_checked"],
+            excused=excused,
+        ),
         figures | {"passed": True},
     )
 
@@ -180,13 +230,13 @@ def verify_prefix(trace_name: str, figures: Any) -> dict[str, Any]:
     tokens served and computed counted here."""
     trace, config = prefix_engine.TRACES[trace_name], engine.ModelConfig()
     if not isinstance(figures, dict) or not figures.keys() >= PREFIX_REQUIRED:
-        raise engine.EngineError(f"the engine's report lacks some of {sorted(PREFIX_REQUIRED)}")
+        raise engine.stop("the engine's report lacks some of {keys}", keys=sorted(PREFIX_REQUIRED))
     generated, cached, predicted = (
         figures[key] if isinstance(figures[key], list) else []
         for key in ("generated", "cached", "predicted")
     )
     if lengths(generated) != [n for _, _, n in trace.requests] or not valid(generated, config):
-        raise engine.EngineError(
+        raise engine.stop(
             "the engine's report does not hold max_new_tokens valid tokens for each request"
         )
     prompts = prefix_engine.prompts_of(trace, generated, config.vocab_size)
@@ -194,13 +244,14 @@ def verify_prefix(trace_name: str, figures: Any) -> dict[str, Any]:
         type(count) is int and 0 <= count < len(prompt) and count % trace.block_size == 0
         for count, prompt in zip(cached, prompts, strict=False)
     ):
-        raise engine.EngineError(
-            "the engine's report does not hold, for each request, a number of cached prompt "
-            "tokens that is a multiple of the block size below its prompt's length"
+        raise engine.stop(
+            "the engine's report does not hold, for each request, a number of cached "
+            "prompt tokens that is a multiple of the block size below its prompt's "
+            "length"
         )
     computed = [len(prompt) - count - 1 for prompt, count in zip(prompts, cached, strict=True)]
     if lengths(predicted) != computed or not valid(predicted, config):
-        raise engine.EngineError(
+        raise engine.stop(
             "the engine's report does not hold a valid token for each prompt position it computed"
         )
     model = engine.TinyTransformer(config, "cpu")
@@ -236,3 +287,32 @@ def outcome(status: str, message: str, figures: dict[str, Any] | None = None) ->
 def traceback_tail(error: RemoteError) -> str:
     """The end of the worker's traceback: where in the candidate's code (or the engine) it broke."""
     return error.traceback[-TRACEBACK_CHARS:].strip()
+
+
+def mismatch_at(first: dict[str, Any]) -> Said:
+    """Where the engine's first token that differs from dense decoding is, and both tokens."""
+    return said(
+        "request {id}, generated token {index} (position {position}): dense decoding "
+        "gives {expected}, the engine {got} (dense top-2 margin {margin})",
+        id=first["request"],
+        index=first["token_index"],
+        position=first["position"],
+        expected=first["expected"],
+        got=first["got"],
+        margin=first["margin"],
+    )
+
+
+def prefix_mismatch_at(first: dict[str, Any]) -> Said:
+    """`mismatch_at` of the prefix-caching engine: the token after a prompt position."""
+    return said(
+        "request {id}, the token after position {position} (of {length} prompt "
+        "tokens): dense decoding gives {expected}, the engine {got} (dense top-2 "
+        "margin {margin})",
+        id=first["request"],
+        position=first["position"],
+        length=first["prompt_tokens"],
+        expected=first["expected"],
+        got=first["got"],
+        margin=first["margin"],
+    )

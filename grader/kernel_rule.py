@@ -32,6 +32,7 @@ still misses is a gap to close here, with its case added there.
 import ast
 from collections.abc import Iterable, Iterator
 
+from grader.said import said
 from grader.scan import (
     ALLOWED_IMPORTS,
     FRAMES,
@@ -330,7 +331,9 @@ class Reader:
                 )
         if isinstance(node, ast.Attribute | ast.Name | ast.Call) and (name := self.module_of(node)):
             if reason := escape_reason(name):
-                raise RuleBroken(node.lineno, f"uses {name} ({reason})")
+                raise RuleBroken(
+                    node.lineno, said("uses {name} ({reason})", name=name, reason=reason)
+                )
             if isinstance(node, ast.Call):
                 changed = node.func.id in ("setattr", "delattr")
             else:

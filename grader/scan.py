@@ -33,24 +33,27 @@ import symtable
 import warnings
 from fnmatch import fnmatchcase
 
+from grader.said import Said, said
+
 # Modules flagged when imported (with any submodule), and why.
 MODULES = {
     **dict.fromkeys(
-        ["grader", "kernels", "full_kit", "solutions", "exercises", "tests"], "the kit's own code"
+        ["grader", "kernels", "full_kit", "solutions", "exercises", "tests"],
+        said("the kit's own code"),
     ),
-    **dict.fromkeys(["vllm", "flash_attn", "flashinfer", "xformers"], "a ready-made kernel"),
-    **dict.fromkeys(["ctypes", "cffi"], "runs native code"),
-    **dict.fromkeys(["subprocess", "multiprocessing"], "can start processes"),
-    **dict.fromkeys(["threading", "_thread", "concurrent"], "can start threads"),
-    **dict.fromkeys(["signal", "_signal"], "handles signals"),
-    "mmap": "maps memory outside the worker's memory limit",
-    "socket": "opens connections",
-    **dict.fromkeys(["gc", "inspect", "builtins", "importlib"], "introspection"),
-    "__main__": "reaches the worker's own code",
-    **dict.fromkeys(["pathlib", "shutil"], "file access"),
-    "runpy": "runs code from a file",
-    **dict.fromkeys(["marshal", "dis"], "reads or builds bytecode"),
-    "zipimport": "loads code from an archive",
+    **dict.fromkeys(["vllm", "flash_attn", "flashinfer", "xformers"], said("a ready-made kernel")),
+    **dict.fromkeys(["ctypes", "cffi"], said("runs native code")),
+    **dict.fromkeys(["subprocess", "multiprocessing"], said("can start processes")),
+    **dict.fromkeys(["threading", "_thread", "concurrent"], said("can start threads")),
+    **dict.fromkeys(["signal", "_signal"], said("handles signals")),
+    "mmap": said("maps memory outside the worker's memory limit"),
+    "socket": said("opens connections"),
+    **dict.fromkeys(["gc", "inspect", "builtins", "importlib"], said("introspection")),
+    "__main__": said("reaches the worker's own code"),
+    **dict.fromkeys(["pathlib", "shutil"], said("file access")),
+    "runpy": said("runs code from a file"),
+    **dict.fromkeys(["marshal", "dis"], said("reads or builds bytecode")),
+    "zipimport": said("loads code from an archive"),
 }
 # The modules the contract lets a file import (exercises/README.md, Rules), by their top-level
 # name: any other import is a flag. `KERNEL_IMPORTS` only in the kernel's file, where `scan_kernel`
@@ -60,39 +63,45 @@ ALLOWED_IMPORTS = frozenset({
     "itertools", "math", "numbers", "operator", "typing", "torch",
 })  # fmt: skip
 KERNEL_IMPORTS = frozenset({"triton", "numpy"})
-UNLISTED = "outside the modules the contract lists"
+UNLISTED = said("outside the modules the contract lists")
 # Attributes flagged when used or imported (fnmatch patterns of dotted names), and why.
 ATTRIBUTES = {
-    **dict.fromkeys(["os.system", "os.popen"], "runs a shell command"),
-    **dict.fromkeys(["os.fork*", "os.vfork", "os.exec*", "os.*spawn*"], "can start processes"),
-    **dict.fromkeys(["os.setsid", "os.setpg*"], "leaves the worker's process group"),
-    **dict.fromkeys(["os.kill*", "signal.pthread_kill"], "can end processes"),
-    **dict.fromkeys(["os._exit", "sys.exit"], "can end processes"),
-    **dict.fromkeys(["sys._getframe", "sys.modules", "sys.meta_path", "sys.path"], "introspection"),
-    "inspect.currentframe": "introspection",
-    **dict.fromkeys(["os.remove", "os.unlink", "os.rename", "os.replace"], "file access"),
-    **dict.fromkeys(["os.makedirs", "os.mkdir", "os.chdir"], "file access"),
-    **dict.fromkeys(["os.open", "os.read", "os.pread", "os.write", "os.pwrite"], "file access"),
-    **dict.fromkeys(["os.mkfifo", "os.mknod"], "makes a special file"),
-    **dict.fromkeys(["io.open", "io.FileIO", "_io.*"], "file access"),
-    **dict.fromkeys(["types.CodeType", "types.FunctionType"], "builds code objects"),
+    **dict.fromkeys(["os.system", "os.popen"], said("runs a shell command")),
+    **dict.fromkeys(
+        ["os.fork*", "os.vfork", "os.exec*", "os.*spawn*"], said("can start processes")
+    ),
+    **dict.fromkeys(["os.setsid", "os.setpg*"], said("leaves the worker's process group")),
+    **dict.fromkeys(["os.kill*", "signal.pthread_kill"], said("can end processes")),
+    **dict.fromkeys(["os._exit", "sys.exit"], said("can end processes")),
+    **dict.fromkeys(
+        ["sys._getframe", "sys.modules", "sys.meta_path", "sys.path"], said("introspection")
+    ),
+    "inspect.currentframe": said("introspection"),
+    **dict.fromkeys(["os.remove", "os.unlink", "os.rename", "os.replace"], said("file access")),
+    **dict.fromkeys(["os.makedirs", "os.mkdir", "os.chdir"], said("file access")),
+    **dict.fromkeys(
+        ["os.open", "os.read", "os.pread", "os.write", "os.pwrite"], said("file access")
+    ),
+    **dict.fromkeys(["os.mkfifo", "os.mknod"], said("makes a special file")),
+    **dict.fromkeys(["io.open", "io.FileIO", "_io.*"], said("file access")),
+    **dict.fromkeys(["types.CodeType", "types.FunctionType"], said("builds code objects")),
     **dict.fromkeys(
         ["gc.get_objects", "gc.get_referrers", "gc.get_referents"],
-        "walks the process's objects: the kit's tools",
+        said("walks the process's objects: the kit's tools"),
     ),
-    "runpy.*": "runs code from a file",
+    "runpy.*": said("runs code from a file"),
     **dict.fromkeys(
         ["importlib.util.spec_from_file_location", "importlib.machinery.*FileLoader"],
-        "loads code from a file",
+        said("loads code from a file"),
     ),
 }
 # Built-in names flagged when read, and why.
 NAMES = {
-    **dict.fromkeys(["eval", "exec", "compile"], "runs code from a string"),
-    "__import__": "imports by name",
-    "open": "file access",
-    "__builtins__": "introspection",
-    "__loader__": "reads module files through their loader",
+    **dict.fromkeys(["eval", "exec", "compile"], said("runs code from a string")),
+    "__import__": said("imports by name"),
+    "open": said("file access"),
+    "__builtins__": said("introspection"),
+    "__loader__": said("reads module files through their loader"),
 }
 # Modules whose attributes (or their submodules' attributes) a submission must not assign: the
 # libraries the grader checks with, and the standard modules it and they rely on.
@@ -100,6 +109,7 @@ PATCHED = {
     "torch", "pytest", "hypothesis", "builtins", "sys", "os", "time", "json", "math", "random"
 }  # fmt: skip
 DYNAMIC_IMPORTS = {"__import__", "builtins.__import__", "importlib.import_module"}
+DYNAMIC = said("dynamic attribute access")
 # Modules whose attributes are flagged when reached by name: `getattr(os, "kill")`.
 BY_NAME = {"os", "sys", "builtins", "signal", "subprocess"}
 BY_NAME_DICTS = {f"{module}.__dict__" for module in BY_NAME}  # `sys.__dict__`: the same
@@ -139,7 +149,10 @@ def scan_file(name: str, source: bytes) -> list[dict]:
     except (SyntaxError, ValueError):  # ValueError: null bytes, in some Python versions
         return []
     except (RecursionError, MemoryError):  # MemoryError: the parser's own nesting limit
-        return [*scanner.flags, make_flag(name, 1, "too deeply nested to scan (read it by hand)")]
+        return [
+            *scanner.flags,
+            make_flag(name, 1, said("too deeply nested to scan (read it by hand)")),
+        ]
     return scanner.flags
 
 
@@ -163,11 +176,15 @@ def decoded_code(files: dict[str, bytes]) -> dict[str, str]:
         except (SyntaxError, ValueError):
             continue
         except (RecursionError, MemoryError):
-            reasons[name] = "too deeply nested for the grader to read what it runs"
+            reasons[name] = said("too deeply nested for the grader to read what it runs")
             continue
         if found:
             line, what = found
-            reasons[name] = f"line {line} reads {what}, which runs code decoded at run time"
+            reasons[name] = said(
+                "line {line} reads {name}, which runs code decoded at run time",
+                line=line,
+                name=what,
+            )
     return reasons
 
 
@@ -329,7 +346,7 @@ class Scanner(Walker):
             self.aliases[alias.asname or top] = alias.name if alias.asname else top
             reason = module_reason(alias.name) or self.escape(alias.name)
             if reason := reason or self.unlisted(alias.name):
-                self.flag(alias, f"imports {alias.name} ({reason})")
+                self.flag(alias, said("imports {name} ({reason})", name=alias.name, reason=reason))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
@@ -339,50 +356,60 @@ class Scanner(Walker):
             self.aliases[alias.asname or alias.name] = name
             reason = attribute_reason(name) or module_reason(name) or self.escape(name)
             if reason := reason or self.unlisted(node.module):
-                self.flag(alias, f"imports {name} ({reason})")
+                self.flag(alias, said("imports {name} ({reason})", name=name, reason=reason))
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load) and node.id in NAMES:
-            self.flag(node, f"uses {node.id} ({NAMES[node.id]})")
+            self.flag(node, said("uses {name} ({reason})", name=node.id, reason=NAMES[node.id]))
         elif reason := self.escape(self.aliases.get(node.id, node.id)):
-            self.flag(node, f"uses {node.id} ({reason})")
+            self.flag(node, said("uses {name} ({reason})", name=node.id, reason=reason))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         name = self.dotted(node)
         if name and (reason := self.escape(name)):  # any file: a module can patch another
-            self.flag(node, f"uses {name} ({reason})")
+            self.flag(node, said("uses {name} ({reason})", name=name, reason=reason))
         elif node.attr in OBJECT_GRAPH:
-            self.flag(node, f"uses .{node.attr} (walks the process's objects: the kit's tools)")
+            walks = said("walks the process's objects: the kit's tools")
+            self.flag(node, said("uses {name} ({reason})", name=f".{node.attr}", reason=walks))
             self.generic_visit(node)
         elif node.attr in LOADER:
-            self.flag(node, f"uses .{node.attr} ({NAMES['__loader__']})")
+            self.flag(
+                node,
+                said("uses {name} ({reason})", name=f".{node.attr}", reason=NAMES["__loader__"]),
+            )
             self.generic_visit(node)
         elif name in BY_NAME_DICTS:
-            self.flag(node, f"uses {name} (dynamic attribute access)")
+            self.flag(node, said("uses {name} ({reason})", name=name, reason=DYNAMIC))
         elif name and not isinstance(node.ctx, ast.Load) and name.split(".")[0] in PATCHED:
-            verb = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
-            self.flag(node, f"{verb} {name} (patches a library)")
+            self.flag(node, patching(name, deletes=isinstance(node.ctx, ast.Del)))
         elif name and (reason := attribute_reason(name)):
-            self.flag(node, f"uses {name} ({reason})")
+            self.flag(node, said("uses {name} ({reason})", name=name, reason=reason))
         elif node.attr in FRAMES:
             chain, inner = [node.attr], node.value  # `f.f_back.f_globals`: one flag for it all
             while isinstance(inner, ast.Attribute) and inner.attr in FRAMES:
                 chain, inner = [inner.attr, *chain], inner.value
-            self.flag(node, f"uses .{'.'.join(chain)} (reads stack frames)")
+            frames = said("reads stack frames")
+            self.flag(
+                node, said("uses {name} ({reason})", name=f".{'.'.join(chain)}", reason=frames)
+            )
             self.visit(inner)
         else:
             self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if names_proc(node.value):  # also the start of an f-string or of `"/proc/" + pid`
-            self.flag(node, f"names {node.value!r:.40} (reads processes through /proc)")
+            proc = said("reads processes through /proc")
+            self.flag(
+                node, said("names {value} ({reason})", value=f"{node.value!r:.40}", reason=proc)
+            )
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.dotted(node.func)
         if callee in DYNAMIC_IMPORTS:
             self.check_dynamic_import(node, callee)
         elif callee == "vars" and len(node.args) == 1 and self.dotted(node.args[0]) in BY_NAME:
-            self.flag(node, f"uses vars({self.dotted(node.args[0])}) (dynamic attribute access)")
+            what = f"vars({self.dotted(node.args[0])})"
+            self.flag(node, said("uses {name} ({reason})", name=what, reason=DYNAMIC))
         elif callee in ("getattr", "setattr", "delattr") and self.check_by_name(node, callee):
             for child in [node.func, *node.args[1:], *node.keywords]:  # not the module (flagged)
                 self.visit(child)
@@ -394,9 +421,16 @@ class Scanner(Walker):
         computed at run time (a bare `__import__` is flagged as a name already)."""
         module = string_literal(node.args[0]) if node.args else None
         if module and (reason := module_reason(module)):
-            self.flag(node, f"imports {module} ({reason})")
+            self.flag(node, said("imports {name} ({reason})", name=module, reason=reason))
         elif node.args and module is None and callee != "__import__":
-            self.flag(node, f"uses {callee} with a computed name (imports by name)")
+            self.flag(
+                node,
+                said(
+                    "uses {name} with a computed name ({reason})",
+                    name=callee,
+                    reason=said("imports by name"),
+                ),
+            )
 
     def check_by_name(self, node: ast.Call, function: str) -> bool:
         """`setattr(torch, ...)` patches a library; `getattr(os, "kill")`, `getattr(o, name)`
@@ -405,15 +439,23 @@ class Scanner(Walker):
         if not target:
             return False
         attribute = string_literal(node.args[1])
-        what = f"{target}.{attribute}" if attribute else f"an attribute of {target}"
+        what = (
+            f"{target}.{attribute}"
+            if attribute
+            else said("an attribute of {target}", target=target)
+        )
         if function != "getattr" and target.split(".")[0] in PATCHED:
-            verb = "assigns" if function == "setattr" else "deletes"
-            self.flag(node, f"{verb} {what} (patches a library)")
+            self.flag(node, patching(what, deletes=function != "setattr"))
         elif target in BY_NAME:
             builtin = NAMES.get(attribute or "") if target == "builtins" else None
             reason = attribute_reason(what) or builtin
-            why = f"dynamic attribute access: {reason}" if reason else "dynamic attribute access"
-            self.flag(node, f"uses {function} on {what} ({why})")
+            why = said("dynamic attribute access: {reason}", reason=reason) if reason else DYNAMIC
+            self.flag(
+                node,
+                said(
+                    "uses {function} on {what} ({reason})", function=function, what=what, reason=why
+                ),
+            )
         else:
             return False
         return True
@@ -439,7 +481,8 @@ LAUNCHERS = {
     "JITFunction", "InterpretedFunction", "KernelInterface", "GridExecutor", "Autotuner",
     "Heuristics", "interpreter",
 }  # fmt: skip
-SEES = "the grader's dispatch mode does not see it"
+SEES = said("the grader's dispatch mode does not see it")
+OUTSIDE = said("computes outside torch and Triton: {why}", why=SEES)
 
 
 def scan_kernel(name: str, source: bytes) -> list[dict]:
@@ -470,16 +513,23 @@ def import_aliases(tree: ast.AST) -> dict[str, str]:
     return aliases
 
 
+def patching(name: str, deletes: bool) -> Said:
+    """A flag for code that assigns or deletes `name`, a library's."""
+    if deletes:
+        return said("deletes {name} ({reason})", name=name, reason=said("patches a library"))
+    return said("assigns {name} ({reason})", name=name, reason=said("patches a library"))
+
+
 def escape_reason(name: str) -> str | None:
     """Why the dotted `name` (or a bare identifier, or a string) can get around the worker's
     dispatch mode; None when it cannot."""
     parts = name.split(".")
     if any("dispatch" in part.lower() or part in MODE_NAMES for part in parts):
-        return "can switch off the grader's torch dispatch mode"
+        return said("can switch off the grader's torch dispatch mode")
     if parts[0] == "torch" and any(p.startswith("_") and not p.endswith("__") for p in parts):
-        return "torch internals: can switch off the grader's torch dispatch mode"
+        return said("torch internals: can switch off the grader's torch dispatch mode")
     if any(part in LAUNCHERS for part in parts) or name.startswith("triton.runtime.jit"):
-        return "Triton's launch machinery: can hide torch work inside a launch"
+        return said("Triton's launch machinery: can hide torch work inside a launch")
     return None
 
 
@@ -510,7 +560,12 @@ class KernelScanner(Walker):
     def outside(self, node: ast.AST, what: str) -> None:
         """Flag `what`, torch computing attention, unless it is inside a kernel."""
         if self.kernel is None:
-            self.flag(node, f"{what} outside any @triton.jit kernel (attention computed by torch)")
+            self.flag(
+                node,
+                said(
+                    "{what} outside any @triton.jit kernel (attention computed by torch)", what=what
+                ),
+            )
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         decorators = [getattr(item, "func", item) for item in node.decorator_list]
@@ -527,9 +582,9 @@ class KernelScanner(Walker):
         for alias in node.names:
             name = f"{module}.{alias.name}" if module else alias.name
             if reason := escape_reason(name):
-                self.flag(node, f"imports {name} ({reason})")
+                self.flag(node, said("imports {name} ({reason})", name=name, reason=reason))
             elif name.split(".")[0] == "numpy":
-                self.flag(node, f"imports {name} (computes outside torch and Triton: {SEES})")
+                self.flag(node, said("imports {name} ({reason})", name=name, reason=OUTSIDE))
 
     visit_ImportFrom = visit_Import
 
@@ -539,7 +594,8 @@ class KernelScanner(Walker):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         name = self.dotted(node)
         if name and not isinstance(node.ctx, ast.Load) and name.split(".")[0] == "triton":
-            self.flag(node, f"assigns {name} (patches Triton: can hide torch work inside a launch)")
+            patches = said("patches Triton: can hide torch work inside a launch")
+            self.flag(node, said("assigns {name} ({reason})", name=name, reason=patches))
         elif not self.check_name(node, name or node.attr):
             self.generic_visit(node)
 
@@ -547,10 +603,11 @@ class KernelScanner(Walker):
         """Flag a name that gets around the dispatch mode, or torch inside a kernel; whether
         it flagged (the rest of an `a.b.c` chain is then not walked)."""
         if reason := escape_reason(name):
-            self.flag(node, f"uses {name} ({reason})")
+            self.flag(node, said("uses {name} ({reason})", name=name, reason=reason))
         elif self.kernel is not None and name.split(".")[0] == "torch":
-            where = f"inside @triton.jit kernel {self.kernel}"
-            self.flag(node, f"uses {name} {where} (runs only under Triton's interpreter: {SEES})")
+            interpreted = said("runs only under Triton's interpreter: {why}", why=SEES)
+            self.flag(node, said("uses {name} inside @triton.jit kernel {kernel} ({reason})",
+                                 name=name, kernel=self.kernel, reason=interpreted))  # fmt: skip
         else:
             return False
         return True
@@ -560,17 +617,19 @@ class KernelScanner(Walker):
         module = isinstance(root, ast.Name) and root.id in self.aliases
         method = node.func.attr if isinstance(node.func, ast.Attribute) and not module else None
         if method in ATTENTION_METHODS:
-            self.outside(node, f"calls .{method}()")
+            self.outside(node, said("calls .{method}()", method=method))
         elif method in ("numpy", "tolist"):
-            self.flag(node, f"calls .{method}() (computes outside torch and Triton: {SEES})")
+            self.flag(node, said("calls .{method}() ({reason})", method=method, reason=OUTSIDE))
         elif callee and any(fnmatchcase(callee, pattern) for pattern in ATTENTION_CALLS):
-            self.outside(node, f"uses {callee}")
+            self.outside(node, said("uses {name}", name=callee))
         elif callee in ("getattr", "setattr", "delattr") and len(node.args) >= 2:
             self.check_by_name(node, callee)
         for argument in node.args:
             text = string_literal(argument) or ""
             if text.replace(".", "_").isidentifier() and (reason := escape_reason(text)):
-                self.flag(argument, f"names {text!r:.60} ({reason})")
+                self.flag(
+                    argument, said("names {value} ({reason})", value=f"{text!r:.60}", reason=reason)
+                )
         self.generic_visit(node)
 
     def check_by_name(self, node: ast.Call, function: str) -> None:
@@ -579,17 +638,25 @@ class KernelScanner(Walker):
         if target.split(".")[0] not in ("torch", "triton"):
             return
         attribute = string_literal(node.args[1])
-        what = f"{target}.{attribute}" if attribute else f"an attribute of {target}"
+        what = (
+            f"{target}.{attribute}"
+            if attribute
+            else said("an attribute of {target}", target=target)
+        )
         if function != "getattr" and target.startswith("triton"):
-            self.flag(node, f"uses {function} on {what} (patches Triton: can hide torch work)")
+            patches = said("patches Triton: can hide torch work")
+            self.flag(node, said("uses {function} on {what} ({reason})", function=function,
+                                 what=what, reason=patches))  # fmt: skip
         elif attribute is None:
-            self.flag(node, f"uses {function} on {what} (a computed name the scan cannot read)")
+            computed = said("a computed name the scan cannot read")
+            self.flag(node, said("uses {function} on {what} ({reason})", function=function,
+                                 what=what, reason=computed))  # fmt: skip
         elif any(fnmatchcase(what, pattern) for pattern in ATTENTION_CALLS):
-            self.outside(node, f"uses {what}")
+            self.outside(node, said("uses {name}", name=what))
 
     def visit_BinOp(self, node: ast.BinOp | ast.AugAssign) -> None:
         if isinstance(node.op, ast.MatMult):
-            self.outside(node, "uses the @ operator")
+            self.outside(node, said("uses the @ operator"))
         self.generic_visit(node)
 
     visit_AugAssign = visit_BinOp
@@ -597,5 +664,5 @@ class KernelScanner(Walker):
     def visit_Subscript(self, node: ast.Subscript) -> None:
         cache = node.value.id if isinstance(node.value, ast.Name) else ""
         if "cache" in cache.lower() and computed_index(node.slice):
-            self.outside(node, f"indexes {cache} with a computed index")
+            self.outside(node, said("indexes {name} with a computed index", name=cache))
         self.generic_visit(node)

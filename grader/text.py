@@ -8,6 +8,8 @@ surrogates (which a strict UTF-8 stream refuses).
 
 import re
 
+from grader.said import Said
+
 MESSAGE_CHARS = 2000  # of one candidate-written message
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -15,7 +17,10 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 def clean(text: str, limit: int | None = MESSAGE_CHARS) -> str:
     """`text` without control characters (but newline and tab) or lone surrogates, cut to
-    `limit` characters (None: no limit) with a note of how much was cut."""
+    `limit` characters (None: no limit) with a note of how much was cut; a message of the kit's
+    (`said.Said`) that needs neither stays itself, its id and parts with it."""
+    if isinstance(text, Said) and (limit is None or len(text) <= limit) and _scrub(text) == text:
+        return text
     text = str(text)
     if limit is None or len(text) <= limit:
         return _scrub(text)

@@ -17,6 +17,7 @@ from hypothesis.stateful import (
 )
 
 from grader.checks.support.expect import Held, distinct, expect, int_list, plain_int, raises, same
+from grader.said import said
 from grader.sandbox.transcript import Shown
 
 pytestmark = pytest.mark.part("allocator")
@@ -34,14 +35,18 @@ def drain(allocator, held: Held) -> None:
     num_free = Shown(allocator.num_free, f"{transcript.code(allocator)}.num_free")
     free = int_list(transcript, allocator.allocate(num_free), "allocate(num_free)")
     name = transcript.source(free, "free")
-    distinct(transcript, free, name, f"allocate handed out an id twice: {free}")
+    distinct(transcript, free, name, said("allocate handed out an id twice: {ids}", ids=free))
     expected = set(range(num_blocks)) - held.ids()
     missing, extra = sorted(expected - set(free)), sorted(set(free) - expected)
     expect(
         transcript,
         (missing, extra) == ([], []),
-        f"the free blocks are wrong: blocks {missing[:10]} should be free, blocks {extra[:10]} "
-        "should be held",
+        said(
+            "the free blocks are wrong: blocks {missing} should be free, blocks {extra} "
+            "should be held",
+            missing=missing[:10],
+            extra=extra[:10],
+        ),
         got=f"sorted({name})",
         expected=f"sorted(set(range({num_blocks})) - {held.set_code()})",
     )
@@ -53,20 +58,29 @@ def judge_handed_out(held: Held, ids: list[int], n: int) -> None:
     transcript, num_blocks = held.transcript, held.num_blocks
     name, held_before = transcript.source(ids, "ids"), held.set_code()
     same(
-        transcript, len(ids), n, f"allocate({n}) must return {n} ids, got {ids}", got=f"len({name})"
+        transcript,
+        len(ids),
+        n,
+        said("allocate({n}) must return {count} ids, got {ids}", n=n, count=n, ids=ids),
+        got=f"len({name})",
     )
     same(
         transcript,
         len(set(ids)),
         n,
-        f"allocate({n}) returned an id twice: {ids}",
+        said("allocate({n}) returned an id twice: {ids}", n=n, ids=ids),
         got=f"len(set({name}))",
     )
     outside = [i for i in ids if not 0 <= i < num_blocks]
     expect(
         transcript,
         not outside,
-        f"allocate({n}) returned an id outside 0..{num_blocks - 1}: {ids}",
+        said(
+            "allocate({n}) returned an id outside 0..{last}: {ids}",
+            n=n,
+            last=num_blocks - 1,
+            ids=ids,
+        ),
         got=f"[i for i in {name} if not 0 <= i < {num_blocks}]",
         expected="[]",
     )
@@ -74,7 +88,7 @@ def judge_handed_out(held: Held, ids: list[int], n: int) -> None:
     expect(
         transcript,
         not taken,
-        f"allocate({n}) returned ids already held: {taken}",
+        said("allocate({n}) returned ids already held: {ids}", n=n, ids=taken),
         got=f"sorted(set({name}) & {held_before})",
         expected="[]",
     )
@@ -88,12 +102,16 @@ def check_new_pool_is_all_free(submission):
     for num_blocks in (0, 1, 7, 1000):
         allocator = new_allocator(submission, num_blocks)
         got = plain_int(transcript, allocator.num_blocks, "num_blocks")
-        same(transcript, got, num_blocks, "num_blocks is wrong")
+        same(transcript, got, num_blocks, said("num_blocks is wrong"))
         same(
             transcript,
             plain_int(transcript, allocator.num_free, "num_free"),
             num_blocks,
-            f"a new pool of {num_blocks} blocks must have num_free == {num_blocks}",
+            said(
+                "a new pool of {n} blocks must have num_free == {free}",
+                n=num_blocks,
+                free=num_blocks,
+            ),
         )
         drain(allocator, Held(transcript, num_blocks))
     with raises(transcript, ValueError, "BlockAllocator(-1)"):
@@ -112,7 +130,7 @@ def check_allocate_hands_out_distinct_free_ids(submission):
             transcript,
             allocator.num_free,
             10 - len(held),
-            "num_free must drop by n after allocate(n)",
+            said("num_free must drop by n after allocate(n)"),
         )
 
 
@@ -125,14 +143,18 @@ def check_allocate_errors_change_nothing(submission):
     held.add(int_list(transcript, allocator.allocate(4), "allocate(4)"))
     with raises(transcript, ValueError, "allocate(-1)"):
         allocator.allocate(-1)
-    with raises(transcript, RuntimeError, "allocate(3) with 2 free blocks"):
+    with raises(
+        transcript, RuntimeError, said("allocate({n}) with {free} free blocks", n=3, free=2)
+    ):
         allocator.allocate(3)
-    same(transcript, allocator.num_free, 2, "a refused allocate must not hand out any block")
+    same(transcript, allocator.num_free, 2, said("a refused allocate must not hand out any block"))
     drain(allocator, held)
     empty = new_allocator(submission, 0)
-    with raises(transcript, RuntimeError, "allocate(1) on a pool of 0 blocks"):
+    with raises(
+        transcript, RuntimeError, said("allocate({n}) on a pool of {size} blocks", n=1, size=0)
+    ):
         empty.allocate(1)
-    same(transcript, empty.allocate(0), [], "allocate(0) must return []")
+    same(transcript, empty.allocate(0), [], said("allocate(0) must return []"))
 
 
 @pytest.mark.points(2)
@@ -145,13 +167,13 @@ def check_freed_blocks_are_reused(submission):
     name = held.add(first, "first")
     allocator.free(Shown(first[1:4], f"{name}[1:4]"))
     held.drop(first[1:4])
-    same(transcript, allocator.num_free, 3, "free(ids) must return each id to the pool")
+    same(transcript, allocator.num_free, 3, said("free(ids) must return each id to the pool"))
     drain(allocator, held)
     again = int_list(transcript, allocator.allocate(3), "allocate(3)")
     expect(
         transcript,
         sorted(again) == sorted(first[1:4]),
-        "only the freed blocks can be handed out again",
+        said("only the freed blocks can be handed out again"),
         got=f"sorted({transcript.source(again, 'again')})",
         expected=f"sorted({name}[1:4])",
     )
@@ -167,19 +189,28 @@ def check_bad_frees_raise_and_free_nothing(submission):
     name = held.add(held_ids, "held")
     never = next(i for i in range(8) if i not in held_ids)
     bad_calls = {
-        "an id out of range (8)": [held_ids[0], 8],
-        "a negative id (-1)": [held_ids[0], -1],
-        "an id that is not allocated": [held_ids[0], never],
-        "the same id twice": [held_ids[1], held_ids[1]],
+        said("an id out of range (8)"): [held_ids[0], 8],
+        said("a negative id (-1)"): [held_ids[0], -1],
+        said("an id that is not allocated"): [held_ids[0], never],
+        said("the same id twice"): [held_ids[1], held_ids[1]],
     }
     for what, ids in bad_calls.items():
-        with raises(transcript, ValueError, f"free({ids}), with {what},"):
+        with raises(
+            transcript, ValueError, said("{call}, with {what},", call=f"free({ids})", what=what)
+        ):
             allocator.free(held.shown(ids))
-        same(transcript, allocator.num_free, 4, f"free({ids}) raised but still freed a block")
+        same(
+            transcript,
+            allocator.num_free,
+            4,
+            said("free({ids}) raised but still freed a block", ids=ids),
+        )
     drain(allocator, held)
     allocator.free(held.shown([held_ids[2]]))
     held.drop([held_ids[2]])
-    with raises(transcript, ValueError, f"freeing block {held_ids[2]} a second time"):
+    with raises(
+        transcript, ValueError, said("freeing block {block} a second time", block=held_ids[2])
+    ):
         allocator.free(Shown([held_ids[2]], f"[{name}[2]]"))
     drain(allocator, held)
     full = new_allocator(submission, 3)
@@ -187,10 +218,15 @@ def check_bad_frees_raise_and_free_nothing(submission):
     with raises(
         transcript,
         ValueError,
-        "free([-1]) on a full pool (-1 is not a block id, not the last block)",
+        said("free([-1]) on a full pool (-1 is not a block id, not the last block)"),
     ):
         full.free([-1])
-    same(transcript, full.num_free, 0, "free([-1]) raised but still freed a block")
+    same(
+        transcript,
+        full.num_free,
+        0,
+        said("free({ids}) raised but still freed a block", ids=[-1]),
+    )
 
 
 class AllocatorMachine(RuleBasedStateMachine):
@@ -214,7 +250,7 @@ class AllocatorMachine(RuleBasedStateMachine):
             self.transcript,
             self.allocator.num_free,
             self.num_blocks - len(self.held),
-            "num_free must equal num_blocks minus the blocks held",
+            said("num_free must equal num_blocks minus the blocks held"),
         )
 
     @rule(data=st.data())
@@ -227,7 +263,7 @@ class AllocatorMachine(RuleBasedStateMachine):
             self.transcript,
             (len(ids), len(set(ids))),
             (n, n),
-            f"allocate({n}) must give {n} distinct ids: {ids}",
+            said("allocate({n}) must give {count} distinct ids: {ids}", n=n, count=n, ids=ids),
             got=f"(len({name}), len(set({name})))",
         )
         held = self.held.ids()
@@ -235,7 +271,7 @@ class AllocatorMachine(RuleBasedStateMachine):
         expect(
             self.transcript,
             not wrong,
-            f"allocate({n}) handed out ids that were not free: {wrong}",
+            said("allocate({n}) handed out ids that were not free: {ids}", n=n, ids=wrong),
             got=f"[i for i in {name} if i in {held_before} or not 0 <= i < {self.num_blocks}]",
             expected="[]",
         )
@@ -244,7 +280,11 @@ class AllocatorMachine(RuleBasedStateMachine):
     @rule(extra=st.integers(1, 3))
     def allocate_too_many(self, extra):
         n = self.num_blocks - len(self.held) + extra
-        with raises(self.transcript, RuntimeError, f"allocate({n}) with {n - extra} free blocks"):
+        with raises(
+            self.transcript,
+            RuntimeError,
+            said("allocate({n}) with {free} free blocks", n=n, free=n - extra),
+        ):
             self.allocator.allocate(n)
 
     @rule(n=st.integers(-3, -1))

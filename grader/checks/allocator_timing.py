@@ -25,13 +25,15 @@ import pytest
 
 from grader.checks.support.expect import int_list
 from grader.checks.support.workloads import (
+    CALLS_BEFORE,
     LEAST_SECONDS,
     ends_in_the_time,
     function_source,
     replay,
 )
+from grader.said import said
 from grader.sandbox.proxy import Remote, RemoteError, sandbox_of, transcript_of
-from grader.sandbox.transcript import Shown
+from grader.sandbox.transcript import Shown, commented
 from grader.scoring.timing import (
     Timed,
     confirmed_probe,
@@ -79,14 +81,26 @@ def first_misstep(free, sizes, handed):
     pool whose free blocks are the set `free`: None where each allocation got as many ids as it
     asked, each free at that moment (freed blocks free again)."""
     if not isinstance(handed, list) or len(handed) != len(sizes):
-        return f"it returned {str(handed)[:40]}, not a list of the ids of each allocation"
+        return said(
+            "it returned {value}, not a list of the ids of each allocation", value=str(handed)[:40]
+        )
     taken, previous = set(), []
     for index, (size, ids) in enumerate(zip(sizes, handed, strict=True)):
         if not isinstance(ids, list) or len(ids) != size:
-            return f"allocation {index} (of {size}) handed out {str(ids)[:40]}"
+            return said(
+                "allocation {index} (of {size}) handed out {ids}",
+                index=index,
+                size=size,
+                ids=str(ids)[:40],
+            )
         for block in ids:
             if type(block) is not int or block not in free or block in taken:
-                return f"allocation {index} (of {size}) handed out {block!r}, not a free block"
+                return said(
+                    "allocation {index} (of {size}) handed out {block}, not a free block",
+                    index=index,
+                    size=size,
+                    block=f"{block!r}",
+                )
             taken.add(block)
         taken.difference_update(previous)
         previous = ids
@@ -198,7 +212,7 @@ def earlier_calls(pool: HeldPool, rounds: int, asked: list[int] | None) -> list[
     if not asked or len(asked) < 2:
         return []
     call = f"allocate_free_rounds({pool.name}, allocation_sizes(seed, {rounds}))"
-    return [f"for seed in {asked[:-1]}:  # the calls before, in the grading", f"    {call}", ""]
+    return [commented(f"for seed in {asked[:-1]}:", CALLS_BEFORE), f"    {call}", ""]
 
 
 def run_code(pool: HeldPool) -> str:
@@ -234,7 +248,9 @@ def workload(pool: HeldPool, rounds: int = ROUNDS) -> Timed:
             script(transcript, [pool], rounds, pool.asked, judged=True)
             misstep_code = f"first_misstep({pool.name}_free, sizes, {run_code(pool)})"
             transcript.fail(misstep_code, "None")
-            raise AssertionError(f"the timed work was not done as asked: {misstep}")
+            raise AssertionError(
+                said("the timed work was not done as asked: {misstep}", misstep=misstep)
+            )
 
     return Timed(sandbox_of(pool.allocator), ask, run, verify)
 
@@ -257,11 +273,16 @@ def check_allocate_and_free_speed(submission, reference, benchmark, profile, rec
         script(submission.transcript, [small], ROUNDS)
         ends_in_the_time(submission.transcript, seconds_code(small), SPEED_LIMIT, best["reference"])
     judge_ratio(
-        record_benchmark, f"allocate/free, {SMALL_POOL:,}-block pool",
-        (best["candidate"], best["reference"]), SPEED_LIMIT, "the allocate/free workload",
-        lambda ratio: f"{ROUNDS:,} allocations of 1 to 15 blocks and their frees, on a "
-        f"{SMALL_POOL:,}-block pool, take {ratio:.1f}x the reference's time (the limit is "
-        f"{SPEED_LIMIT:.0f}x)",
+        record_benchmark, said("allocate/free, {size}-block pool", size=f"{SMALL_POOL:,}"),
+        (best["candidate"], best["reference"]), SPEED_LIMIT, said("the allocate/free workload"),
+        lambda ratio: said(
+                "{rounds} allocations of 1 to 15 blocks and their frees, on a {size}-block "
+                "pool, take {ratio}x the reference's time (the limit is {limit}x)",
+                rounds=f"{ROUNDS:,}",
+                size=f"{SMALL_POOL:,}",
+                ratio=f"{ratio:.1f}",
+                limit=f"{SPEED_LIMIT:.0f}"
+            ),
     )  # fmt: skip
 
 
@@ -279,9 +300,11 @@ def check_cost_does_not_grow_with_the_pool(
     if probe["c"] > HOPELESS * probe["r"]:
         script(submission.transcript, [probed], PROBE_ROUNDS)
         ends_in_the_time(submission.transcript, seconds_code(probed), HOPELESS, probe["r"])
-    assert probe["c"] <= HOPELESS * probe["r"], (
-        f"allocations and frees on a {LARGE_POOL:,}-block pool take over {HOPELESS:.0f}x the "
-        "reference's time: the cost must not depend on num_blocks"
+    assert probe["c"] <= HOPELESS * probe["r"], said(
+        "allocations and frees on a {size}-block pool take over {limit}x the "
+        "reference's time: the cost must not depend on num_blocks",
+        size=f"{LARGE_POOL:,}",
+        limit=f"{HOPELESS:.0f}",
     )
     del probed, probes  # their pools are not measured further: free the workers' memory
     small_seed, large_seed = secrets.randbits(32), secrets.randbits(32)
@@ -303,15 +326,23 @@ def check_cost_does_not_grow_with_the_pool(
         script(submission.transcript, [small, large], ROUNDS)
         seconds = f"{seconds_code(large)} / {seconds_code(small)}"
         ends_in_the_time(submission.transcript, seconds, GROWTH_LIMIT, reference_growth)
-    name = (
-        f"allocate/free cost growth from {SMALL_POOL:,} to {LARGE_POOL:,} blocks "
-        "(ratio: the candidate's growth over the reference's)"
+    name = said(
+        "allocate/free cost growth from {small} to {large} blocks (ratio: the "
+        "candidate's growth over the reference's)",
+        small=f"{SMALL_POOL:,}",
+        large=f"{LARGE_POOL:,}",
     )
     judge_ratio(
         record_benchmark, name, (best["candidate large"], best["reference large"]),
-        GROWTH_LIMIT, "the allocate/free workload",
-        lambda _: f"allocations and frees cost {growth:.1f}x more on {LARGE_POOL:,} blocks than "
-        f"on {SMALL_POOL:,} (the reference: {reference_growth:.1f}x): the cost must not depend "
-        "on num_blocks (a list.pop(0) or a scan over the pool?)",
+        GROWTH_LIMIT, said("the allocate/free workload"),
+        lambda _: said(
+                "allocations and frees cost {growth}x more on {large} blocks than on {small} "
+                "(the reference: {reference}x): the cost must not depend on num_blocks (a "
+                "list.pop(0) or a scan over the pool?)",
+                growth=f"{growth:.1f}",
+                large=f"{LARGE_POOL:,}",
+                small=f"{SMALL_POOL:,}",
+                reference=f"{reference_growth:.1f}"
+            ),
         ratio=growth_ratio(best),
     )  # fmt: skip

@@ -21,6 +21,7 @@ from hypothesis.stateful import (
 
 from grader.checks.support.cache_model import CacheModel
 from grader.checks.support.expect import raises
+from grader.said import said
 
 pytestmark = pytest.mark.part("caching")
 
@@ -36,7 +37,7 @@ def model(submission, num_blocks: int, block_size: int) -> CacheModel:
 def served(cache: CacheModel, tokens: list[int], request_id: int | None = None) -> int:
     """A request of prompt `tokens` that must be served; its id."""
     request_id = cache.prompt(tokens, request_id)
-    assert request_id is not None, "a check's prompt must fit its pool"
+    assert request_id is not None, said("a check's prompt must fit its pool")
     cache.check_state()
     return request_id
 
@@ -58,24 +59,24 @@ def check_new_cache_and_bad_arguments(submission):
     bad_calls = (
         (
             f"{name}.allocate_prompt({first}, [4])",
-            "a live id",
+            said("a live id"),
             lambda: remote.allocate_prompt(first, [4]),
         ),
         (
             f"{name}.allocate_prompt(9, [])",
-            "an empty prompt",
+            said("an empty prompt"),
             lambda: remote.allocate_prompt(9, []),
         ),
-        (f"{name}.append_token(9, 1)", "an unknown id", lambda: remote.append_token(9, 1)),
-        (f"{name}.free(9)", "an unknown id", lambda: remote.free(9)),
-        (f"{name}.block_table(9)", "an unknown id", lambda: remote.block_table(9)),
-        (f"{name}.ref_count(4)", "an id out of range", lambda: remote.ref_count(4)),
-        (f"{name}.ref_count(-1)", "an id out of range", lambda: remote.ref_count(-1)),
+        (f"{name}.append_token(9, 1)", said("an unknown id"), lambda: remote.append_token(9, 1)),
+        (f"{name}.free(9)", said("an unknown id"), lambda: remote.free(9)),
+        (f"{name}.block_table(9)", said("an unknown id"), lambda: remote.block_table(9)),
+        (f"{name}.ref_count(4)", said("an id out of range"), lambda: remote.ref_count(4)),
+        (f"{name}.ref_count(-1)", said("an id out of range"), lambda: remote.ref_count(-1)),
     )
     for call, what, make in bad_calls:
-        with raises(transcript, ValueError, f"{call}, with {what},"):
+        with raises(transcript, ValueError, said("{call}, with {what},", call=call, what=what)):
             make()
-        cache.last_call = f"{call} (which raised)"
+        cache.last_call = said("{call} (which raised)", call=call)
         cache.check_state()
 
 

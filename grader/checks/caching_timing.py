@@ -28,12 +28,15 @@ import pytest
 
 from grader.checks.support.expect import int_list
 from grader.checks.support.workloads import (
+    CALLS_BEFORE,
     LEAST_SECONDS,
     ends_in_the_time,
     function_source,
     replay,
 )
+from grader.said import said
 from grader.sandbox.proxy import Remote, RemoteError, sandbox_of, transcript_of
+from grader.sandbox.transcript import commented
 from grader.scoring.timing import (
     Timed,
     confirmed_probe,
@@ -96,9 +99,13 @@ class Evictions:
         longest. The replay moves on as the contract does."""
         counts, tables = evidence if isinstance(evidence, list) and len(evidence) == 2 else (0, 0)
         if not isinstance(counts, list) or not isinstance(tables, list) or len(tables) != rounds:
-            return f"it returned {str(evidence)[:40]}", "[len({0}), len({1})]", f"[{rounds}] * 2"
+            return (
+                said("it returned {value}", value=str(evidence)[:40]),
+                "[len({0}), len({1})]",
+                f"[{rounds}] * 2",
+            )
         if len(counts) != rounds:
-            return f"it returned {len(counts)} counts", "len({0})", str(rounds)
+            return said("it returned {count} counts", count=len(counts)), "len({0})", str(rounds)
         for round_, (count, table) in enumerate(zip(counts, tables, strict=True)):
             for block in self.system:
                 del self.idle[block]
@@ -106,9 +113,16 @@ class Evictions:
             expected = (len(SYSTEM), self.system + taken)
             if (count, table) != expected:
                 return (
-                    f"prompt {round_} cached {count!r} tokens in blocks {str(table)[:80]}, not "
-                    f"{expected[0]} in {expected[1]} (the system prompt's, then the blocks idle "
-                    "longest)",
+                    said(
+                        "prompt {index} cached {count} tokens in blocks {table}, not "
+                        "{tokens} in {expected} (the system prompt's, then the blocks "
+                        "idle longest)",
+                        index=round_,
+                        count=f"{count!r}",
+                        table=str(table)[:80],
+                        tokens=expected[0],
+                        expected=expected[1],
+                    ),
                     f"({{0}}[{round_}], {{1}}[{round_}])",
                     repr(expected),
                 )
@@ -171,7 +185,7 @@ def script(
             *(f"{pool.name} = cached_pool({pool.num_blocks})" for pool in pools),
             *(
                 [
-                    f"for first, rounds in {asked[:-1]}:  # the calls before, in the grading",
+                    commented(f"for first, rounds in {asked[:-1]}:", CALLS_BEFORE),
                     f"    prompt_free_rounds({pools[0].name}, SYSTEM, first, rounds)",
                     "",
                 ]
@@ -215,7 +229,9 @@ def workload(pool: CachedPool, rounds: int = ROUNDS) -> Timed:
             script(transcript, [pool], rounds, pool.asked)
             transcript.define(f"counts, tables = {run_code(pool, rounds)}")
             transcript.fail(got.format("counts", "tables"), expected)
-            raise AssertionError(f"the timed work was not done as asked: {what}")
+            raise AssertionError(
+                said("the timed work was not done as asked: {misstep}", misstep=what)
+            )
 
     return Timed(sandbox_of(pool.cache), ask, run, verify)
 
@@ -242,11 +258,21 @@ def check_prompt_and_free_speed(submission, reference, benchmark, profile, recor
         script(submission.transcript, [small])
         ends_in_the_time(submission.transcript, seconds_code(small), SPEED_LIMIT, best["reference"])
     judge_ratio(
-        record_benchmark, f"prefix cache prompt/free, {SMALL_POOL:,}-block pool",
-        (best["candidate"], best["reference"]), SPEED_LIMIT, "the prompt/free workload",
-        lambda ratio: f"{ROUNDS:,} prompts that reuse a cached system prompt and evict "
-        f"{SYSTEM_BLOCKS} blocks each, and their frees, on a {SMALL_POOL:,}-block pool, take "
-        f"{ratio:.1f}x the reference's time (the limit is {SPEED_LIMIT:.0f}x)",
+        record_benchmark, said(
+                "prefix cache prompt/free, {size}-block pool",
+                size=f"{SMALL_POOL:,}"
+            ),
+        (best["candidate"], best["reference"]), SPEED_LIMIT, said("the prompt/free workload"),
+        lambda ratio: said(
+                "{rounds} prompts that reuse a cached system prompt and evict {blocks} "
+                "blocks each, and their frees, on a {size}-block pool, take {ratio}x the "
+                "reference's time (the limit is {limit}x)",
+                rounds=f"{ROUNDS:,}",
+                blocks=SYSTEM_BLOCKS,
+                size=f"{SMALL_POOL:,}",
+                ratio=f"{ratio:.1f}",
+                limit=f"{SPEED_LIMIT:.0f}"
+            ),
     )  # fmt: skip
 
 
@@ -262,9 +288,12 @@ def check_eviction_cost_does_not_grow_with_the_cache(
         script(submission.transcript, [large], PROBE_ROUNDS)
         seconds = seconds_code(large, PROBE_ROUNDS)
         ends_in_the_time(submission.transcript, seconds, HOPELESS, probe["r"])
-    assert probe["c"] <= HOPELESS * probe["r"], (
-        f"prompts that evict cached blocks take over {HOPELESS:.0f}x the reference's time with "
-        f"{LARGE_POOL:,} cached blocks: taking a block must not depend on how many are cached"
+    assert probe["c"] <= HOPELESS * probe["r"], said(
+        "prompts that evict cached blocks take over {limit}x the reference's time "
+        "with {size} cached blocks: taking a block must not depend on how many are "
+        "cached",
+        limit=f"{HOPELESS:.0f}",
+        size=f"{LARGE_POOL:,}",
     )
     small = cached_pool(submission, SMALL_POOL)
     calls = {
@@ -283,16 +312,23 @@ def check_eviction_cost_does_not_grow_with_the_cache(
         script(submission.transcript, [small, large])
         seconds = f"{seconds_code(large)} / {seconds_code(small)}"
         ends_in_the_time(submission.transcript, seconds, GROWTH_LIMIT, reference_growth)
-    name = (
-        f"prefix cache eviction cost growth from {SMALL_POOL:,} to {LARGE_POOL:,} cached blocks "
-        "(ratio: the candidate's growth over the reference's)"
+    name = said(
+        "prefix cache eviction cost growth from {small} to {large} cached blocks "
+        "(ratio: the candidate's growth over the reference's)",
+        small=f"{SMALL_POOL:,}",
+        large=f"{LARGE_POOL:,}",
     )
     judge_ratio(
         record_benchmark, name, (best["candidate large"], best["reference large"]),
-        GROWTH_LIMIT, "the prompt/free workload",
-        lambda _: f"prompts that evict cached blocks cost {growth:.1f}x more with "
-        f"{LARGE_POOL:,} cached blocks than with {SMALL_POOL:,} (the reference: "
-        f"{reference_growth:.1f}x): taking a block must not depend on how many are cached (a "
-        "scan for the block idle longest?)",
+        GROWTH_LIMIT, said("the prompt/free workload"),
+        lambda _: said(
+                "prompts that evict cached blocks cost {growth}x more with {large} cached "
+                "blocks than with {small} (the reference: {reference}x): taking a block must "
+                "not depend on how many are cached (a scan for the block idle longest?)",
+                growth=f"{growth:.1f}",
+                large=f"{LARGE_POOL:,}",
+                small=f"{SMALL_POOL:,}",
+                reference=f"{reference_growth:.1f}"
+            ),
         ratio=growth_ratio(best),
     )  # fmt: skip

@@ -30,6 +30,7 @@ from grader.checks.support.manager_model import (
     new_request,
     num_free,
 )
+from grader.said import said
 
 pytestmark = pytest.mark.part("decode")
 
@@ -46,7 +47,11 @@ def check_new_manager_and_request(submission):
             transcript,
             num_free(manager),
             sizes[0],
-            f"a new KVCacheManager{sizes} must have len(free_blocks) == num_blocks == {sizes[0]}",
+            said(
+                "a new KVCacheManager{sizes} must have len(free_blocks) == num_blocks == {n}",
+                sizes=sizes,
+                n=sizes[0],
+            ),
         )
         got = (manager.num_blocks, manager.block_size, manager.head_dim)
         name = transcript.code(manager)
@@ -54,19 +59,34 @@ def check_new_manager_and_request(submission):
             transcript,
             got,
             sizes,
-            f"KVCacheManager{sizes} must keep (num_blocks, block_size, head_dim) == {sizes}, "
-            f"got {got}",
+            said(
+                "KVCacheManager{sizes} must keep (num_blocks, block_size, head_dim) == "
+                "{kept}, got {got}",
+                sizes=sizes,
+                kept=sizes,
+                got=got,
+            ),
             got=f"({name}.num_blocks, {name}.block_size, {name}.head_dim)",
         )
         pool = manager.physical_kv_cache
         code = f"{name}.physical_kv_cache"
-        a_tensor(transcript, pool, code, f"physical_kv_cache must be a tensor, got {pool!r}")
+        a_tensor(
+            transcript,
+            pool,
+            code,
+            said("physical_kv_cache must be a tensor, got {pool}", pool=f"{pool!r}"),
+        )
         same(
             transcript,
             (pool.dtype, tuple(pool.shape)),
             (torch.float32, sizes),
-            f"physical_kv_cache must be float32 [num_blocks, block_size, head_dim] = "
-            f"{list(sizes)}, got {pool.dtype} {list(pool.shape)}",
+            said(
+                "physical_kv_cache must be float32 [num_blocks, block_size, head_dim] = "
+                "{shape}, got {dtype} {got}",
+                shape=list(sizes),
+                dtype=pool.dtype,
+                got=list(pool.shape),
+            ),
             got=f"({name}.physical_kv_cache.dtype, tuple({name}.physical_kv_cache.shape))",
             expected=f"(torch.float32, {sizes})",
         )
@@ -74,13 +94,15 @@ def check_new_manager_and_request(submission):
             transcript,
             bool(pool.any()),
             False,
-            "a new physical_kv_cache must be all zeros",
+            said("a new physical_kv_cache must be all zeros"),
             got=f"bool({name}.physical_kv_cache.any())",
         )
     for sizes, what in [((4, 0, 8), "block_size 0"), ((4, 4, 0), "head_dim 0")]:
-        with raises(transcript, ValueError, f"KVCacheManager{sizes}, with {what},"):
+        call = said("{call}, with {what},", call=f"KVCacheManager{sizes}", what=what)
+        with raises(transcript, ValueError, call):
             new_manager(submission, *sizes)
-    with raises(transcript, ValueError, "Request(0, -1), with a negative prompt_len,"):
+    call = said("{call}, with {what},", call="Request(0, -1)", what=said("a negative prompt_len"))
+    with raises(transcript, ValueError, call):
         new_request(submission, 0, -1)
     req = new_request(submission, 7, 5)
     got = (req.request_id, req.seq_len, req.block_table)
@@ -89,7 +111,9 @@ def check_new_manager_and_request(submission):
         transcript,
         got,
         (7, 5, []),
-        f"Request(7, 5) must have request_id 7, seq_len 5 and block_table [], got {got}",
+        said(
+            "Request(7, 5) must have request_id 7, seq_len 5 and block_table [], got {got}", got=got
+        ),
         got=f"({name}.request_id, {name}.seq_len, {name}.block_table)",
     )
 

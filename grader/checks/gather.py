@@ -29,6 +29,7 @@ from hypothesis.stateful import (
 
 from grader.checks.support.manager_model import new_manager, new_request
 from grader.checks.support.rows_and_slots import assert_rows, assert_slots
+from grader.said import said
 from grader.sandbox.proxy import Remote, Submission
 from grader.sandbox.transcript import Shown
 from kernels.reference import cdiv
@@ -198,9 +199,11 @@ def check_slot_mapping_follows_the_block_table(submission, case):
     slots = pool.assert_slot_mapping(plain)
     rows = pool.manager.physical_kv_cache.view(-1, pool.head_dim)
     gathered = pool.manager.get_physical_cache(plain.req)
-    what = (
-        f"manager.get_physical_cache({plain.name}) against "
-        f"physical_kv_cache.view(-1, head_dim)[manager.slot_mapping({plain.name})]"
+    what = said(
+        "manager.get_physical_cache({name}) against physical_kv_cache.view(-1, "
+        "head_dim)[manager.slot_mapping({again})]",
+        name=plain.name,
+        again=plain.name,
     )
     transcript = submission.transcript
     manager, slots_code = transcript.code(pool.manager), transcript.source(slots, "slots")

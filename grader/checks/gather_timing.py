@@ -25,13 +25,15 @@ import pytest
 import torch
 
 from grader.checks.support.workloads import (
+    CALLS_BEFORE,
     LEAST_SECONDS,
     ends_in_the_time,
     function_source,
     replay,
 )
+from grader.said import said
 from grader.sandbox.proxy import Remote, RemoteError, sandbox_of, transcript_of
-from grader.sandbox.transcript import Shown
+from grader.sandbox.transcript import Shown, commented
 from grader.scoring.timing import Timed, implausible, judge_ratio, time_confirmed
 from kernels.reference import cdiv
 
@@ -179,15 +181,27 @@ def misstep(workload: str, evidence: object, expected: list) -> str:
     shapes, sums, gather = str(got_shapes)[:200], str(got_sums)[:200], workload == "gather_rounds"
     if got_shapes != due_shapes:
         if gather:
-            return f"get_physical_cache gave shapes {shapes}, not {due_shapes}"
-        return f"slot_mapping gave shapes {shapes}, not {due_shapes}"
+            return said(
+                "get_physical_cache gave shapes {shapes}, not {expected}",
+                shapes=shapes,
+                expected=due_shapes,
+            )
+        return said(
+            "slot_mapping gave shapes {shapes}, not {expected}", shapes=shapes, expected=due_shapes
+        )
     if gather:
-        wrong = (
-            f"its weighted sums over the rows gathered, round by round, are {sums}, not {due_sums}"
+        wrong = said(
+            "its weighted sums over the rows gathered, round by round, are {got}, not {expected}",
+            got=sums,
+            expected=due_sums,
         )
     else:
-        wrong = f"its weighted sums over the slots, round by round, are {sums}, not {due_sums}"
-    return f"the timed work was not done as asked: {wrong}"
+        wrong = said(
+            "its weighted sums over the slots, round by round, are {got}, not {expected}",
+            got=sums,
+            expected=due_sums,
+        )
+    return said("the timed work was not done as asked: {misstep}", misstep=wrong)
 
 
 def script(transcript, setup: LongRequests, asked: list[int] | None = None) -> None:
@@ -242,7 +256,7 @@ def earlier_calls(call: str, asked: list[int] | None) -> list[str]:
     as the grading did: the objects it leaves are those the last call found."""
     if not asked or len(asked) < 2:
         return []
-    return [f"for seed in {asked[:-1]}:  # the calls before, in the grading", f"    {call}", ""]
+    return [commented(f"for seed in {asked[:-1]}:", CALLS_BEFORE), f"    {call}", ""]
 
 
 def run_code(setup: LongRequests, seed: int) -> str:
@@ -276,11 +290,19 @@ def check_gather_speed(submission, reference, benchmark, profile, record_benchma
     best = compare(submission, reference, benchmark, profile, GATHER_LIMIT, *workload)
     judge_ratio(
         record_benchmark,
-        f"get_physical_cache, {sum(SEQ_LENS):,} tokens in {len(SEQ_LENS)} sequences",
-        (best["candidate"], best["reference"]), GATHER_LIMIT, "the gather workload",
-        lambda ratio: f"get_physical_cache of {sum(SEQ_LENS):,} tokens takes {ratio:.1f}x the "
-        f"reference's time (the limit is {GATHER_LIMIT:.0f}x): gather whole blocks, no Python "
-        "loop over tokens",
+        said(
+                "get_physical_cache, {tokens} tokens in {count} sequences",
+                tokens=f"{sum(SEQ_LENS):,}",
+                count=len(SEQ_LENS)
+            ),
+        (best["candidate"], best["reference"]), GATHER_LIMIT, said("the gather workload"),
+        lambda ratio: said(
+                "get_physical_cache of {tokens} tokens takes {ratio}x the reference's time "
+                "(the limit is {limit}x): gather whole blocks, no Python loop over tokens",
+                tokens=f"{sum(SEQ_LENS):,}",
+                ratio=f"{ratio:.1f}",
+                limit=f"{GATHER_LIMIT:.0f}"
+            ),
     )  # fmt: skip
 
 
@@ -291,9 +313,20 @@ def check_slot_mapping_speed(submission, reference, benchmark, profile, record_b
     best = compare(submission, reference, benchmark, profile, SLOT_MAPPING_LIMIT, *workload)
     judge_ratio(
         record_benchmark,
-        f"slot_mapping, {sum(LONG_SEQ_LENS):,} tokens in {len(LONG_SEQ_LENS)} sequences",
-        (best["candidate"], best["reference"]), SLOT_MAPPING_LIMIT, "the slot-mapping workload",
-        lambda ratio: f"slot_mapping of {sum(LONG_SEQ_LENS):,} tokens takes {ratio:.1f}x the "
-        f"reference's time (the limit is {SLOT_MAPPING_LIMIT:.0f}x): compute it with tensor ops "
-        "over the whole block table, no Python loop over tokens or blocks",
+        said(
+                "slot_mapping, {tokens} tokens in {count} sequences",
+                tokens=f"{sum(LONG_SEQ_LENS):,}",
+                count=len(LONG_SEQ_LENS)
+            ),
+        (best["candidate"], best["reference"]), SLOT_MAPPING_LIMIT, said(
+                "the slot-mapping workload"
+            ),
+        lambda ratio: said(
+                "slot_mapping of {tokens} tokens takes {ratio}x the reference's time (the "
+                "limit is {limit}x): compute it with tensor ops over the whole block table, "
+                "no Python loop over tokens or blocks",
+                tokens=f"{sum(LONG_SEQ_LENS):,}",
+                ratio=f"{ratio:.1f}",
+                limit=f"{SLOT_MAPPING_LIMIT:.0f}"
+            ),
     )  # fmt: skip

@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.checks.support.expect import expect, same
+from grader.said import said
 from grader.sandbox.transcript import Transcript
 from kernels.cases import (
     LARGE_LOGITS,
@@ -39,7 +40,7 @@ pytestmark = [
     pytest.mark.part("kernel"),
     pytest.mark.skipif(
         importlib.util.find_spec("triton") is None,
-        reason="needs Triton, which installs on Linux only",
+        reason=said("needs Triton, which installs on Linux only"),
     ),
 ]
 
@@ -131,19 +132,25 @@ def run_kernel(
     expect(
         transcript,
         launches > 0,
-        "paged_attention_decode launched no @triton.jit kernel: the work must be done by a "
-        "Triton kernel (a pure-torch answer scores nothing in this part)"
-        + (f"; it ran {', '.join(torch_ops)} in torch" if torch_ops else ""),
+        said(
+            "paged_attention_decode launched no @triton.jit kernel: the work must be done by a "
+            "Triton kernel (a pure-torch answer scores nothing in this part){torch}",
+            torch=said("; it ran {ops} in torch", ops=", ".join(torch_ops)) if torch_ops else "",
+        ),
         got="len(launches) > 0",
         expected="True",
     )
     expect(
         transcript,
         not torch_ops,
-        f"paged_attention_decode computed attention with torch ({', '.join(torch_ops)}) outside "
-        "any Triton kernel: the attention must be computed by a @triton.jit kernel, so this part "
-        "scores 0 (outside its kernels a wrapper may only allocate, view, copy, fill and convert "
-        "tensors, and do integer bookkeeping on seq_lens and block_tables)",
+        said(
+            "paged_attention_decode computed attention with torch ({ops}) outside any "
+            "Triton kernel: the attention must be computed by a @triton.jit kernel, so "
+            "this part scores 0 (outside its kernels a wrapper may only allocate, view, "
+            "copy, fill and convert tensors, and do integer bookkeeping on seq_lens and "
+            "block_tables)",
+            ops=", ".join(torch_ops),
+        ),
         got=f"sorted(set(torch_ops) & set({sorted(torch_ops)!r}))",
         expected="[]",
     )
@@ -159,7 +166,7 @@ def judge_output(transcript: Transcript, case: Case, out: object, scale: float |
     expect(
         transcript,
         isinstance(out, torch.Tensor),
-        f"paged_attention_decode returned {type(out).__name__}",
+        said("paged_attention_decode returned {type}", type=type(out).__name__),
         got=lambda: f"type({name()}).__name__",
         expected="'Tensor'",
     )
@@ -167,7 +174,7 @@ def judge_output(transcript: Transcript, case: Case, out: object, scale: float |
         transcript,
         list(out.shape),
         list(case.q.shape),
-        f"the output's shape is {list(out.shape)}, not q's",
+        said("the output's shape is {shape}, not q's", shape=list(out.shape)),
         got=lambda: f"list({name()}.shape)",
         expected="list(q.shape)",
     )
@@ -175,7 +182,11 @@ def judge_output(transcript: Transcript, case: Case, out: object, scale: float |
         transcript,
         out.dtype,
         case.q.dtype,
-        f"the output is {out.dtype}, not q's dtype {case.q.dtype}",
+        said(
+            "the output is {dtype}, not q's dtype {expected}",
+            dtype=out.dtype,
+            expected=case.q.dtype,
+        ),
         got=lambda: f"{name()}.dtype",
         expected="q.dtype",
     )
@@ -184,7 +195,7 @@ def judge_output(transcript: Transcript, case: Case, out: object, scale: float |
     expect(
         transcript,
         torch.equal(moved[empty], torch.zeros_like(moved[empty])),
-        "a sequence of length 0 must give zeros",
+        said("a sequence of length 0 must give zeros"),
         got=lambda: f"{name()}[seq_lens == 0]",
         expected="torch.zeros_like(got)",
         op="equal",
@@ -192,8 +203,10 @@ def judge_output(transcript: Transcript, case: Case, out: object, scale: float |
     expect(
         transcript,
         bool(torch.isfinite(moved).all()),
-        "the output holds NaN or Inf: the kernel read a slot it must not (a tail slot, a block "
-        "a padding entry names) or overflowed",
+        said(
+            "the output holds NaN or Inf: the kernel read a slot it must not (a tail "
+            "slot, a block a padding entry names) or overflowed"
+        ),
         got=lambda: f"bool(torch.isfinite({name()}).all())",
         expected="True",
     )
@@ -210,8 +223,13 @@ def judge_output(transcript: Transcript, case: Case, out: object, scale: float |
         expect(
             transcript,
             error <= tolerance,
-            f"relative error {error:.3g} against the float64 reference (tolerance {tolerance:g} "
-            f"for {str(case.q.dtype).removeprefix('torch.')})",
+            said(
+                "relative error {error} against the float64 reference (tolerance "
+                "{tolerance} for {dtype})",
+                error=f"{error:.3g}",
+                tolerance=f"{tolerance:g}",
+                dtype=str(case.q.dtype).removeprefix("torch."),
+            ),
             got=lambda: (
                 f"relative_error({name()}[seq_lens != 0], "
                 f"paged_attention_decode_reference({inputs})[seq_lens != 0])"
@@ -333,7 +351,7 @@ def check_large_logits(submission, dtype):
 
 @pytest.mark.points(3)
 @pytest.mark.severity("safety")
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=said("needs a CUDA device"))
 def check_large_cases_on_cuda(submission):
     for params in LARGE_CASES:
         submission.transcript.reset()

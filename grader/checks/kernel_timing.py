@@ -84,6 +84,7 @@ import pytest
 import torch
 
 from grader.checks.kernel import run_kernel
+from grader.said import said
 from grader.sandbox.process import SubmissionFailure
 from grader.sandbox.tools import gpu_timing
 from grader.scoring.timing import implausible
@@ -92,10 +93,10 @@ from kernels.reference import paged_attention_decode_reference
 
 pytestmark = [
     pytest.mark.part("kernel"),
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+    pytest.mark.skipif(not torch.cuda.is_available(), reason=said("needs a CUDA device")),
     pytest.mark.skipif(
         importlib.util.find_spec("triton") is None,
-        reason="needs Triton, which installs on Linux only",
+        reason=said("needs Triton, which installs on Linux only"),
     ),
 ]
 
@@ -157,9 +158,17 @@ def parse_reply(reply: Any, shape: gpu_timing.Shape, calls: int) -> tuple[float,
         ):
             return float(event_ms), finite, rows
     raise AssertionError(
-        f"the worker's reply to a timed batch of {calls} calls is not the kit's tool's "
-        f"(event time, [{calls}] finite flags, [{calls}, {samples}, {shape.head_dim}] rows): "
-        f"{type(reply).__name__}"
+        said(
+            "the worker's reply to a timed batch of {calls} calls is not the kit's "
+            "tool's (event time, [{flags}] finite flags, [{rows}, {samples}, {head_dim}] "
+            "rows): {type}",
+            calls=calls,
+            flags=calls,
+            rows=calls,
+            samples=samples,
+            head_dim=shape.head_dim,
+            type=type(reply).__name__,
+        )
     )
 
 
@@ -195,13 +204,25 @@ def review_flags(
         floor_ms = moved / copy_bytes_per_second * 1e3
         if ms < FLOOR_MARGIN * floor_ms:
             flags.append(
-                f"{name}: {ms * 1e3:.1f} us for {moved / 1e6:,.1f} MB is "
-                f"{moved / ms / 1e6:,.0f} GB/s, past the copy bandwidth measured here "
-                f"({copy_bytes_per_second / 1e9:,.0f} GB/s)"
+                said(
+                    "{shape}: {us} us for {mb} MB is {rate} GB/s, past the copy "
+                    "bandwidth measured here ({copy} GB/s)",
+                    shape=name,
+                    us=f"{ms * 1000.0:.1f}",
+                    mb=f"{moved / 1000000.0:,.1f}",
+                    rate=f"{moved / ms / 1000000.0:,.0f}",
+                    copy=f"{copy_bytes_per_second / 1000000000.0:,.0f}",
+                )
             )
         ratio = ms / reference_ms[name]
         if implausible(ratio):
-            flags.append(f"{name}: {1 / ratio:.0f}x faster than the reference")
+            flags.append(
+                said(
+                    "{shape}: {speedup}x faster than the reference",
+                    shape=name,
+                    speedup=f"{1 / ratio:.0f}",
+                )
+            )
         if event_problems.get(name):
             flags.append(f"{name}: {event_problems[name]}")
     return flags
@@ -213,7 +234,7 @@ def wrong_outputs(timings: Timings, device: str) -> list[str]:
     wrong = []
     for name, shape in gpu_timing.SUITE.items():
         if not all(timings.finite.get(name, [True])):
-            wrong.append(f"{name}: a timed call's output holds NaN or Inf")
+            wrong.append(said("{shape}: a timed call's output holds NaN or Inf", shape=name))
             continue
         if not timings.rows.get(name):
             continue
@@ -232,12 +253,23 @@ def wrong_outputs(timings: Timings, device: str) -> list[str]:
                 seqs, heads = gpu_timing.sample_rows(shape, seed, calls, samples)
                 rows_read = list(zip(seqs[call].tolist(), heads[call].tolist(), strict=True))
                 wrong.append(
-                    f"{name}: rows (sequence, head) {rows_read} of a timed call are off by "
-                    f"{errors[bad[0]]:.3g} against the float64 reference (tolerance "
-                    f"{tolerance:g}); its inputs: grader.sandbox.tools.gpu_timing.call_inputs("
-                    f"SUITE[{name!r}], "
-                    f"seed={seed}, call={call}, kv_sets=[make_kv(SUITE[{name!r}], i, 'cuda') "
-                    f"for i in range({len(kv_sets)})])"
+                    said(
+                        "{shape}: rows (sequence, head) {rows} of a timed call are off "
+                        "by {error} against the float64 reference (tolerance "
+                        "{tolerance}); its inputs: "
+                        "grader.sandbox.tools.gpu_timing.call_inputs(SUITE[{name}], "
+                        "seed={seed}, call={index}, kv_sets=[make_kv(SUITE[{again}], i, "
+                        "'cuda') for i in range({sets})])",
+                        shape=name,
+                        rows=rows_read,
+                        error=f"{errors[bad[0]]:.3g}",
+                        tolerance=f"{tolerance:g}",
+                        name=f"{name!r}",
+                        seed=seed,
+                        index=call,
+                        again=f"{name!r}",
+                        sets=len(kv_sets),
+                    )
                 )
                 break
         del kv_sets
@@ -258,7 +290,9 @@ def warm_up(workers: Any, name: str) -> tuple[int, list[str], Any]:
     match reply:
         case (int(launches), list(ops), batch):
             return launches, [str(op)[:80] for op in ops], batch
-    raise AssertionError(f"the worker's reply to the warm-up is malformed: {str(reply)[:200]}")
+    raise AssertionError(
+        said("the worker's reply to the warm-up is malformed: {reply}", reply=str(reply)[:200])
+    )
 
 
 def prepare(workers: Any, name: str) -> Any:
@@ -322,7 +356,11 @@ def measure(submission, reference, benchmark, profile, record_benchmark) -> Meas
         if launches == 0:
             without_triton.append(name)
         if ops:
-            with_torch.append(f"{name}: computed attention with torch ({', '.join(ops)})")
+            with_torch.append(
+                said(
+                    "{shape}: computed attention with torch ({ops})", shape=name, ops=", ".join(ops)
+                )
+            )
         probe(reference, reference_batch, name, reference_timings)
         probe(submission, candidate_batch, name, candidate)
         del reference_batch, candidate_batch
@@ -381,7 +419,10 @@ def measure(submission, reference, benchmark, profile, record_benchmark) -> Meas
     ratios = speed_ratios(candidate_ms, reference_ms)
     geomean = geometric_mean(list(ratios.values()))
     flags = review_flags(candidate_ms, reference_ms, copy_bandwidth, event_problems)
-    flags += [f"{name}: launched no @triton.jit kernel at this shape" for name in without_triton]
+    flags += [
+        said("{shape}: launched no @triton.jit kernel at this shape", shape=name)
+        for name in without_triton
+    ]
     flags += with_torch
     benchmark.extra_info.update(
         {"geomean_ratio": round(geomean, 3), "copy_GBps": round(copy_bandwidth / 1e9)}
@@ -392,11 +433,18 @@ def measure(submission, reference, benchmark, profile, record_benchmark) -> Meas
     )
     for name, ratio in ratios.items():
         record_benchmark(
-            f"paged_attention_decode, {name} (32/8 heads, head dim 128, bf16, block 16)",
+            said(
+                    "paged_attention_decode, {shape} (32/8 heads, head dim 128, bf16, block "
+                    "16)",
+                    shape=name
+                ),
             candidate_ms[name] / 1e3, reference_ms[name] / 1e3, ratio, SPEED_TIERS[0],
         )  # fmt: skip
     record_benchmark(
-        f"paged_attention_decode, geometric mean over the {len(ratios)} shapes",
+        said(
+                "paged_attention_decode, geometric mean over the {count} shapes",
+                count=len(ratios)
+            ),
         geometric_mean([ms / 1e3 for ms in candidate_ms.values()]),
         geometric_mean([ms / 1e3 for ms in reference_ms.values()]),
         geomean, SPEED_TIERS[0],
@@ -428,15 +476,15 @@ def measurement(measured, submission, reference, benchmark, profile, record_benc
 
 
 def assert_correct(measurement: Measurement) -> None:
-    assert not measurement.wrong, "the outputs of timed calls are wrong: " + "; ".join(
-        measurement.wrong
+    assert not measurement.wrong, said(
+        "the outputs of timed calls are wrong: {wrong_list}", wrong_list=measurement.wrong
     )
 
 
 def assert_rewardable(measurement: Measurement) -> None:
     assert_correct(measurement)
-    assert not measurement.flags, "timing flagged for review, not rewarded: " + "; ".join(
-        measurement.flags
+    assert not measurement.flags, said(
+        "timing flagged for review, not rewarded: {flag_list}", flag_list=measurement.flags
     )
 
 
@@ -445,10 +493,14 @@ def assert_within(measurement: Measurement, limit: float) -> None:
     ratios = speed_ratios(measurement.candidate_ms, measurement.reference_ms)
     slowest = sorted(ratios, key=ratios.get, reverse=True)[:3]
     shown = ", ".join(f"{name} {ratios[name]:.2f}x" for name in slowest)
-    assert measurement.geomean <= limit, (
-        f"the kernel takes {measurement.geomean:.2f}x the reference's time (geometric mean over "
-        f"the {len(ratios)} shapes of the suite; this tier's limit is {limit:g}x); slowest: "
-        f"{shown}"
+    assert measurement.geomean <= limit, said(
+        "the kernel takes {ratio}x the reference's time (geometric mean over the "
+        "{count} shapes of the suite; this tier's limit is {limit}x); slowest: "
+        "{slowest}",
+        ratio=f"{measurement.geomean:.2f}",
+        count=len(ratios),
+        limit=f"{limit:g}",
+        slowest=shown,
     )
 
 

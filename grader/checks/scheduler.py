@@ -36,12 +36,18 @@ from grader.checks.support.scheduler_trace import (
     run_trace,
     traces,
 )
+from grader.said import said
 from grader.sandbox.process import SubmissionFailure
 from grader.sandbox.transcript import Transcript
 
 pytestmark = pytest.mark.part("scheduler")
 
-OVER = "no step: every request was reported finished"
+OVER = said("no step: every request was reported finished")
+
+
+def refused(call: str, what: str) -> str:
+    """A refused call, described: "add_request(0, 1, 1), with id 0 running,"."""
+    return said("{call}, with {what},", call=call, what=what)
 
 
 def new_scheduler(submission, num_blocks: int, block_size: int, max_num_seqs: int):
@@ -57,52 +63,81 @@ def check_add_request_refuses_what_can_never_run(submission):
     request that exactly fills the pool is accepted."""
     transcript = submission.transcript
     scheduler = new_scheduler(submission, 4, 4, 2)
+    too_long = said(
+        "{tokens} tokens, more than {count} blocks of {size} can ever hold",
+        tokens=17,
+        count=4,
+        size=4,
+    )
     for prompt_len, max_new_tokens, what in [
         (0, 1, "prompt_len 0"),
-        (-1, 1, "a negative prompt_len"),
+        (-1, 1, said("a negative prompt_len")),
         (1, 0, "max_new_tokens 0"),
-        (1, -1, "a negative max_new_tokens"),
-        (13, 4, "17 tokens, more than 4 blocks of 4 can ever hold"),
+        (1, -1, said("a negative max_new_tokens")),
+        (13, 4, too_long),
     ]:
-        call = f"add_request(0, {prompt_len}, {max_new_tokens}), with {what},"
+        call = refused(f"add_request(0, {prompt_len}, {max_new_tokens})", what)
         with raises(transcript, ValueError, call):
             scheduler.add_request(0, prompt_len, max_new_tokens)
     same(
         transcript,
         scheduler.has_unfinished(),
         False,
-        "has_unfinished() must be False after add_request refused every request: a refused "
-        "request is not queued",
+        said(
+            "has_unfinished() must be False after add_request refused every request: a "
+            "refused request is not queued"
+        ),
         got=f"{transcript.code(scheduler)}.has_unfinished()",
     )
-    with succeeds("add_request(0, 12, 4)", "its 16 tokens fill the 4 blocks of 4 exactly"):
+    exactly = said(
+        "its {tokens} tokens fill the {count} blocks of {size} exactly", tokens=16, count=4, size=4
+    )
+    with succeeds("add_request(0, 12, 4)", exactly):
         scheduler.add_request(0, 12, 4)
     scheduler.add_request(1, 1, 1)
-    with raises(transcript, ValueError, "add_request(1, 2, 2), with id 1 waiting,"):
+    with raises(
+        transcript, ValueError, refused("add_request(1, 2, 2)", said("id {id} waiting", id=1))
+    ):
         scheduler.add_request(1, 2, 2)
     scheduler.step()  # 0 runs; 1 waits (0's 13 tokens take every block)
-    with raises(transcript, ValueError, "add_request(0, 1, 1), with id 0 running,"):
+    with raises(
+        transcript, ValueError, refused("add_request(0, 1, 1)", said("id {id} running", id=0))
+    ):
         scheduler.add_request(0, 1, 1)
     outs = [scheduler.step() for _ in range(8)]
     finished = [request_id for out in outs for request_id in out.finished]
     expect(
         transcript,
         sorted(finished) == [0, 1],
-        f"requests 0 and 1 must each finish once within 8 more steps (the duplicates were "
-        f"refused, so nothing else was queued); they finished {finished}",
+        said(
+            "requests 0 and 1 must each finish once within 8 more steps (the duplicates "
+            "were refused, so nothing else was queued); they finished {finished}",
+            finished=finished,
+        ),
         got=lambda: f"sorted([{', '.join(f'*{transcript.code(out)}.finished' for out in outs)}])",
         expected="[0, 1]",
     )
-    with raises(transcript, ValueError, "add_request(0, 1, 1), with id 0 finished,"):
+    finished = said("id {id} finished", id=0)
+    with raises(transcript, ValueError, refused("add_request(0, 1, 1)", finished)):
         scheduler.add_request(0, 1, 1)
     for num_blocks, block_size in [(2, 1), (3, 1), (2, 5), (5, 16)]:
         submission.transcript.reset()
         scheduler = new_scheduler(submission, num_blocks, block_size, 1)
         tokens = num_blocks * block_size
-        what = f"{tokens + 1} tokens, more than {num_blocks} blocks of {block_size} can ever hold"
-        with raises(transcript, ValueError, f"add_request(0, {tokens}, 1), with {what},"):
+        what = said(
+            "{tokens} tokens, more than {count} blocks of {size} can ever hold",
+            tokens=tokens + 1,
+            count=num_blocks,
+            size=block_size,
+        )
+        with raises(transcript, ValueError, refused(f"add_request(0, {tokens}, 1)", what)):
             scheduler.add_request(0, tokens, 1)
-        exactly = f"its {tokens} tokens fill the {num_blocks} blocks of {block_size} exactly"
+        exactly = said(
+            "its {tokens} tokens fill the {count} blocks of {size} exactly",
+            tokens=tokens,
+            count=num_blocks,
+            size=block_size,
+        )
         with succeeds(f"add_request(0, {tokens - 1}, 1)", exactly):
             scheduler.add_request(0, tokens - 1, 1)
 
@@ -184,7 +219,11 @@ def every_request_gets_exactly_its_tokens(submission, trace: SchedulerTrace) -> 
             expect(
                 transcript,
                 0 <= request_id < arrived,
-                f"step {number} scheduled request {request_id}, which was never added",
+                said(
+                    "step {step} scheduled request {id}, which was never added",
+                    step=number,
+                    id=request_id,
+                ),
                 got=f"[r for r in steps[{number}].scheduled if not 0 <= r < {arrived}]",
                 expected="[]",
             )
@@ -192,8 +231,13 @@ def every_request_gets_exactly_its_tokens(submission, trace: SchedulerTrace) -> 
                 transcript,
                 step.scheduled.count(request_id),
                 1,
-                f"step {number} scheduled request {request_id} twice ({step}): a request gets "
-                "at most one token per step",
+                said(
+                    "step {step} scheduled request {id} twice ({out}): a request gets at "
+                    "most one token per step",
+                    step=number,
+                    id=request_id,
+                    out=step,
+                ),
                 got=f"steps[{number}].scheduled.count({request_id})",
             )
             tokens[request_id].append(number)
@@ -201,22 +245,40 @@ def every_request_gets_exactly_its_tokens(submission, trace: SchedulerTrace) -> 
             expect(
                 transcript,
                 len(tokens[request_id]) <= arrival.max_new_tokens,
-                f"step {number} gave request {request_id} (prompt_len {arrival.prompt_len}, "
-                f"max_new_tokens {arrival.max_new_tokens}) token {len(tokens[request_id])}: "
-                "more than it asked for (a preempted request keeps the tokens it generated, "
-                "counted into its prompt, and is done once it holds them all)",
+                said(
+                    "step {step} gave request {id} (prompt_len {prompt_len}, "
+                    "max_new_tokens {max_new_tokens}) token {token}: more than it asked "
+                    "for (a preempted request keeps the tokens it generated, counted "
+                    "into its prompt, and is done once it holds them all)",
+                    step=number,
+                    id=request_id,
+                    prompt_len=arrival.prompt_len,
+                    max_new_tokens=arrival.max_new_tokens,
+                    token=len(tokens[request_id]),
+                ),
                 got=run.tokens_code(request_id),
                 expected=str(arrival.max_new_tokens),
                 op="<=",
             )
-    stopped = "" if run.drained else f" (the trace stopped after {len(run.steps)} steps)"
+    stopped = (
+        ""
+        if run.drained
+        else said(" (the trace stopped after {steps} steps)", steps=len(run.steps))
+    )
     for request_id, arrival in enumerate(trace.arrivals):
         got, wanted = len(tokens[request_id]), arrival.max_new_tokens
         expect(
             transcript,
             got == wanted,
-            f"request {request_id} (prompt_len {arrival.prompt_len}) got {got} of its "
-            f"max_new_tokens = {wanted} tokens{stopped}",
+            said(
+                "request {id} (prompt_len {prompt_len}) got {got} of its max_new_tokens "
+                "= {wanted} tokens{stopped}",
+                id=request_id,
+                prompt_len=arrival.prompt_len,
+                got=got,
+                wanted=wanted,
+                stopped=stopped,
+            ),
             got=run.tokens_code(request_id),
             expected=str(wanted),
             before=run_to_the_end(trace),
@@ -226,8 +288,13 @@ def every_request_gets_exactly_its_tokens(submission, trace: SchedulerTrace) -> 
         expect(
             transcript,
             finishes == [last],
-            f"request {request_id} got its last token in step {last}, so it must be reported "
-            f"finished in that step and no other, but was in steps {finishes}",
+            said(
+                "request {id} got its last token in step {step}, so it must be reported "
+                "finished in that step and no other, but was in steps {steps}",
+                id=request_id,
+                step=last,
+                steps=finishes,
+            ),
             got=f"[n for n, step in enumerate(steps) if {request_id} in step.finished]",
             expected=f"[n for n, step in enumerate(steps) if {request_id} in step.scheduled][-1:]",
             before=run_to_the_end(trace),
@@ -240,8 +307,13 @@ def at_most_max_num_seqs_per_step(submission, trace: SchedulerTrace) -> None:
         expect(
             submission.transcript,
             len(step.scheduled) <= trace.max_num_seqs,
-            f"step {number} scheduled {len(step.scheduled)} requests ({step}), more than "
-            f"max_num_seqs = {trace.max_num_seqs}",
+            said(
+                "step {step} scheduled {count} requests ({out}), more than max_num_seqs = {limit}",
+                step=number,
+                count=len(step.scheduled),
+                out=step,
+                limit=trace.max_num_seqs,
+            ),
             got=f"len(steps[{number}].scheduled)",
             expected=str(trace.max_num_seqs),
             op="<=",
@@ -263,10 +335,15 @@ def no_deadlock(submission, trace: SchedulerTrace) -> None:
         expect(
             transcript,
             bool(step.scheduled or not unfinished),
-            f"step {number} gave no request a token while requests {unfinished} were "
-            "unfinished: a step with work to do always makes progress (the oldest running "
-            "request fits alone, so preempting newer ones always makes room for it; with none "
-            "running, the whole pool is free and the head of the queue fits)",
+            said(
+                "step {step} gave no request a token while requests {ids} were "
+                "unfinished: a step with work to do always makes progress (the oldest "
+                "running request fits alone, so preempting newer ones always makes room "
+                "for it; with none running, the whole pool is free and the head of the "
+                "queue fits)",
+                step=number,
+                ids=unfinished,
+            ),
             got=f"bool(steps[{number}].scheduled)",
             expected=f"bool({unfinished_code(run, number)})",
         )
@@ -278,8 +355,12 @@ def no_deadlock(submission, trace: SchedulerTrace) -> None:
         expect(
             transcript,
             answer is True,
-            f"has_unfinished() returned {answer!r} right after the requests of step {number} "
-            "were added: it must be True while any request waits or runs",
+            said(
+                "has_unfinished() returned {answer} right after the requests of step "
+                "{step} were added: it must be True while any request waits or runs",
+                answer=f"{answer!r}",
+                step=number,
+            ),
             got=lambda number=number: transcript.name(run.asked[number], "unfinished"),
             expected="True",
         )
@@ -287,10 +368,16 @@ def no_deadlock(submission, trace: SchedulerTrace) -> None:
     expect(
         transcript,
         run.drained,
-        f"requests {run.not_finished} were never reported finished in {len(run.steps)} steps "
-        f"(has_unfinished() then said {run.unfinished_at_end!r}); a scheduler that follows the "
-        f"contract finishes this trace within {trace.max_steps} steps: one idle step per step "
-        "before the last arrival, then at least one token per step",
+        said(
+            "requests {ids} were never reported finished in {steps} steps "
+            "(has_unfinished() then said {answer}); a scheduler that follows the "
+            "contract finishes this trace within {limit} steps: one idle step per step "
+            "before the last arrival, then at least one token per step",
+            ids=run.not_finished,
+            steps=len(run.steps),
+            answer=f"{run.unfinished_at_end!r}",
+            limit=trace.max_steps,
+        ),
         got=f"sorted({everyone} - {{r for step in steps for r in step.finished}})",
         expected="[]",
         before=run_to_the_end(trace),
@@ -299,8 +386,11 @@ def no_deadlock(submission, trace: SchedulerTrace) -> None:
         transcript,
         run.unfinished_at_end,
         False,
-        f"has_unfinished() returned {run.unfinished_at_end!r} after every request was reported "
-        "finished: it must be False once nothing waits or runs",
+        said(
+            "has_unfinished() returned {answer} after every request was reported "
+            "finished: it must be False once nothing waits or runs",
+            answer=f"{run.unfinished_at_end!r}",
+        ),
         got="scheduler.has_unfinished()",
     )
 
@@ -315,9 +405,15 @@ def admission_in_arrival_order(submission, trace: SchedulerTrace) -> None:
             expect(
                 submission.transcript,
                 request_id in admitted or not earlier,
-                f"step {number} admitted request {request_id} while requests {earlier}, which "
-                "arrived before it, had never run: waiting requests are admitted first come, "
-                "first served, and admission stops at the first one that does not fit",
+                said(
+                    "step {step} admitted request {id} while requests {ids}, which "
+                    "arrived before it, had never run: waiting requests are admitted "
+                    "first come, first served, and admission stops at the first one that "
+                    "does not fit",
+                    step=number,
+                    id=request_id,
+                    ids=earlier,
+                ),
                 got=f"list(dict.fromkeys(r for step in {first_runs}))",
                 expected="list(range(len(got)))",
             )
@@ -332,9 +428,13 @@ def no_blocks_leaked(submission, trace: SchedulerTrace) -> None:
         expect(
             submission.transcript,
             run.free_at_end == trace.num_blocks,
-            f"after every request finished, len(manager.free_blocks) is {run.free_at_end}, not "
-            f"num_blocks = {trace.num_blocks}: a finished or preempted request's blocks must "
-            "all go back to the pool (manager.free)",
+            said(
+                "after every request finished, len(manager.free_blocks) is {free}, not "
+                "num_blocks = {num_blocks}: a finished or preempted request's blocks "
+                "must all go back to the pool (manager.free)",
+                free=run.free_at_end,
+                num_blocks=trace.num_blocks,
+            ),
             got="len(manager.free_blocks)",
             expected=str(trace.num_blocks),
             before=run_to_the_end(trace),
@@ -348,8 +448,13 @@ def trace_matches_the_reference(submission, reference, trace: SchedulerTrace) ->
         expect(
             submission.transcript,
             want == have,
-            f"step {number} differs from the reference scheduler's:\n"
-            f"  expected: {want or OVER}\n  got:      {have or OVER}",
+            said(
+                "step {step} differs from the reference scheduler's:\n  expected: "
+                "{expected}\n  got:      {got}",
+                step=number,
+                expected=want or OVER,
+                got=have or OVER,
+            ),
             got=f"({', '.join(f'steps[{number}].{field}' for field in fields)})",
             expected=repr(
                 tuple(getattr(want, field) for field in fields) if want else ([], [], [])

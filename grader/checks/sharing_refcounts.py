@@ -25,6 +25,7 @@ from hypothesis.stateful import (
 
 from grader.checks.allocator import new_allocator
 from grader.checks.support.expect import Held, expect, int_list, plain_int, raises
+from grader.said import said
 from grader.sandbox.proxy import Submission, attribute, method
 from grader.sandbox.transcript import Shown
 
@@ -46,7 +47,11 @@ class Counts:
         expect(
             self.transcript,
             not fresh,
-            f"after BlockAllocator({num_blocks}), ref_count must be 0 for every block, got {fresh}",
+            said(
+                "after BlockAllocator({n}), ref_count must be 0 for every block, got {counts}",
+                n=num_blocks,
+                counts=fresh,
+            ),
             got=f"[{self.name}.ref_count(block) for block in range({num_blocks})]",
             expected=f"[0] * {num_blocks}",
         )
@@ -80,7 +85,12 @@ class Counts:
         expect(
             self.transcript,
             not wrong,
-            f"after {after}, ref_count must be {should}, got {wrong}",
+            said(
+                "after {call}, ref_count must be {expected}, got {got}",
+                call=after,
+                expected=should,
+                got=wrong,
+            ),
             got=f"[{reads}]",
             expected=repr(list(should.values())),
         )
@@ -88,8 +98,14 @@ class Counts:
             expect(
                 self.transcript,
                 free == self.num_free + freed,
-                f"after {after}, num_free must be {self.num_free + freed}, got {free} (it was "
-                f"{self.num_free}; a block is free again exactly when its ref_count reaches 0)",
+                said(
+                    "after {call}, num_free must be {expected}, got {got} (it was {was}; "
+                    "a block is free again exactly when its ref_count reaches 0)",
+                    call=after,
+                    expected=self.num_free + freed,
+                    got=free,
+                    was=self.num_free,
+                ),
                 got=f"{self.name}.num_free",
                 expected=str(self.num_free + freed),
             )
@@ -113,9 +129,9 @@ class Counts:
             self.allocator.incref(shown)
             self.expect(call, {block: count + 1}, 0)
             return
-        with raises(self.transcript, ValueError, f"{call} of a free block"):
+        with raises(self.transcript, ValueError, said("{call} of a free block", call=call)):
             self.allocator.incref(shown)
-        self.expect(f"{call} (which raised)", {}, 0)
+        self.expect(said("{call} (which raised)", call=call), {}, 0)
 
     def free(self, blocks: list[int]) -> None:
         """`free(blocks)`, blocks listed no more often than they are referenced: one reference
@@ -153,7 +169,7 @@ def check_bad_reference_calls_are_refused(submission):
     counts.incref(block)
     (block,) = counts.allocate(1)
     counts.incref(block)
-    call = f"free([{block}, {block}, {block}]) of a block with 2 references"
+    call = said("free({ids}) of a block with {count} references", ids=[block] * 3, count=2)
     with raises(counts.transcript, ValueError, call):
         counts.allocator.free(counts.ids.shown([block] * 3))
 

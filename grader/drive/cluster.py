@@ -33,6 +33,7 @@ from grader.drive.local import LOG_LINES, grade_one
 from grader.drive.resume import clear
 from grader.parts import PARTS
 from grader.report.leaderboard import Outcome
+from grader.said import said
 from grader.tarball import pack, unpack
 
 MAX_RETRIES = 1  # so a submission's task runs at most twice
@@ -165,12 +166,26 @@ def collect(task: ray.ObjectRef, name: str, entry: Path, out: Path) -> Outcome:
         attempt, outcome, folder = ray.get(task)
     except ray.exceptions.RayError as error:
         lines = [line for line in str(error).splitlines() if line.strip()]
-        failure = f"failed {MAX_RETRIES + 1} times on Ray: {type(error).__name__}"
+        failure = said(
+            "failed {count} times on Ray: {error}",
+            count=MAX_RETRIES + 1,
+            error=type(error).__name__,
+        )
         (out / name).mkdir(parents=True, exist_ok=True)
         clear(out / name)
         (out / name / "grade.log").write_text(str(error), encoding="utf-8", errors="replace")
         return Outcome(name, str(entry), None, failure, lines[-LOG_LINES:], 0.0)
     clear(out / name)
     unpack(folder, out)
-    retried = (f"retried on Ray (attempt {attempt} of {MAX_RETRIES + 1})",) if attempt > 1 else ()
+    retried = (
+        (
+            said(
+                "retried on Ray (attempt {attempt} of {attempts})",
+                attempt=attempt,
+                attempts=MAX_RETRIES + 1,
+            ),
+        )
+        if attempt > 1
+        else ()
+    )
     return replace(outcome, entry=str(entry), remarks=retried)

@@ -60,7 +60,7 @@ from grader.drive.progress import DriveProgress, grading_line
 from grader.parts import PARTS
 from grader.report.i18n import tr
 from grader.report.leaderboard import Outcome
-from grader.report.messages import translated_message
+from grader.report.messages import said_in
 from grader.report.reviews import Review, ReviewsError, load_reviews
 from grader.sandbox import isolation
 from grader.scoring.profiles import PROFILES
@@ -144,8 +144,7 @@ def similar_pairs(entries: dict[str, Path], out: Path, lang: str = "en") -> list
     print("Comparing the submissions' code (similar pairs, for the reviewer)...", file=sys.stderr)
     intakes = read_drive(entries)
     hidden = [
-        {**row, "obfuscated": translated_message(lang, row["obfuscated"])}
-        for row in obfuscated(intakes)
+        {**row, "obfuscated": said_in(lang, row, "obfuscated")} for row in obfuscated(intakes)
     ]
     try:
         return hidden + [shown(row) for row in similarity_report(intakes, out, lang=lang)]

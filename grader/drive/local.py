@@ -20,6 +20,7 @@ from grader import KIT_ROOT, interrupt
 from grader.drive import resume
 from grader.report.compare import ReportError, load
 from grader.report.leaderboard import Outcome
+from grader.said import said
 from grader.sandbox.process import die_with_the_grader
 
 LOG_LINES = 4  # of a failed grading's output, shown in its row
@@ -51,12 +52,14 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
     try:
         report_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # a name too long for the file system, say
-        return Outcome(name, str(entry), None, f"no report folder: {error}", [], 0.0)
+        return Outcome(
+            name, str(entry), None, said("no report folder: {error}", error=error), [], 0.0
+        )
     resume.clear(report_dir)
     started = time.monotonic()
     with LAUNCHING:  # Ctrl-C stops every grading started, and none starts after it
         if STOPPING.is_set():
-            return Outcome(name, str(entry), None, "interrupted", [], 0.0)
+            return Outcome(name, str(entry), None, said("interrupted"), [], 0.0)
         process = subprocess.Popen(
             command(entry, report_dir, args),
             cwd=KIT_ROOT,
@@ -70,11 +73,13 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
         RUNNING.add(process)
     try:
         output, _ = process.communicate(timeout=args.timeout)
-        failure = f"exit status {process.returncode}" if process.returncode else ""
+        failure = (
+            said("exit status {status}", status=process.returncode) if process.returncode else ""
+        )
     except subprocess.TimeoutExpired:
         stop(process)
         output, _ = process.communicate()
-        failure = f"timed out after {args.timeout:g} s"
+        failure = said("timed out after {seconds} s", seconds=f"{args.timeout:g}")
     finally:
         RUNNING.discard(process)
     seconds = time.monotonic() - started
@@ -84,7 +89,7 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
         try:
             report = load(report_dir).report
         except ReportError as error:
-            failure = f"exit status 0 but {error}"
+            failure = said("exit status 0 but {problem}", problem=error)
     tail = [line for line in output.splitlines() if line.strip()][-LOG_LINES:]
     return Outcome(name, str(entry), report, failure, tail, seconds)
 

@@ -33,6 +33,7 @@ from grader.report.leaderboard import earlier
 from grader.report.model import bounded
 from grader.report.reviews import ReviewsError, load_reviews
 from grader.report.writers import write_pages
+from grader.said import said
 from grader.text import clean
 
 
@@ -125,7 +126,7 @@ def main(args: argparse.Namespace) -> int:
         if target.resolve() != folder.resolve():
             shutil.copytree(folder, target, dirs_exist_ok=True)
         write_pages(report, target)
-        remarks = (f"mixed: {mixed[folder]}",) if folder in mixed else ()
+        remarks = (said("mixed: {settings}", settings=mixed[folder]),) if folder in mixed else ()
         outcomes.append(earlier(name, str(folder), report, remarks))
         print(finished_line(args.lang, len(outcomes), len(folders), outcomes[-1]), file=sys.stderr)
     options = {"folder": ", ".join(map(str, args.merge)), **usual, "lang": args.lang}

@@ -20,10 +20,11 @@ from grader.report.leaderboard import Outcome, earlier
 from grader.report.model import bounded
 from grader.report.render import SIMULATION_PAGE
 from grader.report.writers import WRITERS, write_pages
+from grader.said import said
 from grader.scoring.rubric import load_rubric
 
 REPORT_FILES = (*WRITERS, "grade.log")  # the grader's files, then grade-all's log
-KEPT = "kept from an earlier run with the same settings"
+KEPT = said("kept from an earlier run with the same settings")
 
 
 def wanted(args: argparse.Namespace) -> dict:

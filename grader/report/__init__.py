@@ -6,7 +6,8 @@
   one head and policy, `style.css` the one stylesheet), autoescaped for HTML;
 - `formats.py`: values and labels as every output writes them; `markdown.py`: text made inert
   in Markdown; `charts.py` and `svg.py`: the charts; `i18n.py`: the kit's words in two languages
-  (gettext catalogs, `locale/`); `messages.py`: what the checks wrote, in the report's language;
+  (gettext catalogs, `locale/`); `messages.py`: what the checks said (by id), in the report's
+  language;
 - `diagnosis.py` (what is most wrong, in a sentence each) and `debrief.py` (what to ask the
   candidate, the full kit's texts): the answer a report opens with;
 - `summary.py` (the terminal's), `compare.py` (two reports);

@@ -8,7 +8,7 @@ each part's score with the change, every check whose status or points differ wit
 shortened, then the timings' ratios, A's and B's. `--html` writes the same
 as one self-contained page. Exit status 2, with a message, when a report is missing or invalid.
 Both are in `--lang`, by default report A's language: the kit's words through `i18n.tr`, the
-checks' messages and the timings' names through the catalog of `messages.py`.
+checks' messages and the timings' names from their ids (`messages.py`).
 A report's strings may carry a candidate's text: `load` cleans and bounds them (`model.bounded`)
 and the paths given are cleaned where shown, so no terminal escape or lone surrogate gets out.
 """
@@ -22,9 +22,10 @@ from pathlib import Path
 
 from grader.report.formats import kit_label, points
 from grader.report.i18n import LANGUAGES, has, language, profile_name, tr
-from grader.report.messages import translated_message
+from grader.report.messages import said_in, text_in
 from grader.report.model import bounded
 from grader.report.render import render
+from grader.said import said
 from grader.text import clean
 
 MESSAGE_CHARS = 160  # of a check's message, on one line
@@ -69,18 +70,26 @@ def read(path: Path) -> dict:
         report = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ReportError(
-            f"{file} does not exist: give a report.json or the report folder holding one"
+            said(
+                "{file} does not exist: give a report.json or the report folder holding one",
+                file=file,
+            )
         ) from None
     except (OSError, ValueError) as error:
-        raise ReportError(f"{file} is not a readable JSON report: {error}") from None
+        unread = said("{file} is not a readable JSON report: {error}", file=file, error=error)
+        raise ReportError(unread) from None
     parts = report.get("parts") if isinstance(report, dict) else None
     if not isinstance(parts, dict) or not all(
         isinstance(part, dict) and isinstance(part.get("checks"), list) for part in parts.values()
     ):
-        raise ReportError(f"{file} is not a grade report: it has no parts with checks")
+        raise ReportError(
+            said("{file} is not a grade report: it has no parts with checks", file=file)
+        )
     for key in ("score", "max_score"):
         if not isinstance(report.get(key), int | float):
-            raise ReportError(f"{file} is not a grade report: it has no {key}")
+            raise ReportError(
+                said("{file} is not a grade report: it has no {key}", file=file, key=key)
+            )
     return report
 
 
@@ -150,7 +159,7 @@ def check_line(check: dict | None, lang: str = "en") -> str:
         points=points(check.get("points", 0)),
         max_points=points(check.get("max_points", 0)),
     )
-    message = shortened(translated_message(lang, check.get("message") or ""))
+    message = shortened(said_in(lang, check, "message") or "")
     return tr(lang, "compare_check_message", line=line, message=message) if message else line
 
 
@@ -224,11 +233,10 @@ def benchmark_rows(a: dict, b: dict, lang: str = "en") -> list[tuple[str, str, s
     """(benchmark, A's ratio, B's ratio) for each timing of either report, its name in `lang`."""
     ratios_a = {row["name"]: row["ratio"] for row in a.get("benchmarks", [])}
     ratios_b = {row["name"]: row["ratio"] for row in b.get("benchmarks", [])}
+    shown = {row["name"]: said_in(lang, row, "name")
+             for row in [*b.get("benchmarks", []), *a.get("benchmarks", [])]}  # fmt: skip
     names = [*ratios_a, *(name for name in ratios_b if name not in ratios_a)]
-    return [
-        (translated_message(lang, name), ratio(ratios_a.get(name)), ratio(ratios_b.get(name)))
-        for name in names
-    ]
+    return [(shown[name], ratio(ratios_a.get(name)), ratio(ratios_b.get(name))) for name in names]
 
 
 def ratio(value: float | None) -> str:
@@ -321,7 +329,7 @@ def main(argv: list[str]) -> int:
     try:
         a, b = load(args.a), load(args.b)
     except ReportError as error:
-        why = translated_message(args.lang or "en", str(error))
+        why = text_in(args.lang or "en", error.args[0] if error.args else str(error))
         print(clean(f"compare: {why}", None), file=sys.stderr)
         return 2
     lang = args.lang or language(a.report)

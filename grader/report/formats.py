@@ -22,7 +22,7 @@ from grader.report.i18n import (
     ungraded_id,
     ungraded_reason,
 )
-from grader.report.messages import translated_message
+from grader.report.messages import said_in
 from grader.severity import SEVERITIES
 
 KITS = ("full", "candidate")  # `environment.kit`: which kit made the report
@@ -174,7 +174,7 @@ def skipped_label(check: dict, lang: str = "en") -> str:
     label = f"{tr(lang, 'open').lstrip()}{said}{tr(lang, 'close')}"
     if message in (reason, ungraded_reason("en", message)):
         return label
-    return f"{label}{tr(lang, 'colon')}{translated_message(lang, message)}"
+    return f"{label}{tr(lang, 'colon')}{said_in(lang, check, 'message')}"
 
 
 def tally(part: dict, lang: str = "en") -> str:
@@ -183,7 +183,7 @@ def tally(part: dict, lang: str = "en") -> str:
     "not graded") for an ungraded part."""
     checks = part["checks"]
     if not checks:
-        return translated_message(lang, part.get("note") or "") or tr(lang, "not_graded")
+        return said_in(lang, part, "note") or tr(lang, "not_graded")
     ran = [check for check in checks if check["status"] != "skipped"]
     passed = sum(check["status"] == "passed" for check in ran)
     text = counted(lang, "tally", len(ran), passed=passed, total=len(ran))
@@ -199,7 +199,7 @@ def provisional_note(part: dict, lang: str = "en") -> str:
 
 def provisional_reason(part: dict, lang: str = "en") -> str:
     """Why a part's score is provisional, in `lang`: "checks skipped (needs a CUDA device)"."""
-    return translated_message(lang, part["provisional"])
+    return said_in(lang, part, "provisional")
 
 
 def verdict(benchmark: dict, lang: str = "en") -> str:
@@ -284,9 +284,8 @@ def how_it_ran(report: dict, lang: str) -> str:
     if state := seal_state(report):
         sentences.append(tr(lang, f"seal_{state}", key_id=report["provenance"].get("key")))
     if isolation := report.get("isolation"):
-        notes = (isolation["description"], isolation.get("accounting"))  # older: no accounting
-        sentences += [tr(lang, "isolation_note", description=translated_message(lang, note))
-                      for note in notes if note]  # fmt: skip
+        notes = (said_in(lang, isolation, key) for key in ("description", "accounting"))
+        sentences += [tr(lang, "isolation_note", description=note) for note in notes if note]
     return functools.reduce(lambda before, after: tr(lang, "gap", before=before, after=after),
                             sentences)  # fmt: skip
 
@@ -440,7 +439,7 @@ def engine_message(report: dict, lang: str, key: str = "integration") -> str:
     error = next((e for e in errors if e.get("engine_check")), None)
     if error is not None:
         return tr(lang, "syntax_see", file=error["file"], line=error["line"])
-    return translated_message(lang, report[key].get("message", ""))
+    return said_in(lang, report[key], "message")
 
 
 def engine_figures(integration: dict, key: str = "integration") -> dict:

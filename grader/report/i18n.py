@@ -8,9 +8,10 @@ The kit's words live in gettext catalogs, one per language and domain, under
   sentence (`"tally"`, `"colon"`), its text fills in `%(name)s` placeholders. Python asks for one
   with `tr(lang, id, **values)`, a template with `_(id, **values)` (jinja2's i18n extension,
   `render.py`). Every language has every id, with the same placeholders.
-- `checks`, what the checks and the grader write into `report.json`, in English: each entry's id
-  is an English template (`{name}` placeholders), its text the same message in the language
-  (`messages.py`). English, the language they are written in, has no catalog of it.
+- `checks`, what the checks and the grader say (`grader/said.py`), which `report.json` keeps in
+  English with each message's id and parts: each entry's id is an English template (`{name}`
+  placeholders), its text the same message in the language (`messages.py`). English, the
+  language they are written in, has no catalog of it.
 
 The kit's tests check both (tests/grader/report/test_catalogs.py); an id that is in no catalog is
 an error, never shown as itself.

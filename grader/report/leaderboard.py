@@ -25,8 +25,8 @@ score, rank or other column.
 
 The CSV is data: its columns and cells are in English whatever the drive's language. The page is
 in the drive's language (`options["lang"]`): its own words through `i18n.tr`, the grader's and the
-drive's (an integrity flag, why a submission has no report, a remark) through the catalog of
-`messages.py`.
+drive's (an integrity flag, why a submission has no report, a remark) from their ids
+(`messages.py`).
 
 The page (`templates/leaderboard.html`) is self-contained, like every page (`render.py`). Names,
 reports and log tails may carry a candidate's text: both files show each outcome `cleaned`
@@ -49,10 +49,11 @@ from grader.parts import PARTS
 from grader.report.diagnosis import diagnosis
 from grader.report.formats import origin, points, safety_failures
 from grader.report.i18n import LANGUAGES, profile_name, tr
-from grader.report.messages import translated_message
+from grader.report.messages import said_in, text_in
 from grader.report.model import bounded
 from grader.report.render import render
 from grader.report.reviews import Flag, Review
+from grader.said import Said, from_record
 from grader.text import clean
 
 # A spreadsheet runs a cell as a formula when its first character past blanks and quotes is one
@@ -141,10 +142,20 @@ def shown_flag(report: dict, lang: str) -> dict | None:
     """The first integrity flag as the page shows it: where it comes from, and its message in
     `lang`; None where there is none."""
     return next(
-        ({"origin": origin(flag), "message": translated_message(lang, flag["message"])}
+        ({"origin": origin(flag), "message": said_in(lang, flag, "message")}
          for flag in report["integrity"]),
         None,
     )  # fmt: skip
+
+
+def unisolated(isolation: dict, lang: str) -> str:
+    """An unisolated grading's note, its reason aside: the status its description starts with."""
+    records = isolation.get("said")
+    description = from_record(records.get("description")) if isinstance(records, dict) else None
+    status = description.params.get("status") if description is not None else None
+    if isinstance(status, Said):
+        return text_in(lang, status)
+    return str(isolation["description"]).partition(" (")[0]  # a report without its record
 
 
 def notes(outcome: Outcome) -> list[str]:
@@ -159,11 +170,10 @@ def report_notes(outcome: Outcome, lang: str) -> list[str]:
     """What a graded row says beside the scores, in `lang`: the drive's remarks, and what to
     know of its grading (not isolated, the grader's own failure or checks it could not run,
     provisional)."""
-    notes = [translated_message(lang, remark) for remark in outcome.remarks]
+    notes = [text_in(lang, remark) for remark in outcome.remarks]
     isolation = outcome.report.get("isolation", {})
     if isolation.get("isolated") is False and isolation.get("description"):
-        said = str(isolation["description"]).partition(" (")[0]  # its reason aside
-        notes.append(translated_message(lang, said))
+        notes.append(unisolated(isolation, lang))
     if outcome.report.get("errors"):
         last = outcome.report["errors"][-1].strip().rpartition("\n")[2]
         notes.append(tr(lang, "board_grader_failed", error=last))
@@ -386,11 +396,9 @@ def html_row(
     if r is None:
         return {
             **row,
-            "failure": translated_message(lang, outcome.failure),
+            "failure": text_in(lang, outcome.failure),
             "tail": "\n".join(outcome.tail),
-            "remarks": separator.join(
-                translated_message(lang, remark) for remark in outcome.remarks
-            ),
+            "remarks": separator.join(text_in(lang, remark) for remark in outcome.remarks),
         }
     notes = [note for note in report_notes(outcome, lang) if note not in shared]
     return {

@@ -1,44 +1,38 @@
 """The kit's simulation as its page (`simulation.html`) shows it, in the report's language.
 
 `report.json["simulation"]` holds `full_kit/simulate.py`'s headline, table and charts (as data) in
-English, as the simulation wrote them; `in_language` gives a copy whose every line of the
-headline, cell of the table and text of a chart (title, axes, unit, series' names, categories)
-is in `lang`, through the `checks` catalog's entries of context "simulation" (`messages.py`).
-Text no template matches is shown as it was written.
+English, each text with its record (`grader/said.py`); `in_language` gives a copy whose headline,
+table cells and chart texts (title, axes, unit, series' names, categories) are in `lang`
+(`messages.said_in`). Text without a record is shown as it was written.
 """
 
-from functools import partial
+from grader.report.messages import field_in, said_in
 
-from grader.report.i18n import WRITTEN_IN
-from grader.report.messages import translated
-
-CHART_TEXTS = ("title", "x_label", "y_label", "unit")  # a chart's own words, beside its series
+CHART_TEXTS = ("title", "x_label", "y_label", "unit", "categories")  # a chart's own words
 
 
 def in_language(simulation: dict, lang: str) -> dict:
     """A copy of `simulation` (headline, rows, charts) with its words in `lang`."""
-    if lang == WRITTEN_IN:
-        return simulation
-    words = partial(words_in, lang)
     return {
         **simulation,
-        "headline": "\n".join(words(line) for line in simulation["headline"].split("\n")),
-        "rows": [[words(cell) for cell in row] for row in simulation["rows"]],
+        "headline": said_in(lang, simulation, "headline"),
+        "rows": said_in(lang, simulation, "rows"),
         "charts": [chart_in_language(spec, lang) for spec in simulation["charts"]],
     }
 
 
-def words_in(lang: str, text: str) -> str:
-    """One piece of the simulation's text in `lang`; as it is where no template matches."""
-    return translated(lang, text, "simulation")
-
-
 def chart_in_language(spec: dict, lang: str) -> dict:
-    """A chart's spec (`svg.draw`'s) with its texts, series' names and categories in `lang`."""
-    words = partial(words_in, lang)
+    """A chart's spec (`svg.draw`'s) with its texts, series' names and categories in `lang`, and
+    without their records (`svg.draw` takes its arguments as they are)."""
     args = spec["args"]
-    shown = {key: words(args[key]) for key in CHART_TEXTS if key in args}
-    shown["series"] = {words(name): values for name, values in args["series"].items()}
-    if "categories" in args:
-        shown["categories"] = [words(category) for category in args["categories"]]
-    return {**spec, "args": {**args, **shown}}
+    shown = {key: said_in(lang, args, key) for key in CHART_TEXTS if key in args}
+    series = without_records(args["series"])
+    keys = args["series"].get("said_keys", {})
+    shown["series"] = {str(field_in(lang, keys.get(name), name)): values
+                       for name, values in series.items()}  # fmt: skip
+    return {**spec, "args": without_records(args) | shown}
+
+
+def without_records(holder: dict) -> dict:
+    """`holder` without the records of its fields and keys (`said.recorded`)."""
+    return {key: value for key, value in holder.items() if key not in ("said", "said_keys")}

@@ -37,7 +37,7 @@ from grader.report.formats import (
     ungraded_notes,
 )
 from grader.report.i18n import language, part_title, tr
-from grader.report.messages import translated_counterexample, translated_message
+from grader.report.messages import said_in
 from grader.report.model import bounded
 from grader.text import clean
 
@@ -69,10 +69,10 @@ def summary_lines(report: dict, out: Path) -> list[str]:
     lines += [*score_table(report, lang), ""]
     isolation = report.get("isolation", {})
     if isolation.get("isolated") is False:
-        description = translated_message(lang, isolation["description"])
+        description = said_in(lang, isolation, "description")
         lines += [tr(lang, "warning", message=description), ""]
-    for error in report["errors"]:
-        lines += [tr(lang, "grader_failed"), translated_message(lang, error).rstrip(), ""]
+    for error in said_in(lang, report, "errors"):
+        lines += [tr(lang, "grader_failed"), error.rstrip(), ""]
     lines.append(tr(lang, "first_look"))
     lines += [f"  {line}" for line in look_first(report, out, lang)]
     lines += ["", tr(lang, "report_at", path=out / "report.html")]
@@ -172,9 +172,9 @@ def first_failure(
     title = part_title(lang, part_id, part)
     status = tr(lang, check["status"])
     lines = [tr(lang, "first_failure", title=title, name=check["name"], status=status)]
-    lines += indented(translated_message(lang, check["message"]), MESSAGE_LINES, lang)
+    lines += indented(said_in(lang, check, "message"), MESSAGE_LINES, lang)
     if check["counterexample"]:
-        counterexample = translated_counterexample(lang, check["counterexample"])
+        counterexample = said_in(lang, check, "counterexample")
         lines += counterexample_lines(counterexample, runs_in, lang)
     anchor = check_anchor(part_id, check)
     page = (out / "report.html").resolve().as_uri()  # a link a terminal can open

@@ -40,12 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import KIT_ROOT
+from grader.said import said
 
 HOME = "/sandbox"  # the worker's own folder, inside
 SITE = "/site"  # site-packages folder N is bound at /site/N
 TMP = "/tmp"
 TMPFS_BYTES = 1 << 30  # the tmpfs's size, where bwrap can bound it (0.10 and later)
-UNISOLATED = "not isolated: not for a hiring decision"
+UNISOLATED = said("not isolated: not for a hiring decision")
 MODES = ("auto", "bwrap", "none")
 BINDS = ("--ro-bind", "--ro-bind-try", "--symlink")  # bwrap's operations with a mount point
 NOBODY = 65534  # the uid and gid a worker takes where the grader runs as root
@@ -69,8 +70,10 @@ class Isolation:
 
     def describe(self) -> str:
         if self.isolated:
-            return f"isolated: each worker in its own namespaces ({self.version})"
-        return f"{UNISOLATED} ({self.reason})"
+            return said(
+                "isolated: each worker in its own namespaces ({method})", method=self.version
+            )
+        return said("{status} ({reason})", status=UNISOLATED, reason=self.reason)
 
     def as_report(self) -> dict:
         return {"isolated": self.isolated, "method": self.version or None,
@@ -220,7 +223,7 @@ def probe(mode: str = "auto") -> Isolation:
     """How workers will run: `mode` "bwrap" insists on a sandbox, "none" turns it off, "auto"
     uses one where a test sandbox can be made. Checked once per process."""
     if mode == "none":
-        return Isolation(None, reason="turned off with --isolation none")
+        return Isolation(None, reason=said("turned off with --isolation none"))
     tried = [try_sandbox(bwrap) for bwrap in bwraps()]
     working = [found for found in tried if found.isolated]
     if working:  # one that bounds its tmpfs, if there is one
@@ -228,7 +231,7 @@ def probe(mode: str = "auto") -> Isolation:
     elif tried:
         found = tried[0]
     else:
-        found = Isolation(None, reason="bubblewrap (bwrap) is not installed")
+        found = Isolation(None, reason=said("bubblewrap (bwrap) is not installed"))
     if mode == "bwrap" and not found.isolated:
         raise RuntimeError(f"--isolation bwrap: no sandbox can be made here: {found.reason}")
     return found
@@ -245,7 +248,9 @@ def try_sandbox(bwrap: str) -> Isolation:
             in subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=60).stdout
         )
     except (OSError, subprocess.SubprocessError) as error:
-        return Isolation(None, reason=f"{bwrap} does not run: {error}")
+        return Isolation(
+            None, reason=said("{bwrap} does not run: {error}", bwrap=bwrap, error=error)
+        )
     candidate = Isolation(bwrap, version or "bubblewrap", sized)
     code, user = ["import os"], worker_user()
     if user is not None:  # as the worker does first (`worker.become`)
@@ -263,8 +268,10 @@ def try_sandbox(bwrap: str) -> Isolation:
                 stdin=subprocess.DEVNULL,
             )
         except (OSError, subprocess.SubprocessError) as error:
-            return Isolation(None, reason=f"bwrap failed: {error}")
+            return Isolation(None, reason=said("bwrap failed: {error}", error=error))
     if done.returncode != 0 or done.stdout.strip() != "True":
-        said = re.sub(r"\s+", " ", done.stderr).strip()[:300] or f"status {done.returncode}"
-        return Isolation(None, reason=f"bwrap cannot make a sandbox here: {said}")
+        error = re.sub(r"\s+", " ", done.stderr).strip()[:300] or f"status {done.returncode}"
+        return Isolation(
+            None, reason=said("bwrap cannot make a sandbox here: {error}", error=error)
+        )
     return candidate

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.said import Said, from_record, said
 from grader.sandbox import isolation, seccomp
 from grader.sandbox.isolation import Isolation, probe
 from grader.text import clean
@@ -57,11 +58,16 @@ REPLY_VALUES, REPLY_CONTAINERS = 2_000_000, 100_000
 READ_BYTES = 1 << 20
 EVENTS_PER_REPLY, EVENT_CHARS = 20, 300  # integrity events a reply may add, and their length
 EVENTS_SHOWN = 10  # distinct integrity events a part's report lists; the others are counted
-DID_NOT_RETURN = "did not return in time"  # in each message of a call that hung (`HUNG` too)
-HUNG = f"not called again: a call of it {DID_NOT_RETURN} earlier in this grading"
+# In each message of a call that hung (`HANG`, `HUNG`, `PART_HUNG`): `grade.hung_parts` looks for
+# it, and tests/grader/sandbox/test_process.py checks that each holds it.
+DID_NOT_RETURN = "did not return in time"
+HANG = said("the call did not return in time (an infinite loop?)")
+HUNG = said("not called again: a call of it did not return in time earlier in this grading")
 # Calls of a part that may hang (each a different request) before its other calls fail at once.
 HANGS_PER_PART = 2
-PART_HUNG = f"not called: {HANGS_PER_PART} calls in this part {DID_NOT_RETURN} already"
+PART_HUNG = said(
+    "not called: {count} calls in this part did not return in time already", count=HANGS_PER_PART
+)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # Whether a worker's CPU time can be read from outside it (`Sandbox.cpu_seconds`): Linux.
 CPU_TIME_READABLE = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
@@ -136,6 +142,43 @@ class BadReply(SubmissionFailure):
     """The worker's channel carried what no worker of the kit sends: garbage, or a flood."""
 
     label = "broke the channel"
+
+
+def heard(data: object, limit: int) -> str:
+    """What a worker said, as data (`data`: text, or a message's record, `said.record`): its
+    text cleaned and cut to `limit`; a message where its record is one and fits whole."""
+    message = from_record(data, limit)
+    if message is not None and clean(message, None) == message:
+        return message
+    return clean(str(data), limit)
+
+
+def message_of(error: BaseException) -> str:
+    """What `error` says: the message it was raised with, kept whole (a `Said` stays one, and
+    so does the message an `EngineError` records)."""
+    message = from_record(getattr(error, "said", None))
+    if message is not None:
+        return message
+    return error.args[0] if len(error.args) == 1 and isinstance(error.args[0], str) else str(error)
+
+
+def described(failure: SubmissionFailure) -> Said:
+    """What a check says of `failure`: its label, then its message."""
+    message = message_of(failure)
+    match failure:
+        case NotSubmitted():
+            return said("not submitted: {failure}", failure=message)
+        case NotImplementedInSubmission():
+            return said("not implemented: {failure}", failure=message)
+        case ImportFailed():
+            return said("import failed: {failure}", failure=message)
+        case WorkerCrashed():
+            return said("crashed: {failure}", failure=message)
+        case CallTimedOut():
+            return said("timed out: {failure}", failure=message)
+        case BadReply():
+            return said("broke the channel: {failure}", failure=message)
+    return said("failed: {failure}", failure=message)
 
 
 def worker_environment(home: str, extra: dict[str, str]) -> dict[str, str]:
@@ -420,7 +463,7 @@ class Sandbox:
                 self.part_hangs.append(key)
             self.fail(failure)
         for event in reply.pop("events", ())[:EVENTS_PER_REPLY]:  # the worker's word: bounded
-            self.events.add(clean(str(event), EVENT_CHARS))
+            self.events.add(heard(event, EVENT_CHARS))
         return reply
 
     def fail(self, failure: SubmissionFailure) -> None:
@@ -437,8 +480,11 @@ class Sandbox:
             or line.count(b"[") + line.count(b"{") > REPLY_CONTAINERS
         ):
             raise BadReply(
-                f"the worker sent more than {REPLY_VALUES:,} values or {REPLY_CONTAINERS:,} lists "
-                "in one reply"
+                said(
+                    "the worker sent more than {values} values or {lists} lists in one reply",
+                    values=f"{REPLY_VALUES:,}",
+                    lists=f"{REPLY_CONTAINERS:,}",
+                )
             )
         try:
             reply = json.loads(line)
@@ -451,7 +497,12 @@ class Sandbox:
             and isinstance(reply.get("events", []), list)
         )
         if not valid:
-            raise BadReply(f"the worker's reply is not one the kit's worker sends: {line[:80]!r}")
+            raise BadReply(
+                said(
+                    "the worker's reply is not one the kit's worker sends: {line}",
+                    line=f"{line[:80]!r}",
+                )
+            )
         return reply
 
     def send(self, data: bytes, deadline: float) -> None:
@@ -480,12 +531,18 @@ class Sandbox:
             self.chunks.append(chunk)
             size += len(chunk)
             if size > REPLY_BYTES and b"\n" not in chunk:
-                raise BadReply(f"the worker sent more than {REPLY_BYTES >> 20} MiB in one reply")
+                raise BadReply(
+                    said(
+                        "the worker sent more than {size} MiB in one reply", size=REPLY_BYTES >> 20
+                    )
+                )
             if time.monotonic() > deadline and b"\n" not in chunk:
                 raise CallTimedOut(self.timeout_message())
         line, _, rest = b"".join(self.chunks).partition(b"\n")
         if len(line) > REPLY_BYTES:
-            raise BadReply(f"the worker sent more than {REPLY_BYTES >> 20} MiB in one reply")
+            raise BadReply(
+                said("the worker sent more than {size} MiB in one reply", size=REPLY_BYTES >> 20)
+            )
         self.chunks = [rest] if rest else []
         return line
 
@@ -524,8 +581,11 @@ class Sandbox:
 
     def timeout_message(self) -> str:
         if self.budget_spent():
-            return f"the part's time budget ({self.limits.part_seconds:.0f} s) is spent"
-        return f"the call {DID_NOT_RETURN} (an infinite loop?)"
+            return said(
+                "the part's time budget ({seconds} s) is spent",
+                seconds=f"{self.limits.part_seconds:.0f}",
+            )
+        return HANG
 
     def crash(self) -> WorkerCrashed:
         """The worker closed its channel: its exit status (it is killed if it lingers)."""
@@ -533,7 +593,9 @@ class Sandbox:
             status = self.process.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             self.kill()
-            return WorkerCrashed(f"the worker closed its reply channel{self.log_tail()}")
+            return WorkerCrashed(
+                said("the worker closed its reply channel{tail}", tail=self.log_tail())
+            )
         if self.isolation.isolated and 128 < status < 128 + signal.NSIG:
             status = -(status - 128)  # bubblewrap exits 128 + N when the worker dies of signal N
         if status < 0:
@@ -541,12 +603,14 @@ class Sandbox:
                 name = signal.Signals(-status).name
             except ValueError:
                 name = str(-status)
-            how = f"was killed by signal {name}"
-            if -status == signal.SIGKILL:
-                how += " (out of memory?)"
+            how = (
+                said("was killed by signal {signal} (out of memory?)", signal=name)
+                if -status == signal.SIGKILL
+                else said("was killed by signal {signal}", signal=name)
+            )
         else:
-            how = f"exited with status {status}"
-        return WorkerCrashed(f"the worker process {how}{self.log_tail()}")
+            how = said("exited with status {status}", status=status)
+        return WorkerCrashed(said("the worker process {how}{tail}", how=how, tail=self.log_tail()))
 
     def log_tail(self) -> str:
         """The end of the worker's log, read through this process's own descriptor."""
@@ -554,4 +618,4 @@ class Sandbox:
         size = os.fstat(fd).st_size
         data = os.pread(fd, LOG_TAIL_BYTES, max(0, size - LOG_TAIL_BYTES))
         text = clean(data.decode(errors="replace").strip(), LOG_TAIL_BYTES)
-        return f"; its last output:\n{text}" if text else ""
+        return said("; its last output:\n{output}", output=text) if text else ""

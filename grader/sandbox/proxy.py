@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from grader.said import from_record, said
 from grader.sandbox.process import (
     BadReply,
     ImportFailed,
@@ -32,7 +33,15 @@ from grader.sandbox.process import (
     Sandbox,
     SubmissionFailure,
 )
-from grader.sandbox.transcript import Handle, Iter, Line, Shown, Transcript
+from grader.sandbox.transcript import (
+    SHOWN_RESULT_CHARS,
+    Handle,
+    Iter,
+    Line,
+    Shown,
+    Transcript,
+    one_line,
+)
 from grader.sandbox.wire import plain_items, tensor_from_wire, tensor_to_wire
 from grader.text import clean
 
@@ -70,6 +79,8 @@ def remote_error(info: dict) -> RemoteError:
         type_name = "Exception"
     type_name = type_name[:80]
     message, traceback = clean(str(info.get("message"))), clean(str(info.get("traceback")), 4000)
+    kits = from_record(info.get("said"), len(message))  # the kit's own message (`stop`), or None
+    message = kits if kits is not None and kits == message else message
     for base in builtin.__mro__:  # the nearest built-in whose constructor takes one message
         key = (type_name, base.__name__)
         if key not in _error_classes and len(_error_classes) < MAX_ERROR_CLASSES:
@@ -97,7 +108,7 @@ class Submission:
         use of the module in this grading, in every part the worker serves, restarts included
         (not one refused before it was tried: `NotCalled`, or the part's budget spent)."""
         if f"{name}.py" not in self.sandbox.files:
-            raise NotSubmitted(f"{name}.py was not submitted")
+            raise NotSubmitted(said("{file} was not submitted", file=f"{name}.py"))
         if name in self.import_failures:
             raise self.import_failures[name]
         if self.sandbox.process is None:
@@ -109,7 +120,9 @@ class Submission:
             except (Exception, SubmissionFailure) as error:
                 if self.sandbox.budget_spent() or isinstance(error, NotCalled):
                     raise
-                failure = ImportFailed(f"{name}.py could not be imported: {error}")
+                failure = ImportFailed(
+                    said("{file} could not be imported: {error}", file=f"{name}.py", error=error)
+                )
                 self.import_failures[name] = failure
                 raise failure from None
             self.imported.add(name)
@@ -178,7 +191,9 @@ class Submission:
     def raised(self, info: dict, description: str) -> RemoteError | NotImplementedInSubmission:
         """What the candidate's code raised in the worker (`info`), to raise here."""
         if info.get("builtin") == "NotImplementedError":
-            return NotImplementedInSubmission(f"{description} raises NotImplementedError")
+            return NotImplementedInSubmission(
+                said("{call} raises NotImplementedError", call=description)
+            )
         return remote_error(info)
 
     def decoded(self, value: Any, description: str) -> Any:
@@ -187,7 +202,13 @@ class Submission:
             return self.decode(value)
         except Exception as error:  # every malformed value is the worker's doing
             self.sandbox.fail(
-                BadReply(f"the worker's reply to {description} is malformed: {error}")
+                BadReply(
+                    said(
+                        "the worker's reply to {call} is malformed: {error}",
+                        call=description,
+                        error=error,
+                    )
+                )
             )
 
     def call_message(self, op: str, args: tuple, kwargs: dict, **fields: Any) -> dict:
@@ -269,7 +290,8 @@ class Submission:
 
     def entered_error(self, line: str, error: RemoteError, call: str = "") -> None:
         """`error`, what the request on `line` raised, entered in the transcript."""
-        recorded = self.transcript.record(line, f"raises {error}", call=call, raised=True)
+        raised = said("raises {error}", error=one_line(error, SHOWN_RESULT_CHARS - len("raises ")))
+        recorded = self.transcript.record(line, raised, call=call, raised=True)
         error.recorded = (self.transcript, recorded)
 
 
@@ -300,8 +322,15 @@ class RemoteModule:
             case (int(launches), list(ops), value) if all(type(op) is str for op in ops):
                 torch_ops = tuple(clean(op, 80) for op in ops[:20])
             case _:
-                submission.sandbox.fail(BadReply(f"the worker's reply to {function} is malformed"))
-        outcome = f"-> {transcript.code(value)}, {launches} Triton kernel launch(es)"
+                submission.sandbox.fail(
+                    BadReply(said("the worker's reply to {call} is malformed", call=function))
+                )
+        room = SHOWN_RESULT_CHARS - len(f"-> , {launches} Triton kernel launch(es)")
+        outcome = said(
+            "-> {value}, {launches} Triton kernel launch(es)",
+            value=one_line(transcript.code(value), room),
+            launches=launches,
+        )
         transcript.record(line, outcome, value=value)
         return launches, torch_ops, value
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from grader.said import Said, Script, said, script, written
 from grader.sandbox.wire import plain_items
 
 SHOWN_TENSOR_ELEMENTS = 64
@@ -42,7 +43,8 @@ PACKAGE_HERE = (
     'sys.modules["{package}"] = types.ModuleType("{package}")',
     'sys.modules["{package}"].__path__ = ["."]',
 )
-# A counterexample's last assert, by its comparison, and how its message shows both sides.
+# A counterexample's last assert, by its comparison, and how its message shows both sides (the
+# f-string's template, an entry of the `checks` catalog, as `Script` writes it).
 ASSERTS = {
     "==": ("got == expected", "expected {expected!r}, got {got!r}"),
     "<=": ("got <= expected", "expected at most {expected!r}, got {got!r}"),
@@ -50,6 +52,38 @@ ASSERTS = {
     "equal": ("torch.equal(got, expected)", "expected {expected!r}, got {got!r}"),
 }
 PLAIN = (type(None), bool, int, float, str)  # values whose identity says nothing
+COMMENT = "  # "  # between a line's code and its comment
+
+
+def one_line(text: object, limit: int = SHOWN_RESULT_CHARS) -> str:
+    """`text`, which may quote the candidate, as a comment holds it: on one line (no line break
+    may end the comment and start code in the counterexample), cut to `limit` characters."""
+    text = " ".join(str(text).splitlines())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class Commented(str):
+    """A line of code that ends in a message (`commented`): `before` it, then the message as
+    `form` writes it (`said.Script`)."""
+
+    before: str
+    message: Said
+    form: str
+
+
+def commented(code: str, message: Said, form: str = "comment") -> Commented:
+    """`code  # message` (a comment), or `code` then `message` as `form` writes it; the message
+    kept whole."""
+    before = f"{code}{COMMENT}" if form == "comment" else code
+    line = Commented(before + written(message, form))
+    line.before, line.message, line.form = before, message, form
+    return line
+
+
+def as_written(line: str) -> "str | tuple[str, Said, str]":
+    """A line as `said.script` takes it: code, or the code before its message, the message and
+    its form."""
+    return (line.before, line.message, line.form) if isinstance(line, Commented) else line
 
 
 def snake_case(name: str) -> str:
@@ -75,7 +109,7 @@ class Line:
     """One statement of a transcript, and what the grader saw it do."""
 
     expression: str  # a call or a read; or a statement, with `call` its form as an expression
-    outcome: str = ""  # the comment after it: `-> value`, `raises ...`
+    outcome: str = ""  # the comment after it: `-> value`, `raises ...` (a message: a `Said`)
     value: Any = None  # what it returned (kept, so that its identity finds this line)
     read: bool = False  # an attribute, an item or a length: reading it again changes nothing
     call: str = ""  # for a statement, the same as one expression (`setattr(req, ...)`)
@@ -86,7 +120,13 @@ class Line:
         self.code = self.code or self.expression
 
     def __str__(self) -> str:
-        return f"{self.code}  # {self.outcome}" if self.outcome else self.code
+        return f"{self.code}{COMMENT}{self.outcome}" if self.outcome else self.code
+
+    def written(self) -> "str | tuple[str, Said, str]":
+        """The line as `said.script` takes it: code, or code and the message it ends in."""
+        if isinstance(self.outcome, Said):
+            return (f"{self.code}{COMMENT}", self.outcome, "comment")
+        return str(self) if self.outcome else as_written(self.code)
 
 
 class Shown:
@@ -195,11 +235,8 @@ class Transcript:
 
     def record(self, line: str, outcome: str = "", **fields: Any) -> Line:
         """Record `line` (`Line`'s `fields` say what it did); returns it. The `outcome`, a
-        comment that may quote the candidate's text, is kept on one line: no line break of a
-        message may end the comment and start code in the counterexample."""
-        outcome = " ".join(outcome.splitlines())
-        if len(outcome) > SHOWN_RESULT_CHARS:
-            outcome = outcome[: SHOWN_RESULT_CHARS - 3] + "..."
+        comment, is kept on one line (`one_line`; a message, its parts that quote the candidate)."""
+        outcome = outcome if isinstance(outcome, Said) else one_line(outcome)
         self.lines.append(Line(line, outcome, **fields))
         return self.lines[-1]
 
@@ -255,7 +292,11 @@ class Transcript:
         one of `ASSERTS`), its message showing both; `before`: statements that come first."""
         test, message = ASSERTS[op]
         self.uses_torch |= op == "equal" or "torch." in got + expected
-        assertion = [f"got = {got}", f"expected = {expected}", f'assert {test}, f"{message}"']
+        assertion = [
+            f"got = {got}",
+            f"expected = {expected}",
+            commented(f"assert {test}, ", message, "fstring"),
+        ]
         self.ending = [*before, *assertion]
 
     def fail_in(self, call: str) -> None:
@@ -270,20 +311,21 @@ class Transcript:
         line = self.lines.pop()
         self.uses_raises = True
         call = f"raises({kind.__name__}, lambda: {line.call or line.expression})"
-        self.ending = [f'assert {call}, "expected {kind.__name__}, got no exception"']
+        missed = said("expected {kind}, got no exception", kind=kind.__name__)
+        self.ending = [commented(f"assert {call}, ", missed, "string")]
 
-    def render(self, failure: str = "") -> str:
-        """The script: its imports, the calls, and with `failure` (what the check found) a
-        `# fails:` comment, then the statement that fails: the check's assert (`fail`), or the
+    def render(self, failure: str = "") -> Script:
+        """The script: its imports, the calls, and with `failure` (what the check found, a line)
+        a `# fails:` comment, then the statement that fails: the check's assert (`fail`), or the
         call that raised, or where the check stated neither, `assert False, failure`."""
-        body, ending = [str(line) for line in self.lines], list(self.ending)
+        body, ending = [line.written() for line in self.lines], list(map(as_written, self.ending))
         if failure and not ending:
             if self.lines and self.lines[-1].raised:
                 ending = [body.pop()]
             else:
-                ending = [f"assert False, {failure!r}"]
-        tail = [f"# fails: {failure}"] if failure else []
-        return "\n".join([*self.head(), *body, *tail, *ending])
+                ending = [("assert False, ", failure, "repr")]
+        tail = [("# ", said("fails: {message}", message=failure), "comment")] if failure else []
+        return script([*self.head(), *body, *tail, *ending])
 
     def head(self) -> list[str]:
         """The script's first lines: the interpreter switch, imports (`PACKAGE_HERE` before the

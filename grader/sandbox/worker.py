@@ -69,14 +69,16 @@ workloads = load_sibling("workloads")
 
 
 class KitImportBlocker(importlib.abc.MetaPathFinder):
-    """Refuses imports of the kit's own packages and records each attempt as an integrity event."""
+    """Refuses imports of the kit's own packages and records each attempt as an integrity event:
+    a message of the kit's `checks` catalog, as its record (`grader/said.py`)."""
 
-    def __init__(self, events: list[str]) -> None:
+    def __init__(self, events: list[dict]) -> None:
         self.events = events
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
         if fullname.split(".")[0].startswith(KIT_PACKAGES):
-            self.events.append(f"tried to import {fullname!r} (blocked: the kit is not importable)")
+            blocked = "tried to import {module} (blocked: the kit is not importable)"
+            self.events.append({"id": blocked, "params": {"module": repr(fullname)}})
             raise ImportError(f"{fullname!r} cannot be imported while grading")
         return None
 
@@ -84,7 +86,7 @@ class KitImportBlocker(importlib.abc.MetaPathFinder):
 class Worker:
     """The objects the grader holds handles to, and the operations it may ask for."""
 
-    def __init__(self, events: list[str], tools: dict[str, str]) -> None:
+    def __init__(self, events: list[dict], tools: dict[str, str]) -> None:
         self.events = events
         self.tool_paths = tools
         self.tools: dict[str, Any] = {}
@@ -225,7 +227,8 @@ class Worker:
 
 
 def error_reply(error: BaseException) -> dict:
-    """An exception as data: its class name, the names of its bases and a short traceback."""
+    """An exception as data: its class name, the names of its bases and a short traceback; the
+    record of its message where it is a message of the kit's (`EngineError.said`)."""
     names = [kind.__name__ for kind in type(error).__mro__]
     builtin = next(
         (name for name in names if isinstance(getattr(builtins, name, None), type)), "Exception"
@@ -239,6 +242,7 @@ def error_reply(error: BaseException) -> dict:
         "builtin": builtin,
         "message": str(error)[:2000],
         "traceback": "".join(shown)[-6000:],
+        "said": said if isinstance(said := vars(error).get("said"), dict) else None,
     }
 
 
@@ -320,7 +324,7 @@ def main() -> None:
     sys.stdout = sys.stderr  # line-buffered: the log is complete when the grader reads it
     sys.path[:] = [path for path in sys.path if path] + config["site"]
     sys.path.insert(0, config["package_parent"])
-    events: list[str] = []
+    events: list[dict] = []  # records of messages (`KitImportBlocker`)
     sys.meta_path.insert(0, KitImportBlocker(events))
     if config["kit_modules"]:  # the kit's worker, for a candidate's stand-ins (`kit_server.py`)
         for name in config["kit_modules"]:  # before it says it is ready: torch takes a while

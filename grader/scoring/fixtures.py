@@ -23,6 +23,7 @@ the kit's own worker serves (`kit_server.py`); `part_notes` says which files eac
 scored with. A plugin made with `swapped` does the same for every part it grades.
 """
 
+import functools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import Any
 import pytest
 
 from grader.parts import PARTS
+from grader.said import said
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import STAND_INS, Events, Limits, Sandbox
 from grader.sandbox.proxy import Submission
@@ -83,7 +85,9 @@ class WorkerFixtures:
     @pytest.fixture
     def reference(self, request: pytest.FixtureRequest, workers: Workers) -> Submission:
         if self.reference_files is None:
-            pytest.skip("runs only in the full kit: the answer key it is compared with is absent")
+            pytest.skip(
+                said("runs only in the full kit: the answer key it is compared with is absent")
+            )
         return self.worker(workers, "reference", part_of(request), self.reference_files,
                            "solutions")  # fmt: skip
 
@@ -116,11 +120,17 @@ class WorkerFixtures:
             return own
         built_on = PARTS[part].swapped
         if built_on:
-            names = " and ".join(built_on)
+            names = functools.reduce(
+                lambda first, second: said("{first} and {second}", first=first, second=second),
+                built_on,
+            )
             self.part_notes[part] = (
-                f"scored with your own {names}: the full kit swaps in its reference ones"
+                said(
+                    "scored with your own {files}: the full kit swaps in its reference ones",
+                    files=names,
+                )
                 if self.reference_files is None
-                else f"scored with the kit's reference {names} in place of yours"
+                else said("scored with the kit's reference {files} in place of yours", files=names)
             )
         kit = self.kit_files(part)
         files = {name: content for name, content in self.files.items() if name not in kit}

@@ -22,6 +22,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from string import Formatter
 from typing import Any
 
 import hypothesis
@@ -30,7 +31,8 @@ import pytest
 from hypothesis.internal.conjecture import engine as conjecture_engine
 
 from grader.parts import PARTS
-from grader.sandbox.process import SubmissionFailure
+from grader.said import Said, said
+from grader.sandbox.process import SubmissionFailure, described, message_of
 from grader.sandbox.proxy import RemoteError
 from grader.sandbox.transcript import Transcript
 from grader.scoring.fixtures import WorkerFixtures
@@ -120,7 +122,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
         result.seconds += call.duration
         if report.skipped:
             result.status, result.points = "skipped", 0
-            result.message = skip_reason(report)
+            result.message = skip_reason(report, call)
         elif report.passed:
             result.status, result.points = "passed", result.max_points
         elif result.status != "failed":  # a teardown error does not hide the call's failure
@@ -147,20 +149,24 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
             if not is_coverage(note) and (kept := without_reproduce_failure(note.strip()))
         )
         if isinstance(error, SubmissionFailure):
-            result.status, result.message = "failed", f"{error.label}: {error}"
+            result.status, result.message = "failed", described(error)
         elif isinstance(error, AssertionError | RemoteError):
             result.status = "failed"
             if isinstance(error, RemoteError):
-                result.message = f"unexpected exception from the submission: {error}"
+                result.message = said(
+                    "unexpected exception from the submission: {error}", error=error
+                )
                 result.traceback = error.traceback
             else:
-                result.message = first_lines(str(error)) or repr(error)
+                result.message = first_lines(message_of(error)) or repr(error)
             if transcript is not None and (transcript.lines or transcript.ending):
-                result.counterexample = transcript.render(result.message.splitlines()[0])
+                result.counterexample = transcript.render(first_line(result.message))
             result.hypothesis = notes
         else:
             result.status = "error"
-            result.message = f"the grader failed in this check: {type(error).__name__}: {error}"
+            result.message = said(
+                "the grader failed in this check: {error}", error=f"{type(error).__name__}: {error}"
+            )
             shown = without_reproduce_failure(str(excinfo.getrepr(style="short")))
             result.traceback = shown[-4000:]
             result.hypothesis = notes
@@ -179,7 +185,11 @@ def check_names(module: str) -> set[str]:
     }
 
 
-def skip_reason(report: pytest.TestReport) -> str:
+def skip_reason(report: pytest.TestReport, call: pytest.CallInfo) -> str:
+    """Why a check was skipped: the message it was skipped with (a `Said` stays one)."""
+    said_why = getattr(call.excinfo.value, "msg", None) if call.excinfo else None
+    if isinstance(said_why, Said):
+        return said_why
     longrepr = report.longrepr
     return longrepr[2].removeprefix("Skipped: ") if isinstance(longrepr, tuple) else str(longrepr)
 
@@ -201,4 +211,21 @@ def without_reproduce_failure(note: str) -> str:
 
 
 def first_lines(text: str, count: int = 12) -> str:
-    return "\n".join(text.strip().splitlines()[:count])
+    """`text`'s first `count` lines; a message that is all of them, itself (a `Said` stays
+    one)."""
+    lines = "\n".join(text.strip().splitlines()[:count])
+    return text if isinstance(text, Said) and lines == text else lines
+
+
+def first_line(message: str) -> str:
+    """The first line of `message`, a counterexample's `# fails:` line: a message of one line
+    itself; of a longer message, its first line as the catalog has it, where it does."""
+    head = message.splitlines()[0] if message else message
+    if head == message:
+        return message
+    if not isinstance(message, Said):
+        return head
+    template = message.id.split("\n", 1)[0]
+    names = {name for _, name, _, _ in Formatter().parse(template) if name is not None}
+    first = said(template, **{name: message.params[name] for name in names})
+    return first if first == head else head

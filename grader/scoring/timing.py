@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from grader.said import said
 from grader.sandbox.process import CPU_TIME_READABLE, Sandbox
 
 # A candidate this much faster than the reference is flagged for review and not rewarded: the
@@ -89,9 +90,11 @@ def implausible(ratio: float) -> bool:
 
 def assert_plausible(ratio: float, what: str) -> None:
     """`ratio` (candidate / reference) must not be implausibly small."""
-    assert not implausible(ratio), (
-        f"{what} ran {1 / ratio:.0f}x faster than the reference's, which is not plausible: "
-        "flagged for review, not rewarded"
+    assert not implausible(ratio), said(
+        "{what} ran {speedup}x faster than the reference's, which is not plausible: "
+        "flagged for review, not rewarded",
+        what=what,
+        speedup=f"{1 / ratio:.0f}",
     )
 
 

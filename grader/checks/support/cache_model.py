@@ -18,10 +18,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from grader.checks.support.expect import expect, int_list, plain_int, raises, same, succeeds
+from grader.said import said
 from grader.sandbox.proxy import Submission, method
 from kernels.reference import cdiv
 
-RAISED = "a call that raises must leave everything as it was"
+RAISED = said("a call that raises must leave everything as it was")
 
 
 @dataclass
@@ -95,12 +96,19 @@ class CacheModel:
         idle_hits = sum(1 for block in hits if block in self.idle)
         takeable = self.num_free - idle_hits
         if needed > takeable:
-            why = f"{call}, which needs {needed} new blocks with {takeable} to take,"
+            why = said(
+                "{call}, which needs {needed} new blocks with {takeable} to take,",
+                call=call,
+                needed=needed,
+                takeable=takeable,
+            )
             with raises(self.transcript, RuntimeError, why):
                 self.cache.allocate_prompt(request_id, tokens)
-            self.last_call = f"{call} (which raised)"
+            self.last_call = said("{call} (which raised)", call=call)
             return None
-        with succeeds(call, f"it needs {needed} blocks beyond its cached prefix"):
+        with succeeds(
+            call, said("it needs {needed} blocks beyond its cached prefix", needed=needed)
+        ):
             got = self.cache.allocate_prompt(request_id, tokens)
         self.last_call = call
         cached_tokens = len(hits) * self.block_size
@@ -108,9 +116,15 @@ class CacheModel:
             self.transcript,
             plain_int(self.transcript, got, call),
             cached_tokens,
-            f"{call} must return {cached_tokens}: its first {len(hits)} block(s) are cached "
-            "(the longest cached run of full blocks, never the last prompt token), got "
-            f"{got}",
+            said(
+                "{call} must return {cached}: its first {hits} block(s) are cached (the "
+                "longest cached run of full blocks, never the last prompt token), got "
+                "{got}",
+                call=call,
+                cached=cached_tokens,
+                hits=len(hits),
+                got=got,
+            ),
         )
         table = self.read_table(request_id)
         expected_len = len(hits) + needed
@@ -118,15 +132,27 @@ class CacheModel:
             self.transcript,
             len(table),
             expected_len,
-            f"{call} must give the request ceil({len(tokens)} / {self.block_size}) = "
-            f"{expected_len} blocks, got {table}",
+            said(
+                "{call} must give the request ceil({tokens} / {size}) = {blocks} blocks, "
+                "got {table}",
+                call=call,
+                tokens=len(tokens),
+                size=self.block_size,
+                blocks=expected_len,
+                table=table,
+            ),
             got=f"len({self.transcript.source(table, 'table')})",
         )
         name = self.transcript.source(table, "table")
         expect(
             self.transcript,
             table[: len(hits)] == hits,
-            f"{call}: its cached prefix must be shared, blocks {hits}, got {table[: len(hits)]}",
+            said(
+                "{call}: its cached prefix must be shared, blocks {hits}, got {got}",
+                call=call,
+                hits=hits,
+                got=table[: len(hits)],
+            ),
             got=f"{name}[:{len(hits)}]",
             expected=repr(hits),
         )
@@ -148,21 +174,31 @@ class CacheModel:
         call = f"{self.name}.append_token({request_id}, {token})"
         opens = len(live.tokens) % self.block_size == 0
         if opens and self.num_free == 0:
-            why = f"{call}, whose token starts a new block with no block free,"
+            why = said("{call}, whose token starts a new block with no block free,", call=call)
             with raises(self.transcript, RuntimeError, why):
                 self.cache.append_token(request_id, token)
-            self.last_call = f"{call} (which raised)"
+            self.last_call = said("{call} (which raised)", call=call)
             return False
-        with succeeds(call, "it needs a free block" if opens else "it needs no block"):
+        with succeeds(call, said("it needs a free block") if opens else said("it needs no block")):
             self.cache.append_token(request_id, token)
         self.last_call = call
         table = self.read_table(request_id)
         name = self.transcript.source(table, "table")
         grown = len(live.table) + opens
         message = (
-            f"{call} must append one block to block table {live.table}, got {table}"
+            said(
+                "{call} must append one block to block table {table}, got {got}",
+                call=call,
+                table=live.table,
+                got=table,
+            )
             if opens
-            else f"{call} must leave block table {live.table} as it is, got {table}"
+            else said(
+                "{call} must leave block table {table} as it is, got {got}",
+                call=call,
+                table=live.table,
+                got=table,
+            )
         )
         expect(
             self.transcript,
@@ -183,7 +219,7 @@ class CacheModel:
     def free(self, request_id: int) -> None:
         live = self.live.pop(request_id)
         call = f"{self.name}.free({request_id})"
-        with succeeds(call, "the request is live"):
+        with succeeds(call, said("the request is live")):
             self.cache.free(request_id)
         self.last_call = call
         for block in reversed(live.table):
@@ -209,8 +245,14 @@ class CacheModel:
                 expect(
                     self.transcript,
                     block in empty and block not in blocks[:k],
-                    f"{call} took block {block}, which is not empty (held, cached, taken "
-                    f"twice or out of range), while empty blocks {sorted(empty)} were there",
+                    said(
+                        "{call} took block {block}, which is not empty (held, cached, "
+                        "taken twice or out of range), while empty blocks {empty} were "
+                        "there",
+                        call=call,
+                        block=block,
+                        empty=sorted(empty),
+                    ),
                     got=f"{code}[{k}] in {sorted(empty)!r} and {code}[{k}] not in {code}[:{k}]",
                     expected="True",
                 )
@@ -218,9 +260,15 @@ class CacheModel:
                 expect(
                     self.transcript,
                     block == must,
-                    f"{call} took block {block}; with no empty block left, it must evict the "
-                    f"cached block idle longest, block {must} (idle, oldest first: "
-                    f"{[b for b in self.idle if b not in kept]})",
+                    said(
+                        "{call} took block {block}; with no empty block left, it must "
+                        "evict the cached block idle longest, block {must} (idle, oldest "
+                        "first: {idle})",
+                        call=call,
+                        block=block,
+                        must=must,
+                        idle=[b for b in self.idle if b not in kept],
+                    ),
                     got=f"{code}[{k}]",
                     expected=repr(must),
                 )
@@ -247,8 +295,13 @@ class CacheModel:
             self.transcript,
             free,
             self.num_free,
-            f"after {self.last_call}, num_free is {free}, expected {self.num_free}: the empty "
-            "blocks plus the cached-and-idle ones",
+            said(
+                "after {call}, num_free is {free}, expected {expected}: the empty blocks "
+                "plus the cached-and-idle ones",
+                call=self.last_call,
+                free=free,
+                expected=self.num_free,
+            ),
             got=f"{self.name}.num_free",
         )
 
@@ -266,8 +319,14 @@ class CacheModel:
                     transcript,
                     table,
                     live.table,
-                    f"after {call}, block_table({request_id}) is {table}, expected {live.table} "
-                    "(a call may change only its own request)",
+                    said(
+                        "after {call}, block_table({id}) is {table}, expected {expected} "
+                        "(a call may change only its own request)",
+                        call=call,
+                        id=request_id,
+                        table=table,
+                        expected=live.table,
+                    ),
                     got=f"{self.name}.block_table({request_id})",
                     expected=repr(live.table),
                 )
@@ -279,8 +338,13 @@ class CacheModel:
                 transcript,
                 counts,
                 expected,
-                f"after {call}, the blocks' ref_count are {counts}, expected {expected} (how many "
-                "live requests hold each)",
+                said(
+                    "after {call}, the blocks' ref_count are {counts}, expected "
+                    "{expected} (how many live requests hold each)",
+                    call=call,
+                    counts=counts,
+                    expected=expected,
+                ),
                 got=f"[{self.name}.ref_count(b) for b in range({self.num_blocks})]",
                 expected=repr(expected),
             )

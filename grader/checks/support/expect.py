@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from grader.said import said
 from grader.sandbox.proxy import RemoteError
 from grader.sandbox.transcript import Shown, Transcript
 
@@ -29,9 +30,18 @@ def raises(transcript: Transcript, kind: type[Exception], call: str) -> Iterator
         return
     except RemoteError as error:
         transcript.fail_to_raise(kind)
-        raise AssertionError(f"{call} must raise {kind.__name__}, but raised {error}") from None
+        raise AssertionError(
+            said(
+                "{call} must raise {kind}, but raised {error}",
+                call=call,
+                kind=kind.__name__,
+                error=error,
+            )
+        ) from None
     transcript.fail_to_raise(kind)
-    raise AssertionError(f"{call} must raise {kind.__name__}, but returned normally")
+    raise AssertionError(
+        said("{call} must raise {kind}, but returned normally", call=call, kind=kind.__name__)
+    )
 
 
 @contextmanager
@@ -40,7 +50,9 @@ def succeeds(call: str, why: str) -> Iterator[None]:
     try:
         yield
     except RemoteError as error:
-        raise AssertionError(f"{call} must succeed ({why}), but raised {error}") from None
+        raise AssertionError(
+            said("{call} must succeed ({why}), but raised {error}", call=call, why=why, error=error)
+        ) from None
 
 
 # A counterexample's code or a failure's message, or what writes it, only on failure: code may
@@ -112,18 +124,24 @@ def int_list(transcript: Transcript, value: Any, what: str) -> list[int]:
     """`value` must be a list of plain ints."""
     if type(value) is not list:
         transcript.fail(f"type({transcript.source(value, 'ids')}).__name__", "'list'")
-        raise AssertionError(f"{what} must return a list, got {type(value).__name__}")
+        raise AssertionError(
+            said("{what} must return a list, got {type}", what=what, type=type(value).__name__)
+        )
     if not {int}.issuperset(map(type, value)):
         shown = transcript.source(value, "ids")
         transcript.fail(f"[type(i).__name__ for i in {shown}]", f"['int'] * len({shown})")
-        raise AssertionError(f"{what} must return ints, got {value!r}")
+        raise AssertionError(
+            said("{what} must return ints, got {value}", what=what, value=f"{value!r}")
+        )
     return value
 
 
 def plain_int(transcript: Transcript, value: Any, what: str) -> int:
     if type(value) is not int:
         transcript.fail(f"type({transcript.source(value)}).__name__", "'int'")
-        raise AssertionError(f"{what} must be an int, got {value!r}")
+        raise AssertionError(
+            said("{what} must be an int, got {value}", what=what, value=f"{value!r}")
+        )
     return value
 
 

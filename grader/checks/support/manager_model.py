@@ -35,12 +35,13 @@ from hypothesis.stateful import (
 
 from grader.checks.support.expect import distinct, expect, plain_int, raises, same, succeeds
 from grader.checks.support.rows_and_slots import assert_rows
+from grader.said import Said, said
 from grader.sandbox.proxy import Remote, RemoteError, Submission, attribute, length, transcript_of
 from grader.sandbox.transcript import Shown, Transcript
 from kernels.reference import cdiv, token_slots
 
-RAISED = "a call that raises must leave everything as it was"
-OTHERS = "a call may change only the request it is given"
+RAISED = said("a call that raises must leave everything as it was")
+OTHERS = said("a call may change only the request it is given")
 
 
 def new_manager(submission: Submission, num_blocks: int, block_size: int, head_dim: int) -> Remote:
@@ -75,7 +76,9 @@ def checked_table(transcript: Transcript, table: object, name: str) -> list[int]
     expect(
         transcript,
         ints,
-        f"{name}.block_table must be a list of ints, got {table!r}",
+        said(
+            "{name}.block_table must be a list of ints, got {table}", name=name, table=f"{table!r}"
+        ),
         got=f"[type(block).__name__ for block in {name}.block_table]",
         expected=f"['int'] * len({name}.block_table)",
     )
@@ -181,10 +184,15 @@ class ManagerModel:
         name = self.submission.transcript.code(req)
         call = f"manager.allocate_for_prefill({name})"
         if needed > free:
-            why = f"{call}, which needs {needed} blocks with {free} free,"
+            why = said(
+                "{call}, which needs {needed} blocks with {free} free,",
+                call=call,
+                needed=needed,
+                free=free,
+            )
             with raises(self.transcript, RuntimeError, why):
                 self.manager.allocate_for_prefill(req)
-            self.done(f"{call} (which raised)", RAISED)
+            self.done(said("{call} (which raised)", call=call), RAISED)
             reads = self.seq_len_and_table(req)
             got = (checked_seq_len(self.transcript, next(reads), name),
                    checked_table(self.transcript, next(reads), name))  # fmt: skip
@@ -192,8 +200,15 @@ class ManagerModel:
                 self.transcript,
                 got,
                 (prompt_len, []),
-                f"{call} raised but left {name} with seq_len, block_table = {got}, "
-                f"not ({prompt_len}, []) ({RAISED})",
+                said(
+                    "{call} raised but left {name} with seq_len, block_table = {got}, "
+                    "not ({prompt_len}, []) ({hint})",
+                    call=call,
+                    name=name,
+                    got=got,
+                    prompt_len=prompt_len,
+                    hint=RAISED,
+                ),
                 got=f"({name}.seq_len, {name}.block_table)",
             )
             return None
@@ -204,7 +219,9 @@ class ManagerModel:
                 error.expected(Exception, required=False)
                 return self.decoded(req, name, prompt_len)
         else:
-            with succeeds(call, f"it needs {needed} of the {free} free blocks"):
+            with succeeds(
+                call, said("it needs {needed} of the {free} free blocks", needed=needed, free=free)
+            ):
                 self.manager.allocate_for_prefill(req)
         self.done(call)
         table = table_of(req, name)
@@ -214,8 +231,16 @@ class ManagerModel:
             self.transcript,
             len(table),
             needed,
-            f"{call} must give {name} ceil(seq_len / block_size) = ceil({prompt_len} / "
-            f"{self.block_size}) = {needed} blocks, got block_table {table}",
+            said(
+                "{call} must give {name} ceil(seq_len / block_size) = ceil({prompt_len} "
+                "/ {size}) = {needed} blocks, got block_table {table}",
+                call=call,
+                name=name,
+                prompt_len=prompt_len,
+                size=self.block_size,
+                needed=needed,
+                table=table,
+            ),
             got=f"len({name}.block_table)",
         )
         self.assert_were_free(table, call, f"{name}.block_table")
@@ -234,7 +259,7 @@ class ManagerModel:
         table = table_of(wrong, name)
         if table:
             call = f"manager.free({name})"
-            with succeeds(call, f"{name} holds blocks {table}"):
+            with succeeds(call, said("{call} holds blocks {table}", call=name, table=table)):
                 self.manager.free(wrong)
             self.done(call)
         self.requests_made += 1
@@ -248,9 +273,11 @@ class ManagerModel:
     def prefill_again(self, tracked: Tracked) -> None:
         """Prefill a request whose block table is not empty: ValueError, and nothing changes."""
         call = f"manager.allocate_for_prefill({tracked.name})"
-        with raises(self.transcript, ValueError, f"{call}, on a non-empty block_table,"):
+        with raises(
+            self.transcript, ValueError, said("{call}, on a non-empty block_table,", call=call)
+        ):
             self.manager.allocate_for_prefill(tracked.req)
-        self.done(f"{call} (which raised)", RAISED)
+        self.done(said("{call} (which raised)", call=call), RAISED)
 
     def decode(self, tracked: Tracked) -> bool:
         """One more token: a new block exactly when it starts one, and a private copy of the last
@@ -264,11 +291,20 @@ class ManagerModel:
         if (opens_block or sharers) and self.expected_free() == 0:
             if opens_block and self.sharing:
                 return False
-            why = "starts a new block" if opens_block else f"goes into shared block {table[-1]}"
-            why = f"{call}, whose token {position} {why}, with no block free,"
+            why = (
+                said("starts a new block")
+                if opens_block
+                else said("goes into shared block {block}", block=table[-1])
+            )
+            why = said(
+                "{call}, whose token {position} {why}, with no block free,",
+                call=call,
+                position=position,
+                why=why,
+            )
             with raises(self.transcript, RuntimeError, why):
                 self.manager.allocate_for_decode(tracked.req)
-            self.done(f"{call} (which raised)", RAISED)
+            self.done(said("{call} (which raised)", call=call), RAISED)
             return False
         with succeeds(call, self.decode_needs(position, sharers)):
             self.manager.allocate_for_decode(tracked.req)
@@ -280,7 +316,13 @@ class ManagerModel:
             transcript,
             got,
             position + 1,
-            f"{call} must add one to seq_len ({position} -> {position + 1}), got {got}",
+            said(
+                "{call} must add one to seq_len ({before} -> {after}), got {got}",
+                call=call,
+                before=position,
+                after=position + 1,
+                got=got,
+            ),
             got=f"{name}.seq_len",
         )
         new_table = checked_table(transcript, next(reads), name)
@@ -294,8 +336,17 @@ class ManagerModel:
             expect(
                 transcript,
                 appended,
-                f"token {position} starts a new block ({position} % block_size {size} == 0): "
-                f"{call} must append one free block to block_table {table}, got {new_table}",
+                said(
+                    "token {position} starts a new block ({again} % block_size {size} == "
+                    "0): {call} must append one free block to block_table {table}, got "
+                    "{new}",
+                    position=position,
+                    again=position,
+                    size=size,
+                    call=call,
+                    table=table,
+                    new=new_table,
+                ),
                 got=f"(len({new}), {new}[:-1])",
                 expected=lambda: f"(len({old()}) + 1, {old()})",
             )
@@ -306,22 +357,46 @@ class ManagerModel:
             expect(
                 transcript,
                 replaced,
-                f"token {position} goes into block {table[-1]}, which {', '.join(sharers)} also "
-                f"holds and which is not full: {call} must first copy it into a free block "
-                f"(copy-on-write) in its place, so block_table {table} must become "
-                f"{table[:-1]} + [a free block], got {new_table}",
+                said(
+                    "token {position} goes into block {block}, which {sharers} also "
+                    "holds and which is not full: {call} must first copy it into a free "
+                    "block (copy-on-write) in its place, so block_table {table} must "
+                    "become {kept} + [a free block], got {new}",
+                    position=position,
+                    block=table[-1],
+                    sharers=", ".join(sharers),
+                    call=call,
+                    table=table,
+                    kept=table[:-1],
+                    new=new_table,
+                ),
                 got=lambda: f"(len({new}), {new}[:-1], {new}[-1:] == {old()}[-1:])",
                 expected=lambda: f"(len({old()}), {old()}[:-1], False)",
             )
             self.assert_were_free(new_table[-1:], call, f"{new}[-1:]")
-            self.done(f"{call} (which copied block {table[-1]} into block {new_table[-1]})")
+            self.done(
+                said(
+                    "{call} (which copied block {block} into block {copy})",
+                    call=call,
+                    block=table[-1],
+                    copy=new_table[-1],
+                )
+            )
         else:
             expect(
                 transcript,
                 new_table == table,
-                f"token {position} goes into the last block ({position} % block_size {size} != 0, "
-                f"and no other request holds it): {call} must leave block_table {table} as it "
-                f"is, got {new_table}",
+                said(
+                    "token {position} goes into the last block ({again} % block_size "
+                    "{size} != 0, and no other request holds it): {call} must leave "
+                    "block_table {table} as it is, got {new}",
+                    position=position,
+                    again=position,
+                    size=size,
+                    call=call,
+                    table=table,
+                    new=new_table,
+                ),
                 got=new,
                 expected=old,
             )
@@ -336,16 +411,29 @@ class ManagerModel:
     def decode_needs(self, position: int, sharers: list[str]) -> str:
         free = self.expected_free()
         if position % self.block_size == 0:
-            return f"token {position} starts a new block, and {free} blocks are free"
+            return said(
+                "token {position} starts a new block, and {free} blocks are free",
+                position=position,
+                free=free,
+            )
         if sharers:
-            return f"token {position} needs a copy of a shared block, and {free} blocks are free"
-        return f"token {position} fits in the last block, which no other request holds"
+            return said(
+                "token {position} needs a copy of a shared block, and {free} blocks are free",
+                position=position,
+                free=free,
+            )
+        return said(
+            "token {position} fits in the last block, which no other request holds",
+            position=position,
+        )
 
     def free(self, tracked: Tracked) -> None:
         """Free a request: each of its blocks loses one reference, and its table empties (part
         2's rule: not judged with `sharing`)."""
         call = f"manager.free({tracked.name})"
-        with succeeds(call, f"{tracked.name} holds blocks {tracked.table}"):
+        with succeeds(
+            call, said("{call} holds blocks {table}", call=tracked.name, table=tracked.table)
+        ):
             self.manager.free(tracked.req)
         self.done(call)
         del self.live[tracked.name]
@@ -356,7 +444,12 @@ class ManagerModel:
             self.transcript,
             table,
             [],
-            f"{call} must empty {tracked.name}.block_table, got {table}",
+            said(
+                "{call} must empty {name}.block_table, got {table}",
+                call=call,
+                name=tracked.name,
+                table=table,
+            ),
             got=f"{tracked.name}.block_table",
         )
 
@@ -365,13 +458,15 @@ class ManagerModel:
         self.requests_made += 1
         child_id = self.requests_made
         call = f"manager.fork({parent.name}, {child_id})"
-        with succeeds(call, f"{parent.name} holds blocks {parent.table}"):
+        with succeeds(
+            call, said("{call} holds blocks {table}", call=parent.name, table=parent.table)
+        ):
             child = self.manager.fork(parent.req, child_id)
         self.done(call)
         expect(
             self.transcript,
             isinstance(child, Remote),
-            f"{call} must return the new Request, got {child!r}",
+            said("{call} must return the new Request, got {got}", call=call, got=f"{child!r}"),
             got=f"type({self.transcript.source(child, 'child')}).__name__",
             expected="'Request'",
         )
@@ -382,8 +477,13 @@ class ManagerModel:
             self.transcript,
             got,
             expected,
-            f"{call} must return a request whose request_id, seq_len, block_table are "
-            f"{expected} (the parent's length and blocks), got {got}",
+            said(
+                "{call} must return a request whose request_id, seq_len, block_table are "
+                "{expected} (the parent's length and blocks), got {got}",
+                call=call,
+                expected=expected,
+                got=got,
+            ),
             got=f"({name}.request_id, {name}.seq_len, {name}.block_table)",
             expected=lambda: f"({child_id}, {parent.seq_len}, {self.table_code(parent)})",
         )
@@ -395,12 +495,22 @@ class ManagerModel:
         """`call` handed out `blocks` (`code` in the counterexample): distinct, in range, and in
         no live table."""
         transcript, num_blocks = self.transcript, self.num_blocks
-        distinct(transcript, blocks, code, f"{call} handed out a block twice: {blocks}")
+        distinct(
+            transcript,
+            blocks,
+            code,
+            said("{call} handed out a block twice: {blocks}", call=call, blocks=blocks),
+        )
         for block in blocks:
             expect(
                 transcript,
                 0 <= block < num_blocks,
-                f"{call} handed out block {block}, outside 0..{num_blocks - 1}",
+                said(
+                    "{call} handed out block {block}, outside 0..{last}",
+                    call=call,
+                    block=block,
+                    last=num_blocks - 1,
+                ),
                 got=f"[block for block in {code} if not 0 <= block < {num_blocks}]",
                 expected="[]",
             )
@@ -409,7 +519,12 @@ class ManagerModel:
                 expect(
                     transcript,
                     False,
-                    f"{call} handed out block {block}, which {holders[0]} holds",
+                    said(
+                        "{call} handed out block {block}, which {holder} holds",
+                        call=call,
+                        block=block,
+                        holder=holders[0],
+                    ),
                     got=f"sorted(set({code}) & {self.tables_code()})",
                     expected="[]",
                 )
@@ -440,8 +555,14 @@ class ManagerModel:
                     transcript,
                     got,
                     tracked.seq_len,
-                    f"after {self.last_call}, {tracked.name}.seq_len is {got}, "
-                    f"expected {tracked.seq_len} ({self.hint})",
+                    said(
+                        "after {call}, {name}.seq_len is {got}, expected {expected} ({hint})",
+                        call=self.last_call,
+                        name=tracked.name,
+                        got=got,
+                        expected=tracked.seq_len,
+                        hint=self.hint,
+                    ),
                     got=f"{tracked.name}.seq_len",
                 )
                 table = checked_table(transcript, next(reads), tracked.name)
@@ -450,8 +571,15 @@ class ManagerModel:
                     expect(
                         transcript,
                         False,
-                        f"after {self.last_call}, {tracked.name}.block_table is {table}, "
-                        f"expected {tracked.table} ({self.hint})",
+                        said(
+                            "after {call}, {name}.block_table is {got}, expected "
+                            "{expected} ({hint})",
+                            call=self.last_call,
+                            name=tracked.name,
+                            got=table,
+                            expected=tracked.table,
+                            hint=self.hint,
+                        ),
                         got=f"{tracked.name}.block_table",
                         expected=expected,
                     )
@@ -461,14 +589,29 @@ class ManagerModel:
             expect(
                 transcript,
                 free == self.num_blocks - held,
-                f"after {self.last_call}, len(manager.free_blocks) is {free}, expected "
-                f"{self.num_blocks - held}: num_blocks ({self.num_blocks}) minus the {held} "
-                "blocks the live requests hold" + (f" ({RAISED})" if self.hint == RAISED else ""),
+                self.free_count_wrong(free, held),
                 got=f"len({transcript.code(self.manager)}.free_blocks)",
                 expected=f"{self.num_blocks} - len({{{', '.join(live)}}})"
                 if live
                 else str(self.num_blocks),
             )
+
+    def free_count_wrong(self, free: int, held: int) -> Said:
+        """What a wrong count of free blocks says: both counts, and the hint where a call raised."""
+        parts = {"call": self.last_call, "free": free, "expected": self.num_blocks - held,
+                 "num_blocks": self.num_blocks, "held": held}  # fmt: skip
+        if self.hint == RAISED:
+            return said(
+                "after {call}, len(manager.free_blocks) is {free}, expected {expected}: "
+                "num_blocks ({num_blocks}) minus the {held} blocks the live requests hold ({hint})",
+                hint=RAISED,
+                **parts,
+            )
+        return said(
+            "after {call}, len(manager.free_blocks) is {free}, expected {expected}: num_blocks "
+            "({num_blocks}) minus the {held} blocks the live requests hold",
+            **parts,
+        )
 
     def check_rows(self) -> None:
         """Every live request's tokens, read from `physical_kv_cache` through its block table
@@ -481,10 +624,12 @@ class ManagerModel:
             expect(
                 transcript,
                 kept,
-                lambda: (
-                    f"after {self.last_call}, manager.physical_kv_cache must still be a "
-                    f"tensor of shape [num_blocks, block_size, head_dim] = {shape}, "
-                    f"got {pool!r:.200}"
+                lambda: said(
+                    "after {call}, manager.physical_kv_cache must still be a tensor "
+                    "of shape [num_blocks, block_size, head_dim] = {shape}, got {got}",
+                    call=self.last_call,
+                    shape=shape,
+                    got=f"{pool!r:.200}",
                 ),
                 got=f"list({manager}.physical_kv_cache.shape)",
                 expected=repr(shape),
@@ -493,9 +638,12 @@ class ManagerModel:
             transcript.needs("from kernels.reference import token_slots")
             for tracked in self.live.values():
                 slots = token_slots(tracked.table, tracked.seq_len, self.block_size)
-                what = (
-                    f"after {self.last_call}, manager.physical_kv_cache read through "
-                    f"{tracked.name}.block_table {tracked.table}"
+                what = said(
+                    "after {call}, manager.physical_kv_cache read through "
+                    "{name}.block_table {table}",
+                    call=self.last_call,
+                    name=tracked.name,
+                    table=tracked.table,
                 )
                 read = (
                     f"{manager}.physical_kv_cache.reshape(-1, {self.head_dim})[token_slots("

@@ -5,6 +5,7 @@ message in exercises/README.md's terms and the counterexample's last line."""
 import torch
 
 from grader.checks.support.expect import a_tensor, same
+from grader.said import said
 from grader.sandbox.transcript import Transcript
 from kernels.reference import token_slots
 
@@ -13,14 +14,22 @@ def assert_tensor(
     transcript: Transcript, got: object, what: str, dtype: torch.dtype, shape: list[int], code: str
 ) -> None:
     """What `what` returned (`code` in the counterexample) is a `dtype` tensor of `shape`."""
-    a_tensor(transcript, got, code, lambda: f"{what} must return a tensor, got {got!r}")
-    kind = "float32 rows" if dtype == torch.float32 else "a LongTensor (int64)"
-    verb = "return" if dtype == torch.float32 else "be"
+    a_tensor(
+        transcript,
+        got,
+        code,
+        lambda: said("{what} must return a tensor, got {got}", what=what, got=f"{got!r}"),
+    )
+    wrong_dtype = (
+        said("{what} must return float32 rows, got {dtype}", what=what, dtype=got.dtype)
+        if dtype == torch.float32
+        else said("{what} must be a LongTensor (int64), got {dtype}", what=what, dtype=got.dtype)
+    )
     same(
         transcript,
         got.dtype,
         dtype,
-        f"{what} must {verb} {kind}, got {got.dtype}",
+        wrong_dtype,
         got=f"{code}.dtype",
         expected=str(dtype),
     )
@@ -29,7 +38,13 @@ def assert_tensor(
         transcript,
         list(got.shape),
         shape,
-        f"{what} must have shape {dims} = {shape}, got {list(got.shape)}",
+        said(
+            "{what} must have shape {dims} = {shape}, got {got}",
+            what=what,
+            dims=dims,
+            shape=shape,
+            got=list(got.shape),
+        ),
         got=f"list({code}.shape)",
     )
 
@@ -51,9 +66,20 @@ def assert_rows(
         i = wrong[0]
         transcript.fail(*code, op="equal")
         raise AssertionError(
-            f"{what}: row {i} is {got[i].tolist()}, expected {expected[i].tolist()} (token {i} "
-            f"lives in block block_table[{i // block_size}] = {table[i // block_size]} at "
-            f"offset {i % block_size}); {len(wrong)} of {len(got)} rows are wrong"
+            said(
+                "{what}: row {i} is {got}, expected {expected} (token {i} lives in block "
+                "block_table[{index}] = {block} at offset {offset}); {wrong} of {total} rows are "
+                "wrong",
+                what=what,
+                i=i,
+                got=got[i].tolist(),
+                expected=expected[i].tolist(),
+                index=i // block_size,
+                block=table[i // block_size],
+                offset=i % block_size,
+                wrong=len(wrong),
+                total=len(got),
+            )
         )
 
 
@@ -77,7 +103,15 @@ def assert_slots(
         transcript.needs("from kernels.reference import token_slots")
         transcript.fail(code, f"token_slots({table_code}, {seq_len}, {block_size})", "equal")
         raise AssertionError(
-            f"{what}[{i}] is {got[i].item()}, expected block_table[{i} // {block_size}] * "
-            f"{block_size} + {i} % {block_size} = {block} * {block_size} + {i % block_size} = "
-            f"{expected[i].item()}"
+            said(
+                "{what}[{i}] is {got}, expected block_table[{i} // {size}] * {size} + {i} % "
+                "{size} = {block} * {size} + {offset} = {slot}",
+                what=what,
+                i=i,
+                got=got[i].item(),
+                size=block_size,
+                block=block,
+                offset=i % block_size,
+                slot=expected[i].item(),
+            )
         )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from grader.checks.support.expect import expect
+from grader.said import Said, said
 from grader.sandbox.proxy import Remote, Submission, fields_of_earlier, method, rename
 from grader.sandbox.transcript import Line, Transcript
 from kernels.reference import cdiv
@@ -96,7 +97,16 @@ class Step:
     finished: list[int]
 
     def __str__(self) -> str:
-        return f"scheduled {self.scheduled}, preempted {self.preempted}, finished {self.finished}"
+        return self.described()
+
+    def described(self) -> Said:
+        """What the step did, as a counterexample's comment says it."""
+        return said(
+            "scheduled {scheduled}, preempted {preempted}, finished {finished}",
+            scheduled=self.scheduled,
+            preempted=self.preempted,
+            finished=self.finished,
+        )
 
 
 @dataclass
@@ -131,8 +141,11 @@ class Run:
         expect(
             transcript,
             any(step.scheduled for step in self.steps),
-            f"no request was scheduled in {len(self.steps)} steps, so there is nothing to judge "
-            "here (see the no-deadlock check)",
+            said(
+                "no request was scheduled in {steps} steps, so there is nothing to judge "
+                "here (see the no-deadlock check)",
+                steps=len(self.steps),
+            ),
             got="sum(len(step.scheduled) for step in steps)",
             expected="0",
             op="!=",
@@ -165,7 +178,11 @@ def request_ids(transcript: Transcript, value: object, what: str, code: str) -> 
     expect(
         transcript,
         ok,
-        f"{what} must be a list of request ids (ints), got {value!r}",
+        said(
+            "{what} must be a list of request ids (ints), got {value}",
+            what=what,
+            value=f"{value!r}",
+        ),
         got=f"[type(r).__name__ for r in {code}]"
         if type(value) is list
         else f"type({code}).__name__",
@@ -187,8 +204,11 @@ def run_step(submission: Submission, scheduler: Remote, number: int) -> Step:
     expect(
         transcript,
         isinstance(out, Remote),
-        f"scheduler.step() must return a StepOutput (with scheduled, preempted and finished), "
-        f"got {out!r}",
+        said(
+            "scheduler.step() must return a StepOutput (with scheduled, preempted and "
+            "finished), got {out}",
+            out=f"{out!r}",
+        ),
         got=lambda: f"type({transcript.source(out, 'out')}).__name__",
         expected="'StepOutput'",
     )
@@ -199,7 +219,7 @@ def run_step(submission: Submission, scheduler: Remote, number: int) -> Step:
             request_ids(transcript, value, f"scheduler.step().{name}", f"{shown}.{name}")
             for name, value in zip(FIELDS, next(reads), strict=True)
         ))  # fmt: skip
-    line.outcome = str(step)
+    line.outcome = step.described()
     return step
 
 

@@ -12,7 +12,10 @@ run on the machine that graded, the counterexample fails as the check did.
 import ast
 from pathlib import Path
 
+from grader.said import said
 from grader.sandbox.transcript import Transcript
+
+CALLS_BEFORE = said("the calls before, in the grading")  # a replay's loop over the earlier calls
 
 WORKER_WORKLOADS = Path(__file__).resolve().parents[2] / "sandbox" / "workloads.py"
 REPEATS = 5  # the counterexample keeps a workload's least CPU time over this many runs

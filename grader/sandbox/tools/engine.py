@@ -78,6 +78,18 @@ PROGRESS_EVERY = 10  # steps between progress lines
 class EngineError(Exception):
     """The parts did not behave as exercises/README.md says, in a way that stops the engine."""
 
+    said: dict | None = None  # its message's record, where it is a message of the catalog (`stop`)
+
+
+def stop(template: str, **parts: object) -> EngineError:
+    """The engine stops, saying `template` (an entry of the kit's `checks` catalog) with `parts`
+    in place; the error records both (`grader/said.py`'s record, which the worker sends with it):
+    this file runs in the worker, where the kit cannot be imported."""
+    params = {name: str(value) for name, value in parts.items()}
+    error = EngineError(template.format_map(params))
+    error.said = {"id": template, "params": params}
+    return error
+
 
 # --- the model ------------------------------------------------------------------------------
 
@@ -289,7 +301,11 @@ class Engine:
         """Apply one `StepOutput`: forget the preempted, prefill the admitted, decode the rest."""
         both = set(out.scheduled) & set(out.preempted)
         if both:
-            raise EngineError(f"step {step} both scheduled and preempted request(s) {sorted(both)}")
+            raise stop(
+                "step {step} both scheduled and preempted request(s) {ids}",
+                step=step,
+                ids=sorted(both),
+            )
         self.cached.difference_update(out.preempted)
         decodes = []
         for request_id in out.scheduled:
@@ -306,19 +322,30 @@ class Engine:
     def request(self, request_id: int, step: int) -> Any:
         """The scheduler's request `request_id`, checked to hold one slot per known token + 1."""
         if request_id not in self.tokens:
-            raise EngineError(f"step {step} scheduled request {request_id}, which was never added")
+            raise stop(
+                "step {step} scheduled request {id}, which was never added",
+                step=step,
+                id=request_id,
+            )
         req = self.recorder.requests.get(request_id)
         if req is None:
-            raise EngineError(
-                f"step {step} scheduled request {request_id} without giving it any block "
-                "(no allocate_for_prefill or allocate_for_decode on it)"
+            raise stop(
+                "step {step} scheduled request {id} without giving it any block "
+                "(no allocate_for_prefill or allocate_for_decode on it)",
+                step=step,
+                id=request_id,
             )
         known = len(self.tokens[request_id])
         if req.seq_len != known + 1:
-            raise EngineError(
-                f"after step {step}, request {request_id} has seq_len {req.seq_len}, expected "
-                f"{known + 1}: its prompt and generated tokens so far are {known}, and it got "
-                "one more slot in this step"
+            raise stop(
+                "after step {step}, request {id} has seq_len {got}, expected {expected}: its "
+                "prompt and generated tokens so far are {known}, and it got one more slot in "
+                "this step",
+                step=step,
+                id=request_id,
+                got=req.seq_len,
+                expected=known + 1,
+                known=known,
             )
         return req
 
@@ -326,14 +353,18 @@ class Engine:
         """The manager's `slot_mapping(req)`, checked for its length and range."""
         slots = self.manager.slot_mapping(req)
         if tuple(slots.shape) != (req.seq_len,):
-            raise EngineError(
-                f"slot_mapping of request {req.request_id} has shape {tuple(slots.shape)}, "
-                f"expected ({req.seq_len},)"
+            raise stop(
+                "slot_mapping of request {id} has shape {shape}, expected ({length},)",
+                id=req.request_id,
+                shape=tuple(slots.shape),
+                length=req.seq_len,
             )
         pool_slots = self.num_blocks * self.block_size
         if len(slots) and not 0 <= int(slots.min()) <= int(slots.max()) < pool_slots:
-            raise EngineError(
-                f"slot_mapping of request {req.request_id} leaves the pool's {pool_slots} slots"
+            raise stop(
+                "slot_mapping of request {id} leaves the pool's {slots} slots",
+                id=req.request_id,
+                slots=pool_slots,
             )
         return slots.to(device=self.model.embedding.device, dtype=torch.long)
 
@@ -385,11 +416,16 @@ class Engine:
         """`req`'s block table, checked to cover `length` tokens with valid block ids."""
         table = [int(block) for block in req.block_table]
         if len(table) < -(-length // self.block_size):
-            raise EngineError(
-                f"request {req.request_id} has {len(table)} blocks for {length} cached tokens"
+            raise stop(
+                "request {id} has {count} blocks for {length} cached tokens",
+                id=req.request_id,
+                count=len(table),
+                length=length,
             )
         if any(not 0 <= block < self.num_blocks for block in table):
-            raise EngineError(f"request {req.request_id}'s block table {table} leaves the pool")
+            raise stop(
+                "request {id}'s block table {table} leaves the pool", id=req.request_id, table=table
+            )
         return table
 
     def emit(self, request_id: int, logits: torch.Tensor) -> None:
@@ -485,7 +521,7 @@ def run_trace(
     step = 0
     while arrivals or batcher.has_unfinished():
         if step == max_steps:
-            raise EngineError(f"the scheduler has not finished the trace after {step} steps")
+            raise stop("the scheduler has not finished the trace after {steps} steps", steps=step)
         while arrivals and (trace.requests[arrivals[0]][0] <= step or not batcher.has_unfinished()):
             request_id = arrivals.pop(0)
             _, prompt_len, max_new_tokens = trace.requests[request_id]
@@ -498,8 +534,11 @@ def run_trace(
     for request_id, (_, prompt_len, max_new_tokens) in enumerate(trace.requests):
         got = len(engine.tokens[request_id]) - prompt_len
         if got != max_new_tokens:
-            raise EngineError(
-                f"request {request_id} got {got} tokens, not its max_new_tokens {max_new_tokens}"
+            raise stop(
+                "request {id} got {got} tokens, not its max_new_tokens {wanted}",
+                id=request_id,
+                got=got,
+                wanted=max_new_tokens,
             )
 
 
@@ -567,11 +606,3 @@ def judge(dense: torch.Tensor, chosen: list[int]) -> Judged:
             continue
         wrong.append((offset, expected, token, round(float(margins[offset]), 4)))
     return Judged(wrong, near_ties, float(margins.min()))
-
-
-def describe_mismatch(first: dict[str, Any]) -> str:
-    return (
-        f"request {first['request']}, generated token {first['token_index']} (position "
-        f"{first['position']}): dense decoding gives {first['expected']}, the engine "
-        f"{first['got']} (dense top-2 margin {first['margin']})"
-    )

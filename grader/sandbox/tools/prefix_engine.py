@@ -67,7 +67,7 @@ if __package__:  # in the kit: grader.sandbox.tools
 else:  # in the worker, a module of no package
     engine = sibling("engine")
 
-EngineError = engine.EngineError
+stop = engine.stop
 
 
 # --- the workload ---------------------------------------------------------------------------
@@ -174,19 +174,25 @@ class PrefixEngine:
     def prompt(self, request_id: int, prompt: list[int]) -> tuple[int, list[int]]:
         """Allocate the prompt and run its tokens that are not cached: (how many prompt tokens
         the cache said it holds, the greedy token after each prompt token run)."""
-        said = self.cache.allocate_prompt(request_id, list(prompt))  # its own copy
+        answer = self.cache.allocate_prompt(request_id, list(prompt))  # its own copy
         try:
-            cached = operator.index(said)
+            cached = operator.index(answer)
         except TypeError:
-            raise EngineError(
-                f"allocate_prompt of request {request_id} returned {said!r:.60}, not a number of "
-                "tokens"
+            raise stop(
+                "allocate_prompt of request {id} returned {value}, not a number of tokens",
+                id=request_id,
+                value=f"{answer!r:.60}",
             ) from None
         if not 0 <= cached < len(prompt) or cached % self.block_size:
-            raise EngineError(
-                f"allocate_prompt of request {request_id} said {cached} of its {len(prompt)} "
-                f"prompt tokens are cached: expected a multiple of the block size "
-                f"{self.block_size} below {len(prompt)} (the last prompt token is always computed)"
+            raise stop(
+                "allocate_prompt of request {id} said {cached} of its {count} prompt "
+                "tokens are cached: expected a multiple of the block size {size} "
+                "below {limit} (the last prompt token is always computed)",
+                id=request_id,
+                cached=cached,
+                count=len(prompt),
+                size=self.block_size,
+                limit=len(prompt),
             )
         self.lengths[request_id] = len(prompt)
         return cached, self.run(request_id, prompt[cached:], cached)
@@ -208,11 +214,18 @@ class PrefixEngine:
         try:
             table = [operator.index(block) for block in table]
         except TypeError:
-            raise EngineError(f"block_table({request_id}) holds something not a block id") from None
+            raise stop("block_table({id}) holds something not a block id", id=request_id) from None
         if len(table) < -(-length // self.block_size):
-            raise EngineError(f"request {request_id} has {len(table)} blocks for {length} tokens")
+            raise stop(
+                "request {id} has {count} blocks for {length} tokens",
+                id=request_id,
+                count=len(table),
+                length=length,
+            )
         if any(not 0 <= block < self.num_blocks for block in table):
-            raise EngineError(f"request {request_id}'s block table {table} leaves the pool")
+            raise stop(
+                "request {id}'s block table {table} leaves the pool", id=request_id, table=table
+            )
         positions = torch.arange(length)
         blocks = torch.tensor(table, dtype=torch.long)[positions // self.block_size]
         return blocks * self.block_size + positions % self.block_size
@@ -255,7 +268,7 @@ def serve(prefix_cache: ModuleType, trace: str | PrefixTrace = "check") -> dict[
     steps, started = 0, time.perf_counter()
     while waiting or live:
         if steps == max_steps:
-            raise EngineError(f"the trace is not served after {steps} steps")
+            raise stop("the trace is not served after {steps} steps", steps=steps)
         running = list(live)
         while waiting and len(live) < trace.max_live:  # join in order, once arrived and ready
             arrival, segments, _ = trace.requests[waiting[0]]
@@ -337,11 +350,3 @@ def compare(
         "first_mismatch": first,
         "min_margin": round(min_margin, 4),
     }
-
-
-def describe_mismatch(first: dict[str, Any]) -> str:
-    return (
-        f"request {first['request']}, the token after position {first['position']} (of "
-        f"{first['prompt_tokens']} prompt tokens): dense decoding gives {first['expected']}, the "
-        f"engine {first['got']} (dense top-2 margin {first['margin']})"
-    )

@@ -1,8 +1,9 @@
 """The reports' gettext catalogs (`grader/report/locale`, `i18n.py`): in `messages`, each language
 has every id with the same placeholders, every id the code and the templates use is in them, and
-every entry is used; in `checks`, each translation has its English template's parts; the Chinese
-has one style of punctuation; the compiled catalogs say what the `.po` files say; an id no catalog
-has is an error."""
+every entry is used; in `checks`, every id the grader says (`said`, the engine's `stop`) is in
+every language's, with its parts, and every entry is used; the Chinese has one style of
+punctuation; the compiled catalogs say what the `.po` files say; an id no catalog has is an
+error."""
 
 import ast
 import re
@@ -19,11 +20,13 @@ from grader import KIT_ROOT
 from grader.parts import PARTS
 from grader.report import i18n
 from grader.report.i18n import LANGUAGES, LOCALE, WRITTEN_IN, catalog, has, tr
-from grader.report.messages import entries as checks_entries
+from grader.sandbox.transcript import ASSERTS
 from tests.grader.report.punctuation import slips
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 KEYWORDS = {"tr": (2,), "counted": (2,), "_": None}  # babel.cfg's header: `pybabel extract -k`
+SAID = {"said": None, "stop": None}  # `pybabel extract -k said -k stop`: the checks' ids
+WORKER = KIT_ROOT / "grader" / "sandbox" / "worker.py"  # says its event by a record of its own
 # Ids the code makes at run time, which no extraction sees: a status, a reason's or a kit's or a
 # severity's id after its prefix, a `<id>_one` form (`formats.counted`), the engine checks'
 # `<check>_heading`, the progress lines' and the diagnosis' keys chosen by case.
@@ -44,16 +47,17 @@ def entries(lang: str) -> dict[str, str]:
         return {message.id: message.string for message in read_po(source) if message.id}
 
 
-def extracted(templates_only: bool = False) -> set[str]:
+def extracted(templates_only: bool = False, keywords: dict = KEYWORDS) -> set[str]:
     """The literal ids `pybabel extract -F babel.cfg -k tr:2 -k counted:2` finds: of `tr(lang,
-    id)` and `counted(lang, id, n)` in the grader's Python, of `_(id)` in the templates."""
+    id)` and `counted(lang, id, n)` in the grader's Python, of `_(id)` in the templates (with
+    `SAID`, the `checks` ids of `said(id)` and `stop(id)`)."""
     with (KIT_ROOT / "babel.cfg").open() as config:
         method_map, options_map = parse_mapping_cfg(config)
     if templates_only:
         method_map = [(pattern, method) for pattern, method in method_map if method != "python"]
     return {
         message
-        for _, _, message, *_ in extract_from_dir(KIT_ROOT, method_map, options_map, KEYWORDS)
+        for _, _, message, *_ in extract_from_dir(KIT_ROOT, method_map, options_map, keywords)
         if isinstance(message, str)
     }
 
@@ -95,17 +99,44 @@ def fields(template: str) -> list[str]:
     return sorted(name for _, name, _, _ in Formatter().parse(template) if name is not None)
 
 
-@pytest.mark.parametrize("context", [None, "comment", "assert", "simulation"])
-def test_each_translation_of_what_the_checks_write_has_its_templates_parts(context) -> None:
-    """`checks.po`: written in English, so English has none; every other language has one whose
-    entries each hold their English template's parts, none empty."""
+def said_ids() -> set[str]:
+    """The `checks` ids the grader says: those `pybabel extract -k said -k stop` finds, the
+    f-strings of a counterexample's last assert (`transcript.ASSERTS`) and the worker's event."""
+    found = extracted(keywords=SAID)
+    found |= {message for _, message in ASSERTS.values()}
+    found |= {
+        node.value
+        for node in ast.walk(ast.parse(WORKER.read_text()))
+        if isinstance(node, ast.Constant) and str(node.value).startswith("tried to import {")
+    }
+    return found
+
+
+def checks_entries(lang: str) -> dict[tuple[str | None, str], str]:
+    """`lang`'s `checks.po` as {(context, English id): text}."""
+    with po(lang, "checks").open("rb") as source:
+        return {(m.context, m.id): m.string for m in read_po(source) if m.id}
+
+
+@pytest.mark.parametrize("lang", sorted(set(LANGUAGES) - {WRITTEN_IN}))
+def test_every_id_the_grader_says_is_in_the_checks_catalog_and_every_entry_is_used(lang) -> None:
+    """`checks.po`: written in English, so English has none; every other language has every id
+    the grader says, each entry with its English id's parts, none empty, and none unused (the
+    first line of a message of several is a counterexample's `# fails:` line, `plugin.first_line`).
+    An id means one message in every context (`messages.entries` reads them as one)."""
     assert not po(WRITTEN_IN, "checks").exists()
-    for lang in set(LANGUAGES) - {WRITTEN_IN}:
-        translated = checks_entries(lang, context)
-        assert translated
-        for english, text in translated.items():
-            assert fields(text) == fields(english), english
-            assert "".join(literal for literal, *_ in Formatter().parse(english)), english
+    translated, said = checks_entries(lang), said_ids()
+    ids = {english for _, english in translated}
+    assert len(ids) == len(translated)  # no id in two contexts
+    first_lines = {message.split("\n")[0] for message in said}  # of a `# fails:` line
+    if not (KIT_ROOT / "full_kit").is_dir():  # the candidate kit: no simulation says its words
+        ids -= {english for context, english in translated if context == "simulation"}
+    assert said - ids == set()
+    assert ids - said - first_lines == set()
+    for (_, english), text in translated.items():
+        assert text, english
+        assert fields(text) == fields(english), english
+        assert "".join(literal for literal, *_ in Formatter().parse(english)), english
 
 
 def test_the_kits_chinese_words_have_one_style_of_punctuation() -> None:
@@ -120,14 +151,6 @@ def test_no_entry_a_template_uses_holds_markup(lang: str) -> None:
     `<`, `>` or `&` would reach the page unescaped."""
     texts = entries(lang)
     assert [key for key in extracted(templates_only=True) if set(texts[key]) & set("<>&")] == []
-
-
-def test_each_list_of_files_a_part_is_scored_with_in_place_of_yours_has_its_translation() -> None:
-    """`scoring/fixtures.py` joins a part's swapped files with " and " in a note; `checks.po`
-    holds each list, so a part that swaps another file needs its entry."""
-    joined = {" and ".join(part.swapped) for part in PARTS.values() if len(part.swapped) > 1}
-    assert joined
-    assert joined <= set(checks_entries("zh", None))
 
 
 def test_every_part_has_its_title_and_ask_in_both_languages() -> None:

@@ -485,3 +485,8 @@ def test_a_hang_is_remembered_by_operation_type_and_name_not_by_arguments() -> N
     tool = {"op": "tool", "tool": "engine", "name": "serve", "modules": ["scheduler"]}
     assert hang_key(tool) != hang_key(tool | {"modules": []})
     assert hang_key({"op": "batch", "requests": [call]}) != hang_key(call)
+
+
+def test_every_message_of_a_call_that_hung_says_so_in_the_words_grading_looks_for() -> None:
+    """`grade.hung_parts` finds a part whose calls hung by `DID_NOT_RETURN` in its messages."""
+    assert all(process.DID_NOT_RETURN in said for said in (process.HANG, process.HUNG, PART_HUNG))
