@@ -120,10 +120,10 @@ class Script(str):
     "fstring" an f-string (`message` then is the f-string's template, its parts code: no
     `said`)."""
 
-    comments: list[tuple[int, str, "Said", str]]
+    comments: list[tuple[int, str, str, str]]
 
 
-def script(lines: list["str | tuple[str, Said, str]"]) -> Script:
+def script(lines: list["str | tuple[str, str, str]"]) -> Script:
     """`lines` as one `Script`: a line is code, or (code, message, form) (`Script.comments`); a
     message that is plain text is written into its line as code."""
     texts, comments = [], []

@@ -67,11 +67,11 @@ class Commented(str):
     `form` writes it (`said.Script`)."""
 
     before: str
-    message: Said
+    message: str  # a `Said`; for the form "fstring", the f-string's template
     form: str
 
 
-def commented(code: str, message: Said, form: str = "comment") -> Commented:
+def commented(code: str, message: str, form: str = "comment") -> Commented:
     """`code  # message` (a comment), or `code` then `message` as `form` writes it; the message
     kept whole."""
     before = f"{code}{COMMENT}" if form == "comment" else code
@@ -80,7 +80,7 @@ def commented(code: str, message: Said, form: str = "comment") -> Commented:
     return line
 
 
-def as_written(line: str) -> "str | tuple[str, Said, str]":
+def as_written(line: str) -> "str | tuple[str, str, str]":
     """A line as `said.script` takes it: code, or the code before its message, the message and
     its form."""
     return (line.before, line.message, line.form) if isinstance(line, Commented) else line
