@@ -273,17 +273,20 @@ def check_allocate_and_free_speed(submission, reference, benchmark, profile, rec
         script(submission.transcript, [small], ROUNDS)
         ends_in_the_time(submission.transcript, seconds_code(small), SPEED_LIMIT, best["reference"])
     judge_ratio(
-        record_benchmark, said("allocate/free, {size}-block pool", size=f"{SMALL_POOL:,}"),
-        (best["candidate"], best["reference"]), SPEED_LIMIT, said("the allocate/free workload"),
+        record_benchmark,
+        said("allocate/free, {size}-block pool", size=f"{SMALL_POOL:,}"),
+        (best["candidate"], best["reference"]),
+        SPEED_LIMIT,
+        said("the allocate/free workload"),
         lambda ratio: said(
-                "{rounds} allocations of 1 to 15 blocks and their frees, on a {size}-block "
-                "pool, take {ratio}x the reference's time (the limit is {limit}x)",
-                rounds=f"{ROUNDS:,}",
-                size=f"{SMALL_POOL:,}",
-                ratio=f"{ratio:.1f}",
-                limit=f"{SPEED_LIMIT:.0f}"
-            ),
-    )  # fmt: skip
+            "{rounds} allocations of 1 to 15 blocks and their frees, on a {size}-block "
+            "pool, take {ratio}x the reference's time (the limit is {limit}x)",
+            rounds=f"{ROUNDS:,}",
+            size=f"{SMALL_POOL:,}",
+            ratio=f"{ratio:.1f}",
+            limit=f"{SPEED_LIMIT:.0f}",
+        ),
+    )
 
 
 @pytest.mark.points(3)
@@ -333,16 +336,19 @@ def check_cost_does_not_grow_with_the_pool(
         large=f"{LARGE_POOL:,}",
     )
     judge_ratio(
-        record_benchmark, name, (best["candidate large"], best["reference large"]),
-        GROWTH_LIMIT, said("the allocate/free workload"),
+        record_benchmark,
+        name,
+        (best["candidate large"], best["reference large"]),
+        GROWTH_LIMIT,
+        said("the allocate/free workload"),
         lambda _: said(
-                "allocations and frees cost {growth}x more on {large} blocks than on {small} "
-                "(the reference: {reference}x): the cost must not depend on num_blocks (a "
-                "list.pop(0) or a scan over the pool?)",
-                growth=f"{growth:.1f}",
-                large=f"{LARGE_POOL:,}",
-                small=f"{SMALL_POOL:,}",
-                reference=f"{reference_growth:.1f}"
-            ),
+            "allocations and frees cost {growth}x more on {large} blocks than on {small} "
+            "(the reference: {reference}x): the cost must not depend on num_blocks (a "
+            "list.pop(0) or a scan over the pool?)",
+            growth=f"{growth:.1f}",
+            large=f"{LARGE_POOL:,}",
+            small=f"{SMALL_POOL:,}",
+            reference=f"{reference_growth:.1f}",
+        ),
         ratio=growth_ratio(best),
-    )  # fmt: skip
+    )

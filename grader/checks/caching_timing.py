@@ -258,22 +258,22 @@ def check_prompt_and_free_speed(submission, reference, benchmark, profile, recor
         script(submission.transcript, [small])
         ends_in_the_time(submission.transcript, seconds_code(small), SPEED_LIMIT, best["reference"])
     judge_ratio(
-        record_benchmark, said(
-                "prefix cache prompt/free, {size}-block pool",
-                size=f"{SMALL_POOL:,}"
-            ),
-        (best["candidate"], best["reference"]), SPEED_LIMIT, said("the prompt/free workload"),
+        record_benchmark,
+        said("prefix cache prompt/free, {size}-block pool", size=f"{SMALL_POOL:,}"),
+        (best["candidate"], best["reference"]),
+        SPEED_LIMIT,
+        said("the prompt/free workload"),
         lambda ratio: said(
-                "{rounds} prompts that reuse a cached system prompt and evict {blocks} "
-                "blocks each, and their frees, on a {size}-block pool, take {ratio}x the "
-                "reference's time (the limit is {limit}x)",
-                rounds=f"{ROUNDS:,}",
-                blocks=SYSTEM_BLOCKS,
-                size=f"{SMALL_POOL:,}",
-                ratio=f"{ratio:.1f}",
-                limit=f"{SPEED_LIMIT:.0f}"
-            ),
-    )  # fmt: skip
+            "{rounds} prompts that reuse a cached system prompt and evict {blocks} "
+            "blocks each, and their frees, on a {size}-block pool, take {ratio}x the "
+            "reference's time (the limit is {limit}x)",
+            rounds=f"{ROUNDS:,}",
+            blocks=SYSTEM_BLOCKS,
+            size=f"{SMALL_POOL:,}",
+            ratio=f"{ratio:.1f}",
+            limit=f"{SPEED_LIMIT:.0f}",
+        ),
+    )
 
 
 @pytest.mark.points(2)
@@ -319,16 +319,19 @@ def check_eviction_cost_does_not_grow_with_the_cache(
         large=f"{LARGE_POOL:,}",
     )
     judge_ratio(
-        record_benchmark, name, (best["candidate large"], best["reference large"]),
-        GROWTH_LIMIT, said("the prompt/free workload"),
+        record_benchmark,
+        name,
+        (best["candidate large"], best["reference large"]),
+        GROWTH_LIMIT,
+        said("the prompt/free workload"),
         lambda _: said(
-                "prompts that evict cached blocks cost {growth}x more with {large} cached "
-                "blocks than with {small} (the reference: {reference}x): taking a block must "
-                "not depend on how many are cached (a scan for the block idle longest?)",
-                growth=f"{growth:.1f}",
-                large=f"{LARGE_POOL:,}",
-                small=f"{SMALL_POOL:,}",
-                reference=f"{reference_growth:.1f}"
-            ),
+            "prompts that evict cached blocks cost {growth}x more with {large} cached "
+            "blocks than with {small} (the reference: {reference}x): taking a block must "
+            "not depend on how many are cached (a scan for the block idle longest?)",
+            growth=f"{growth:.1f}",
+            large=f"{LARGE_POOL:,}",
+            small=f"{SMALL_POOL:,}",
+            reference=f"{reference_growth:.1f}",
+        ),
         ratio=growth_ratio(best),
-    )  # fmt: skip
+    )

@@ -291,19 +291,21 @@ def check_gather_speed(submission, reference, benchmark, profile, record_benchma
     judge_ratio(
         record_benchmark,
         said(
-                "get_physical_cache, {tokens} tokens in {count} sequences",
-                tokens=f"{sum(SEQ_LENS):,}",
-                count=len(SEQ_LENS)
-            ),
-        (best["candidate"], best["reference"]), GATHER_LIMIT, said("the gather workload"),
+            "get_physical_cache, {tokens} tokens in {count} sequences",
+            tokens=f"{sum(SEQ_LENS):,}",
+            count=len(SEQ_LENS),
+        ),
+        (best["candidate"], best["reference"]),
+        GATHER_LIMIT,
+        said("the gather workload"),
         lambda ratio: said(
-                "get_physical_cache of {tokens} tokens takes {ratio}x the reference's time "
-                "(the limit is {limit}x): gather whole blocks, no Python loop over tokens",
-                tokens=f"{sum(SEQ_LENS):,}",
-                ratio=f"{ratio:.1f}",
-                limit=f"{GATHER_LIMIT:.0f}"
-            ),
-    )  # fmt: skip
+            "get_physical_cache of {tokens} tokens takes {ratio}x the reference's time "
+            "(the limit is {limit}x): gather whole blocks, no Python loop over tokens",
+            tokens=f"{sum(SEQ_LENS):,}",
+            ratio=f"{ratio:.1f}",
+            limit=f"{GATHER_LIMIT:.0f}",
+        ),
+    )
 
 
 @pytest.mark.points(2)
@@ -314,19 +316,19 @@ def check_slot_mapping_speed(submission, reference, benchmark, profile, record_b
     judge_ratio(
         record_benchmark,
         said(
-                "slot_mapping, {tokens} tokens in {count} sequences",
-                tokens=f"{sum(LONG_SEQ_LENS):,}",
-                count=len(LONG_SEQ_LENS)
-            ),
-        (best["candidate"], best["reference"]), SLOT_MAPPING_LIMIT, said(
-                "the slot-mapping workload"
-            ),
+            "slot_mapping, {tokens} tokens in {count} sequences",
+            tokens=f"{sum(LONG_SEQ_LENS):,}",
+            count=len(LONG_SEQ_LENS),
+        ),
+        (best["candidate"], best["reference"]),
+        SLOT_MAPPING_LIMIT,
+        said("the slot-mapping workload"),
         lambda ratio: said(
-                "slot_mapping of {tokens} tokens takes {ratio}x the reference's time (the "
-                "limit is {limit}x): compute it with tensor ops over the whole block table, "
-                "no Python loop over tokens or blocks",
-                tokens=f"{sum(LONG_SEQ_LENS):,}",
-                ratio=f"{ratio:.1f}",
-                limit=f"{SLOT_MAPPING_LIMIT:.0f}"
-            ),
-    )  # fmt: skip
+            "slot_mapping of {tokens} tokens takes {ratio}x the reference's time (the "
+            "limit is {limit}x): compute it with tensor ops over the whole block table, "
+            "no Python loop over tokens or blocks",
+            tokens=f"{sum(LONG_SEQ_LENS):,}",
+            ratio=f"{ratio:.1f}",
+            limit=f"{SLOT_MAPPING_LIMIT:.0f}",
+        ),
+    )

@@ -434,21 +434,21 @@ def measure(submission, reference, benchmark, profile, record_benchmark) -> Meas
     for name, ratio in ratios.items():
         record_benchmark(
             said(
-                    "paged_attention_decode, {shape} (32/8 heads, head dim 128, bf16, block "
-                    "16)",
-                    shape=name
-                ),
-            candidate_ms[name] / 1e3, reference_ms[name] / 1e3, ratio, SPEED_TIERS[0],
-        )  # fmt: skip
-    record_benchmark(
-        said(
-                "paged_attention_decode, geometric mean over the {count} shapes",
-                count=len(ratios)
+                "paged_attention_decode, {shape} (32/8 heads, head dim 128, bf16, block 16)",
+                shape=name,
             ),
+            candidate_ms[name] / 1e3,
+            reference_ms[name] / 1e3,
+            ratio,
+            SPEED_TIERS[0],
+        )
+    record_benchmark(
+        said("paged_attention_decode, geometric mean over the {count} shapes", count=len(ratios)),
         geometric_mean([ms / 1e3 for ms in candidate_ms.values()]),
         geometric_mean([ms / 1e3 for ms in reference_ms.values()]),
-        geomean, SPEED_TIERS[0],
-    )  # fmt: skip
+        geomean,
+        SPEED_TIERS[0],
+    )
     wrong = wrong_outputs(candidate, DEVICE)
     return Measurement(candidate_ms, reference_ms, geomean, flags, wrong)
 
