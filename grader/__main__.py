@@ -3,7 +3,8 @@
 Exit status 0 whenever the grade ran and its report was written, whatever the score; 2 when the
 grader could not run (a bad argument, a submission it refuses to read, a report folder holding
 another input's report, or no report but other files); 130 when Ctrl-C stopped it
-(`interrupt.py`), with nothing written.
+(`interrupt.py`), with nothing written. Its lines are in `--lang`: the kit's words (`i18n.tr`)
+and what it says of a refusal where that is a message of the kit's (`said`).
 
 Three commands share the entry point: `python -m grader grade-all FOLDER` (`drive/command.py`),
 `python -m grader compare A B` (`report/compare.py`) and `python -m grader similarity FOLDER`
@@ -24,8 +25,9 @@ from grader.intake import SubmissionRefused, read_submission
 from grader.report.compare import ReportError, read
 from grader.report.i18n import profile_name, tr
 from grader.report.messages import text_in
+from grader.said import said
 from grader.sandbox import isolation
-from grader.sandbox.process import Limits
+from grader.sandbox.process import Limits, message_of
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import load_rubric
 from grader.text import clean
@@ -75,7 +77,8 @@ def grade_submission(args: argparse.Namespace) -> int:
         isolated = isolation.probe(args.isolation)
         key = seal_key.grading_key(args.seal_key, isolated.isolated)
     except (SubmissionRefused, ValueError, OSError, RuntimeError) as error:
-        print(f"grader: {error}", file=sys.stderr)
+        why = text_in(args.lang, message_of(error))
+        print(tr(args.lang, "grader_error", error=why), file=sys.stderr)
         return 2
     from grader.grade import Options, grade  # torch and pytest: grading only
     from grader.report.summary import print_summary
@@ -122,20 +125,30 @@ def check_report_folder(out: Path, submission: Path) -> None:
     if not out.exists():
         return
     if not out.is_dir():
-        raise ValueError(f"{out} is a file, not a report folder: pass --out with a folder")
+        raise ValueError(
+            said("{out} is a file, not a report folder: pass --out with a folder", out=out)
+        )
     if next(out.iterdir(), None) is None:
         return
     try:
         earlier = read(out)["submission"]["path"]
     except (ReportError, KeyError, TypeError):
         raise ValueError(
-            f"{out} holds files that are not a grade report: pass --out with a new or empty "
-            "folder, or remove what is in it"
+            said(
+                "{out} holds files that are not a grade report: pass --out with a new or empty "
+                "folder, or remove what is in it",
+                out=out,
+            )
         ) from None
     if Path(str(earlier)).resolve() != submission.resolve():
         raise ValueError(
-            f"{out} holds the report of another input, {clean(str(earlier), 300)}, not of "
-            f"{submission}: pass --out with another folder, or remove {out} to replace it"
+            said(
+                "{out} holds the report of another input, {earlier}, not of {submission}: pass "
+                "--out with another folder, or remove {out} to replace it",
+                out=out,
+                earlier=clean(str(earlier), 300),
+                submission=submission,
+            )
         )
 
 

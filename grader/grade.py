@@ -46,6 +46,7 @@ from grader.scoring.profiles import Profile
 from grader.scoring.progress import step_line
 from grader.scoring.rubric import Rubric
 from grader.scoring.timing import implausible
+from grader.similarity import known
 from grader.ungraded import reason_of
 
 STUBS = KIT_ROOT / "exercises"
@@ -547,10 +548,27 @@ def isolation_flags(isolation: Isolation) -> list[dict]:
     return [{"source": "isolation", "message": isolation.describe()}]
 
 
+def known_code_flags(intake: Intake, errors: list[str]) -> list[dict]:
+    """A flag for each file of `intake` that matches the answer key or a public implementation
+    (`similarity.known`); where the comparison fails, none, and `errors` says why: a flag changes
+    no score, so its failure never costs the grading."""
+    try:
+        return known.flags(intake)
+    except Exception:
+        errors.append(
+            said(
+                "the comparison with known code failed: {traceback}",
+                traceback=traceback.format_exc(),
+            )
+        )
+        return []
+
+
 def grade(intake: Intake, options: Options) -> dict:
     """Grade `intake`; returns the report, for the caller to write (`writers.write_all`), each
     message with its record beside it (`said.recorded`)."""
     started = time.time()
+    errors: list[str] = []
     report = {
         "score": 0.0,
         "max_score": 0.0,
@@ -558,11 +576,13 @@ def grade(intake: Intake, options: Options) -> dict:
         "parts": {},
         "benchmarks": [],
         "isolation": options.isolation.as_report() | {"accounting": accounting(options.limits)},
-        "integrity": isolation_flags(options.isolation) + scan.scan_files(intake.files),
+        "integrity": isolation_flags(options.isolation)
+        + known_code_flags(intake, errors)
+        + scan.scan_files(intake.files),
         "syntax_errors": scan.syntax_errors(intake.files),  # with their failures (`with_failures`)
         "rescored": {},  # parts graded again with the kit's allocator (`run_checks`)
         "ignored_files": intake.ignored,
-        "errors": [],
+        "errors": errors,
         "environment": environment(options),
         "submission": {
             "name": intake.name,

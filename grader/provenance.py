@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 
 from grader import KIT_ROOT
+from grader.said import said
 from grader.scoring.rubric import Rubric
 from grader.seal_key import key_id
 
@@ -100,9 +101,9 @@ def sealed(report: dict, key: bytes | None) -> dict:
 # Why a report has no seal, by `seal_state`: the candidate kit made it, or its workers were not
 # isolated (no key then: `seal_key.grading_key`), or it was written without a key.
 UNSEALED = {
-    "candidate": "self-graded, unsealed: the candidate kit made it",
-    "unisolated": "unsealed: its workers were not isolated, so no key was there to seal it",
-    "no_key": "unsealed: it was written without a seal key",
+    "candidate": said("self-graded, unsealed: the candidate kit made it"),
+    "unisolated": said("unsealed: its workers were not isolated, so no key was there to seal it"),
+    "no_key": said("unsealed: it was written without a seal key"),
 }
 
 
@@ -142,27 +143,32 @@ def settings(report: dict) -> dict:
 
 def problems(report: dict, key: bytes | None) -> list[str]:
     """Why `report` (as read from its report.json, not `bounded`) is not as a grading holding
-    `key` wrote it; empty when its checksum and seal hold."""
+    `key` wrote it, each a message (`said`); empty when its checksum and seal hold."""
     made = report.get("provenance")
     if not isinstance(made, dict):
-        return ["it records no provenance (a kit older than grade-all --merge)"]
+        return [said("it records no provenance (a kit older than grade-all --merge)")]
     found = []
     files = field(report, "submission").get("files")
     if not isinstance(files, dict) or files_checksum(files) != made.get("files"):
-        found.append("its submission's file hashes do not match their recorded checksum")
+        found.append(said("its submission's file hashes do not match their recorded checksum"))
     seal, state = made.get("seal"), seal_state(report)
     if state in UNSEALED:
-        found.append(f"it is {UNSEALED[state]} (grade it with the hiring team's kit)")
+        found.append(said("it is {unsealed} (grade it with the hiring team's kit)",
+                          unsealed=UNSEALED[state]))  # fmt: skip
     elif state is None or not isinstance(seal, str):
-        found.append("it has no keyed seal (a kit older than the seal key): grade it again")
+        found.append(said("it has no keyed seal (a kit older than the seal key): grade it again"))
     elif key is None:
-        found.append("no seal key here to check its seal: give --seal-key FILE, the hiring "
-                     "team's key it was graded with")  # fmt: skip
+        found.append(said("no seal key here to check its seal: give --seal-key FILE, the hiring "
+                          "team's key it was graded with"))  # fmt: skip
     elif (sealed_by := made.get("key")) != key_id(key):
         found.append(
-            f"it was sealed with another key (id {sealed_by}; this one's is {key_id(key)}): "
-            "give --seal-key FILE, the key it was graded with"
+            said(
+                "it was sealed with another key (id {sealed_by}; this one's is {key_id}): give "
+                "--seal-key FILE, the key it was graded with",
+                sealed_by=sealed_by,
+                key_id=key_id(key),
+            )
         )
     elif not hmac.compare_digest(seal_of(report, key).encode(), seal.encode()):
-        found.append("it was changed after grading (its seal does not match)")
+        found.append(said("it was changed after grading (its seal does not match)"))
     return found

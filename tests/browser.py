@@ -9,6 +9,11 @@ drew an element's text. The tests drive it over the DevTools
 protocol on a pipe (`--remote-debugging-pipe`: JSON messages ending in a NUL byte, commands on
 file descriptor 3 and replies on 4), so they need no Python package and no network. Screenshots
 land in `tests/artifacts/` (git-ignored). Registered for every test by `tests/conftest.py`.
+
+`Tab.layout` measures what a reader would see go wrong whatever the content: a box of text
+narrower than its text needs (the lesser of the text on one line and `MIN_CHARS` characters of
+its font), and the page wider than the window; `Tab.pdf` prints the page on A4, as a person
+printing it would, and `pdf_pages` counts its pages.
 """
 
 import base64
@@ -16,6 +21,7 @@ import fcntl
 import json
 import math
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -45,6 +51,48 @@ FLAGS = (
     "--remote-debugging-pipe",
 )
 WIDTH = 1000  # CSS pixels of the window: a laptop browser's
+HEIGHT = 900  # the first screen
+MIN_CHARS = 12  # the narrowest box of text a reader can read, in characters of its font ("0")
+A4_INCHES = (8.27, 11.69)
+PRINT_MARGIN_INCHES = 0.4  # Chromium's default margin, each side
+CSS_PX_PER_INCH = 96
+# The boxes (a table's scrolled box, say) whose content is wider than they are: cut on paper.
+CLIPPED = """[...document.body.querySelectorAll("*")]
+  .filter((el) => el.checkVisibility() && el.scrollWidth > el.clientWidth + 1
+                  && getComputedStyle(el).overflowX !== "visible")
+  .map((el) => `<${el.tagName.toLowerCase()} class="${el.className}"> ${el.clientWidth} px `
+               + `shows ${el.scrollWidth} px`)"""
+PDF_PAGE = re.compile(rb"/Type\s*/Page\b(?!s)")
+# Every element with text of its own, laid out, whose box is narrower than its text needs: the
+# lesser of its text on one line and MIN_CHARS characters of its font. An inline element's box is
+# the one it wraps in; a chart's text (SVG) scales with the chart and is left out. Then how far
+# the page reaches past the window's right edge.
+LAYOUT = """(() => {
+  const ruler = document.createElement("canvas").getContext("2d");
+  const narrow = [];
+  for (const el of document.body.querySelectorAll("*")) {
+    if (el.closest("svg") || !el.checkVisibility({visibilityProperty: true})) continue;
+    const style = getComputedStyle(el);
+    const own = [...el.childNodes].filter((node) => node.nodeType === Node.TEXT_NODE)
+      .map((node) => node.textContent).join(" ").replace(/\\s+/g, " ").trim();
+    const text = style.textTransform === "uppercase" ? own.toUpperCase() : own;
+    if (!text) continue;
+    ruler.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const needs = Math.min(ruler.measureText(text).width,
+                           ruler.measureText("0".repeat(MIN_CHARS)).width);
+    let box = el;  // an inline element wraps within the box that holds it
+    while (["inline", "contents"].includes(getComputedStyle(box).display)) box = box.parentElement;
+    const sized = getComputedStyle(box);
+    const sides = ["paddingLeft", "paddingRight", "borderLeftWidth", "borderRightWidth"]
+      .reduce((sum, side) => sum + parseFloat(sized[side]), 0);
+    const width = box.getBoundingClientRect().width - sides;
+    if (width + 1 < needs) {
+      narrow.push(`<${el.tagName.toLowerCase()} class="${el.className}"> ${Math.round(width)} px `
+                  + `for ${Math.round(needs)} px: ${text.slice(0, 60)}`);
+    }
+  }
+  return {narrow, overflow: document.documentElement.scrollWidth - window.innerWidth};
+})()""".replace("MIN_CHARS", str(MIN_CHARS))
 SLICE = 1400  # the height of one screenshot
 REPLY_SECONDS = 60.0  # the longest wait for Chromium's reply to one command
 
@@ -206,11 +254,17 @@ def browser(
     started.close()
 
 
+def pdf_pages(path: Path) -> int:
+    """The number of pages of the PDF at `path`."""
+    return len(PDF_PAGE.findall(path.read_bytes()))
+
+
 class Tab:
     """A page open in the browser, its console errors, and what it shows."""
 
-    def __init__(self, browser: Browser, page: Path) -> None:
+    def __init__(self, browser: Browser, page: Path, width: int = WIDTH) -> None:
         self.browser = browser
+        self.width = width
         self.target = browser.send("Target.createTarget", url="about:blank")["targetId"]
         self.session = browser.send("Target.attachToTarget", targetId=self.target, flatten=True)[
             "sessionId"
@@ -219,8 +273,8 @@ class Tab:
             self.send(f"{domain}.enable")
         self.send(
             "Emulation.setDeviceMetricsOverride",
-            width=WIDTH,
-            height=900,
+            width=width,
+            height=HEIGHT,
             deviceScaleFactor=1,
             mobile=False,
         )
@@ -254,6 +308,45 @@ class Tab:
         if "exceptionDetails" in reply:
             raise RuntimeError(f"{expression} raised: {reply['exceptionDetails']}")
         return reply["result"]["value"]
+
+    def layout(self) -> dict:
+        """What `LAYOUT` finds, every folded section unfolded first (a reader opens them):
+        `{"narrow": [a line per box], "overflow": px past the window's right edge}`."""
+        self.evaluate("[...document.querySelectorAll('details')].map((el) => (el.open = 1)).length")
+        return self.evaluate(LAYOUT)
+
+    def printed_layout(self) -> dict:
+        """`layout` as the page is printed on A4 (turned sideways where its style says so: a page
+        of class "wide"), with `clipped`: the boxes whose content is wider than they are, which
+        paper cannot scroll. The window is as it was afterwards."""
+        sideways = self.evaluate("document.body.classList.contains('wide')")
+        width = (A4_INCHES[1 if sideways else 0] - 2 * PRINT_MARGIN_INCHES) * CSS_PX_PER_INCH
+        self.send("Emulation.setEmulatedMedia", media="print")
+        self.send("Emulation.setDeviceMetricsOverride", width=round(width), height=HEIGHT,
+                  deviceScaleFactor=1, mobile=False)  # fmt: skip
+        try:
+            found = self.layout()
+            found["clipped"] = self.evaluate(CLIPPED)
+            return found
+        finally:
+            self.send("Emulation.setEmulatedMedia", media="")
+            self.send("Emulation.setDeviceMetricsOverride", width=self.width, height=HEIGHT,
+                      deviceScaleFactor=1, mobile=False)  # fmt: skip
+
+    def bottom(self, selector: str) -> float:
+        """How far down the page the first element matching `selector` ends, in CSS px."""
+        return self.evaluate(f"document.querySelector({json.dumps(selector)})"
+                             ".getBoundingClientRect().bottom + window.scrollY")  # fmt: skip
+
+    def pdf(self, path: Path) -> int:
+        """Print the page on A4 into `path`, as a person printing it would (on the page's own
+        paper size where its style sets one: A4 turned sideways); its page count."""
+        width, height = A4_INCHES
+        printed = self.send("Page.printToPDF", paperWidth=width, paperHeight=height,
+                            preferCSSPageSize=True)  # fmt: skip
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(printed["data"]))
+        return pdf_pages(path)
 
     def fonts(self, selector: str) -> dict[str, int]:
         """The fonts the browser drew the text of the first element matching `selector` with:

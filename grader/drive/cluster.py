@@ -32,6 +32,7 @@ from grader import KIT_ROOT
 from grader.drive.local import LOG_LINES, grade_one
 from grader.drive.resume import clear
 from grader.parts import PARTS
+from grader.report.i18n import profile_name, tr
 from grader.report.leaderboard import Outcome
 from grader.said import said
 from grader.tarball import pack, unpack
@@ -119,8 +120,9 @@ def grade(
         asks = resources(args)
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
         attempts = Attempts.options(scheduling_strategy=here).remote()
-        print(f"Grading {len(entries)} submissions on Ray at {args.ray}, each task asking for "
-              f"{asks['num_cpus']} CPU and {asks['num_gpus']} GPU ({args.profile} profile)...",
+        print(tr(args.lang, "drive_grading_ray", count=len(entries), address=args.ray,
+                 cpus=asks["num_cpus"], gpus=asks["num_gpus"],
+                 profile=profile_name(args.lang, args.profile)),
               file=sys.stderr, flush=True)  # fmt: skip
         pending = {
             grade_task.options(**asks).remote(name, entry.name, pack(entry), args, key, attempts): (
@@ -153,9 +155,12 @@ def connect(args: argparse.Namespace) -> None:
         ray.init(address=args.ray, runtime_env=runtime_env(args), log_to_driver=False)
     except (ConnectionError, ValueError):  # none at that address; an address Ray cannot read
         raise NoCluster(
-            f"--ray {args.ray}: no Ray cluster was found there. Start one on this machine with "
-            "`ray start --head --node-ip-address=127.0.0.1` (then --ray auto), or give the "
-            "address of a running one (host:6379)"
+            said(
+                "--ray {address}: no Ray cluster was found there. Start one on this machine with "
+                "`ray start --head --node-ip-address=127.0.0.1` (then --ray auto), or give the "
+                "address of a running one (host:6379)",
+                address=args.ray,
+            )
         ) from None
 
 

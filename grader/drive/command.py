@@ -13,7 +13,11 @@ folders, --jobs, --timeout, the rubric, the options passed on to each grading, w
 grader's own parser reads, the reviewer's notes: `reviews.toml` in FOLDER or `--reviews FILE`,
 `reviews.py`); a wrong one ends the drive with exit status 2 and its message. While
 the gradings run, stderr shows a line per finished grading and a running count with an estimate
-of the time left (`progress.py`).
+of the time left (`progress.py`). Every line it prints is in the drive's language (`--lang`,
+`i18n.tr`; what the grader says, `messages.text_in`), and so is every page it writes, a report
+kept from an earlier run included (`resume.py`); only the texts of errors raised in English
+elsewhere (a refused archive, a seal key, a rubric or a reviewer's file that cannot be read,
+argparse's own) are quoted as they are, inside a line of that language.
 
 Each report folder also gets `grade.log`, the grader's output, and its report.json the report's
 standing in the drive (`standing.py`, outside the seal). Then `OUT/leaderboard.csv` and
@@ -60,9 +64,10 @@ from grader.drive.progress import DriveProgress, grading_line
 from grader.parts import PARTS
 from grader.report.i18n import tr
 from grader.report.leaderboard import Outcome
-from grader.report.messages import said_in
+from grader.report.messages import said_in, text_in
 from grader.report.reviews import Review, ReviewsError, load_reviews
 from grader.sandbox import isolation
+from grader.sandbox.process import message_of
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import load_rubric, parse_parts
 from grader.similarity.drive import obfuscated, read_drive, shown, similarity_report
@@ -141,8 +146,8 @@ def similar_pairs(entries: dict[str, Path], out: Path, lang: str = "en") -> list
     `out/similarity/` in `lang`, after a row for each obfuscated file (`obfuscated`, its reason in
     `lang`). Where the comparison fails, a row that says so in their place, and a warning: it
     never changes a score, so it never costs the leaderboard either."""
-    print("Comparing the submissions' code (similar pairs, for the reviewer)...", file=sys.stderr)
-    intakes = read_drive(entries)
+    print(tr(lang, "drive_comparing"), file=sys.stderr)
+    intakes = read_drive(entries, lang)
     hidden = [
         {**row, "obfuscated": said_in(lang, row, "obfuscated")} for row in obfuscated(intakes)
     ]
@@ -150,8 +155,7 @@ def similar_pairs(entries: dict[str, Path], out: Path, lang: str = "en") -> list
         return hidden + [shown(row) for row in similarity_report(intakes, out, lang=lang)]
     except Exception as error:
         why = f"{type(error).__name__}: {clean(str(error), 300)}"
-        print(f"grade-all: the code comparison failed, the leaderboard has no similar pairs: "
-              f"{why}", file=sys.stderr)  # fmt: skip
+        print(tr(lang, "drive_comparison_failed", why=why), file=sys.stderr)
         return [*hidden, {"failed": why}]
 
 
@@ -172,7 +176,7 @@ def drive(args: argparse.Namespace) -> int:
     leaderboard (`finish`); the exit status (see the module)."""
     problems = option_problems(args)
     for problem in problems:
-        print(f"grade-all: {problem}", file=sys.stderr)
+        print(tr(args.lang, "drive_error", error=problem), file=sys.stderr)
     if problems:
         return USAGE
     args.reviews = reviews_path(args)
@@ -180,31 +184,26 @@ def drive(args: argparse.Namespace) -> int:
     try:
         found = isolation.probe(args.isolation)
     except RuntimeError as error:
-        print(f"grade-all: {error}", file=sys.stderr)
-        return USAGE
+        return usage(args.lang, error)
     if not found.isolated and not args.allow_unisolated:
-        print(f"grade-all: {found.describe()}. A drive ranks people: install bubblewrap "
-              "(Debian/Ubuntu: apt-get install bubblewrap), or pass --allow-unisolated to grade "
-              "anyway, every row marked.", file=sys.stderr)  # fmt: skip
+        reason = text_in(args.lang, found.describe())
+        print(tr(args.lang, "drive_unisolated", reason=reason), file=sys.stderr)
         return USAGE
     args.isolation = "bwrap" if found.isolated else "none"  # every grading, the same way
     try:
         key = seal_key.grading_key(args.seal_key, found.isolated)
     except seal_key.SealKeyError as error:
-        print(f"grade-all: {error}", file=sys.stderr)
-        return USAGE
-    entries = submissions(args.folder, args.out)
+        return usage(args.lang, error)
+    entries = submissions(args.folder, args.out, args.lang)
     if not entries:
-        print(f"grade-all: {args.folder} holds no submission: put each candidate's folder, "
-              ".zip or .tar.gz in it", file=sys.stderr)  # fmt: skip
+        print(tr(args.lang, "drive_no_submission", folder=args.folder), file=sys.stderr)
         return USAGE
     try:
         settings = resume.wanted(args)
     except (ValueError, OSError) as error:
-        print(f"grade-all: {error}", file=sys.stderr)
-        return USAGE
+        return usage(args.lang, error)
     earlier = {
-        name: resume.kept(name, entry, args.out / name, settings, key)
+        name: resume.kept(name, entry, args.out / name, settings, key, args.lang)
         for name, entry in entries.items()
     }
     todo = {name: entries[name] for name, outcome in earlier.items() if outcome is None}
@@ -214,8 +213,7 @@ def drive(args: argparse.Namespace) -> int:
         try:
             cluster.connect(args)
         except cluster.NoCluster as error:
-            print(f"grade-all: {error}", file=sys.stderr)
-            return USAGE
+            return usage(args.lang, error)
     with DriveProgress(len(entries), args.lang) as progress:
         for outcome in earlier.values():
             if outcome is not None:
@@ -225,40 +223,43 @@ def drive(args: argparse.Namespace) -> int:
     return finish(progress.outcomes, entries, args, reviews)
 
 
+def usage(lang: str, error: Exception) -> int:
+    """Say `error`, which stops the drive before anything is graded, in `lang` where it is a
+    message of the kit's (`said`); `USAGE`."""
+    print(tr(lang, "drive_error", error=text_in(lang, message_of(error))), file=sys.stderr)
+    return USAGE
+
+
 def option_problems(args: argparse.Namespace) -> list[str]:
-    """What is wrong with grade-all's options, each with what to do; none when a drive may start.
-    Nothing is graded or written to find out."""
-    problems = []
+    """What is wrong with grade-all's options, each with what to do, in the drive's language;
+    none when a drive may start. Nothing is graded or written to find out."""
+    lang, problems = args.lang, []
     if args.folder is None or not args.folder.is_dir():
-        problems.append(f"{args.folder} is not a folder: give the folder that holds the "
-                        "submissions (folders, .zip, .tar.gz)")  # fmt: skip
+        problems.append(tr(lang, "drive_not_a_folder", folder=args.folder))
     elif args.out.resolve() == args.folder.resolve():
-        problems.append(f"--out {args.out} is the submissions' folder: give another, where the "
-                        "reports cannot mix with the submissions")  # fmt: skip
+        problems.append(tr(lang, "drive_out_is_folder", out=args.out))
     if args.out.exists() and not args.out.is_dir():
-        problems.append(f"--out {args.out} is a file: give a folder for the reports")
+        problems.append(tr(lang, "drive_out_is_file", out=args.out))
     if args.jobs < 1:
-        problems.append(f"--jobs {args.jobs}: give 1 or more")
+        problems.append(tr(lang, "drive_jobs", jobs=args.jobs))
     if not (math.isfinite(args.timeout) and args.timeout > 0):
-        problems.append(f"--timeout {args.timeout:g}: give the seconds one grading may take, "
-                        "a number above 0")  # fmt: skip
+        problems.append(tr(lang, "drive_timeout", timeout=f"{args.timeout:g}"))
     if args.ray and importlib.util.find_spec("ray") is None:
-        problems.append("--ray: Ray is not installed here: pip install '.[cluster]'")
+        problems.append(tr(lang, "drive_no_ray"))
     return (
         problems
-        + rubric_problems(args.rubric)
+        + rubric_problems(args.rubric, lang)
         + review_problems(reviews_path(args))
-        + forwarded_problems(args.grader_options)
+        + forwarded_problems(args.grader_options, lang)
     )
 
 
-def rubric_problems(path: Path | None) -> list[str]:
-    """Why the rubric at `path` cannot be read (`load_rubric`), if it cannot."""
+def rubric_problems(path: Path | None, lang: str) -> list[str]:
+    """Why the rubric at `path` cannot be read (`load_rubric`), if it cannot, in `lang`."""
     try:
         load_rubric(path)
     except (ValueError, OSError) as error:
-        return [f"--rubric: {error}: give a TOML file with the [weights] of every part (and "
-                "[points] and [severity], if any), as grader/scoring/rubric.py shows"]  # fmt: skip
+        return [tr(lang, "drive_rubric", error=text_in(lang, message_of(error)))]
     return []
 
 
@@ -281,17 +282,17 @@ def review_problems(path: Path | None) -> list[str]:
     return []
 
 
-def forwarded_problems(options: list[str]) -> list[str]:
-    """Why the options grade-all passes on to each grading would fail it, if they would: the
-    grader's own parser reads them, after a stand-in submission (nothing is graded)."""
+def forwarded_problems(options: list[str], lang: str) -> list[str]:
+    """Why the options grade-all passes on to each grading would fail it, if they would, in
+    `lang` (the parser's own words, argparse's, as it says them): the grader's own parser reads
+    them, after a stand-in submission (nothing is graded)."""
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said):
             grading_parser().parse_args(["SUBMISSION", *options])
     except SystemExit:  # the parser's error, which it printed
         why = said.getvalue().strip().rpartition("error: ")[2]
-        return [f"{why}: grade-all passes this on to each grading; python -m grader --help lists "
-                "the options it takes"]  # fmt: skip
+        return [tr(lang, "drive_forwarded", why=why)]
     return []
 
 
@@ -331,7 +332,7 @@ def finish(
     similar = similar_pairs(entries, args.out, args.lang)
     page = outputs.write_all(outcomes, args.out, vars(args), similar, reviews)
     print("\n" + tr(args.lang, "drive_leaderboard", page=page))
-    outputs.warn_unmatched(outcomes, reviews, args.reviews)
+    outputs.warn_unmatched(outcomes, reviews, args.reviews, args.lang)
     if failed:
         print(tr(args.lang, "drive_some_failed", failed=len(failed), **said), file=sys.stderr)
         return NOT_GRADED
@@ -342,8 +343,7 @@ def local_jobs(args: argparse.Namespace, count: int) -> int:
     """Gradings at once on this machine: one where two could time kernels on one GPU."""
     jobs = min(args.jobs, count)
     if jobs > 1 and "kernel" in (args.parts or PARTS) and gpu_present():
-        print("A CUDA device is present: grading one submission at a time, so that no two "
-              "kernel timings share the GPU.", file=sys.stderr)  # fmt: skip
+        print(tr(args.lang, "drive_one_at_a_time"), file=sys.stderr)
         jobs = 1
     print(grading_line(args.lang, count, jobs, args.profile), file=sys.stderr)
     return jobs

@@ -13,7 +13,9 @@ candidate's folder keeps its own), their pages drawn again from the verified rep
 (`writers.write_pages`), and OUT gets the leaderboard, as grade-all writes it (no similar pairs: the
 submissions are not here), with the reviewer's notes of `--reviews FILE` (`reviews.py`; none by
 default), checked before anything is copied. Exit status 0 when the leaderboard was written, 2 when
-something was refused.
+something was refused. Its lines and pages are in the drive's `--lang`, and so are the pages of
+each report it merges, whatever language that was graded in (its report.json, sealed, keeps that
+one).
 """
 
 import argparse
@@ -30,10 +32,12 @@ from grader.drive.progress import finished_line
 from grader.report.compare import ReportError, read
 from grader.report.i18n import tr
 from grader.report.leaderboard import earlier
+from grader.report.messages import text_in
 from grader.report.model import bounded
 from grader.report.reviews import ReviewsError, load_reviews
 from grader.report.writers import write_pages
-from grader.said import said
+from grader.said import Said, said
+from grader.sandbox.process import message_of
 from grader.text import clean
 
 
@@ -48,8 +52,9 @@ def report_folders(dirs: list[Path]) -> list[Path]:
     return found
 
 
-def copies(raws: dict[Path, dict]) -> list[str]:
-    """Why each report that is another's copy (the same seal) is refused: one grading, one row."""
+def copies(raws: dict[Path, dict]) -> list[tuple[Path, Said]]:
+    """Each report that is another's copy (the same seal), with why it is refused: one grading,
+    one row."""
     first: dict[str, Path] = {}
     refused = []
     for folder, raw in raws.items():
@@ -57,7 +62,7 @@ def copies(raws: dict[Path, dict]) -> list[str]:
         if not isinstance(seal, str):
             continue  # unsealed: refused for that already
         if seal in first:
-            refused.append(f"{folder}: a copy of the report in {first[seal]}")
+            refused.append((folder, said("a copy of the report in {first}", first=first[seal])))
         first.setdefault(seal, folder)
     return refused
 
@@ -70,39 +75,50 @@ def sealed_name(raw: dict, folder: Path) -> str:
     return name if names_a_folder and not {"/", "\0"} & set(name) else folder.name
 
 
-def differences(settings: dict, usual: dict) -> str:
-    """What `settings` have that `usual` do not, e.g. "seed 8 (the rest: 7)"."""
-    return ", ".join(
-        f"{key} {settings[key]} (the rest: {usual[key]})"
+# Each of `provenance.SETTINGS` as a difference names it, in any language.
+SETTING_NAMES = {
+    "kit": said("kit"),
+    "profile": said("profile"),
+    "seed": said("seed"),
+    "rubric": said("rubric"),
+    "parts": said("parts"),
+}
+
+
+def differences(settings: dict, usual: dict) -> list[Said]:
+    """What `settings` have that `usual` do not, each e.g. "seed 8 (the rest: 7)"."""
+    return [
+        said(
+            "{setting} {value} (the rest: {usual})",
+            setting=SETTING_NAMES[key],
+            value=settings[key],
+            usual=usual[key],
+        )
         for key in provenance.SETTINGS
         if settings[key] != usual[key]
-    )
+    ]
 
 
 def main(args: argparse.Namespace) -> int:
+    lang = args.lang
     folders = report_folders(args.merge)
     if not folders:
-        print("grade-all --merge: no report.json in " + ", ".join(map(str, args.merge)),
-              file=sys.stderr)  # fmt: skip
+        print(tr(lang, "merge_no_report", dirs=", ".join(map(str, args.merge))), file=sys.stderr)
         return 2
     try:
         key = seal_key.verifying_key(args.seal_key)
-    except seal_key.SealKeyError as error:
-        print(f"grade-all --merge: {error}", file=sys.stderr)
-        return 2
-    try:
         reviews = load_reviews(args.reviews)
-    except ReviewsError as error:
-        print(f"grade-all --merge: {error}", file=sys.stderr)
+    except (seal_key.SealKeyError, ReviewsError) as error:
+        print(tr(lang, "merge_error", error=text_in(lang, message_of(error))), file=sys.stderr)
         return 2
     raws, refused = {}, []
     for folder in folders:
         try:
             raws[folder] = read(folder)
         except (ReportError, OSError, ValueError) as error:
-            refused.append(f"{folder}: {error}")
+            refused.append((folder, message_of(error)))
             continue
-        refused += [f"{folder}: {why}" for why in provenance.problems(raws[folder], key)]
+        refused += [(folder, why) for why in provenance.problems(raws[folder], key)]
     refused += copies(raws)
     settings = {folder: provenance.settings(raw) for folder, raw in raws.items()}
     counts = Counter(json.dumps(value, sort_keys=True) for value in settings.values())
@@ -111,11 +127,13 @@ def main(args: argparse.Namespace) -> int:
         folder: differences(value, usual) for folder, value in settings.items() if value != usual
     }
     if mixed and not args.allow_mixed:
-        refused += [f"{folder}: graded with other settings: {why}" for folder, why in mixed.items()]
-        refused.append("(--allow-mixed merges them anyway, each such row marked)")
+        refused += [(folder, said("graded with other settings: {settings_list}", settings_list=why))
+                    for folder, why in mixed.items()]  # fmt: skip
     if refused:
-        print("grade-all --merge: refused:\n  " + "\n  ".join(clean(line) for line in refused),
-              file=sys.stderr)  # fmt: skip
+        lines = [tr(lang, "merge_refused_line", folder=folder, why=text_in(lang, why))
+                 for folder, why in refused]  # fmt: skip
+        lines += [tr(lang, "merge_allow_mixed")] if mixed and not args.allow_mixed else []
+        print("\n  ".join([tr(lang, "merge_refused"), *map(clean, lines)]), file=sys.stderr)
         return 2
     outcomes, taken = [], {unique_key(own) for own in OWN_OUTPUTS}
     for folder in folders:
@@ -125,12 +143,14 @@ def main(args: argparse.Namespace) -> int:
         report = bounded(raws[folder])
         if target.resolve() != folder.resolve():
             shutil.copytree(folder, target, dirs_exist_ok=True)
-        write_pages(report, target)
-        remarks = (said("mixed: {settings}", settings=mixed[folder]),) if folder in mixed else ()
+        write_pages(report, target, lang)
+        remarks = ()
+        if folder in mixed:
+            remarks = (said("mixed: {settings_list}", settings_list=mixed[folder]),)
         outcomes.append(earlier(name, str(folder), report, remarks))
-        print(finished_line(args.lang, len(outcomes), len(folders), outcomes[-1]), file=sys.stderr)
-    options = {"folder": ", ".join(map(str, args.merge)), **usual, "lang": args.lang}
+        print(finished_line(lang, len(outcomes), len(folders), outcomes[-1]), file=sys.stderr)
+    options = {"folder": ", ".join(map(str, args.merge)), **usual, "lang": lang}
     page = outputs.write_all(outcomes, args.out, options, reviews=reviews)
-    print("\n" + tr(args.lang, "drive_leaderboard", page=page))
-    outputs.warn_unmatched(outcomes, reviews, args.reviews)
+    print("\n" + tr(lang, "drive_leaderboard", page=page))
+    outputs.warn_unmatched(outcomes, reviews, args.reviews, lang)
     return 0

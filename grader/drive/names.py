@@ -16,6 +16,7 @@ import unicodedata
 from pathlib import Path
 
 from grader.intake import ARCHIVES
+from grader.report.i18n import tr
 from grader.text import clean
 
 # What a drive writes in OUT beside the reports: the leaderboard, the item analysis, and the
@@ -24,10 +25,10 @@ OWN_OUTPUTS = ("leaderboard.csv", "leaderboard.html", "items.csv", "items.html",
 REVIEWS = "reviews.toml"  # the reviewer's notes, in FOLDER beside the submissions
 
 
-def submissions(folder: Path, out: Path) -> dict[str, Path]:
+def submissions(folder: Path, out: Path, lang: str = "en") -> dict[str, Path]:
     """`name -> entry` for each submission in `folder`, each name a report folder of its own
     (`report_name`); `reviews.toml`, the reviewer's notes, is skipped, and other entries are
-    named on stderr and skipped."""
+    named on stderr, in `lang`, and skipped."""
     found: dict[str, Path] = {}
     taken = {unique_key(own) for own in OWN_OUTPUTS}
     for entry in sorted(folder.iterdir()):
@@ -36,8 +37,7 @@ def submissions(folder: Path, out: Path) -> dict[str, Path]:
         if entry.name == REVIEWS:
             continue  # the reviewer's notes (`command.reviews_path`), not a submission
         if not (entry.is_dir() or entry.name.endswith(ARCHIVES)):
-            print(f"  skipping {clean(entry.name, 200)}: not a folder, .zip, .tar.gz or .tgz",
-                  file=sys.stderr)  # fmt: skip
+            print(tr(lang, "drive_skipping", name=clean(entry.name, 200)), file=sys.stderr)
             continue
         name = report_name(entry.name, taken)
         taken.add(unique_key(name))

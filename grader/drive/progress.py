@@ -8,7 +8,8 @@ how many gradings are under way, the time since they began and an estimate of th
 run at once; "estimating" before the first finishes). On a terminal the count is one line
 rewritten in place every `LIVE_EVERY` seconds; elsewhere (a CI log) it is a plain line every
 `LOG_EVERY` seconds and after each finished grading. Its words are the kit's (`i18n.tr`), in the
-drive's language; a submission's name and the grader's last words are `clean`ed.
+drive's language, and so are what the drive says of an outcome, its failure and its remarks
+(`messages.text_in`); a submission's name and the grader's last words are `clean`ed.
 """
 
 import shutil
@@ -21,6 +22,7 @@ from typing import TextIO
 from grader import interrupt
 from grader.report.i18n import profile_name, tr
 from grader.report.leaderboard import Outcome
+from grader.report.messages import text_in
 from grader.text import clean
 
 LIVE_EVERY = 1.0  # seconds between redraws of the count on a terminal
@@ -50,15 +52,17 @@ def grading_line(lang: str, count: int, jobs: int, profile: str) -> str:
 
 
 def finished_line(lang: str, done: int, total: int, outcome: Outcome) -> str:
-    """One line per finished grading: its score, or why it has none."""
+    """One line per finished grading: its score, or why it has none; then its remarks."""
     if outcome.report is None:
-        why = outcome.tail[-1] if outcome.tail else "no output"
-        result = tr(lang, "drive_not_graded", failure=outcome.failure, why=why)
+        why = outcome.tail[-1] if outcome.tail else tr(lang, "drive_no_output")
+        result = tr(lang, "drive_not_graded", failure=text_in(lang, outcome.failure), why=why)
     else:
         result = f"{outcome.report['score']:g} / {outcome.report['max_score']:g}"
     line = tr(lang, "drive_finished", done=done, total=total, name=outcome.name, result=result,
               seconds=f"{outcome.seconds:.0f}")  # fmt: skip
-    line += "".join(f"; {remark}" for remark in outcome.remarks)
+    line += "".join(
+        tr(lang, "list_separator") + text_in(lang, remark) for remark in outcome.remarks
+    )
     return clean(line.replace("\n", " "), LINE_CHARS)
 
 

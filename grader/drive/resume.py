@@ -6,7 +6,10 @@ grading stopped half-way, by Ctrl-C or a dead node, leaves an incomplete folder)
 passes `provenance.problems` with the drive's seal key (an edited, forged or unsealed report is
 graded again), its `provenance.settings` are the drive's (`wanted`: kit version, profile, seed,
 rubric, parts), and its per-file sha256 are those of the submission as it is now (a candidate
-who sent a new version is graded again). `clear` empties a folder before a grading.
+who sent a new version is graded again). The language is no setting: a report kept is drawn
+again in the drive's `--lang`, its pages and the grader's words in them (recorded by id,
+`grader/said.py`), with no grading, while its report.json, sealed, keeps the `language` it was
+graded in. `clear` empties a folder before a grading.
 """
 
 import argparse
@@ -39,11 +42,11 @@ def wanted(args: argparse.Namespace) -> dict:
 
 
 def kept(
-    name: str, entry: Path, report_dir: Path, settings: dict, key: bytes | None
+    name: str, entry: Path, report_dir: Path, settings: dict, key: bytes | None, lang: str
 ) -> Outcome | None:
     """The earlier grading of `entry` in `report_dir` if it stands (see the module; its seal
-    checked with `key`, and none stands without one), its pages drawn again from its verified
-    report.json (`write_pages`); else None."""
+    checked with `key`, and none stands without one), its pages drawn again in `lang` from its
+    verified report.json (`write_pages`); else None."""
     if not all((report_dir / file).is_file() for file in REPORT_FILES):
         return None
     try:
@@ -56,7 +59,7 @@ def kept(
     if raw["submission"]["files"] != files:
         return None
     report = bounded(raw)
-    write_pages(report, report_dir)
+    write_pages(report, report_dir, lang)
     return earlier(name, str(entry), report, (KEPT,))
 
 

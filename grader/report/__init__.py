@@ -12,7 +12,8 @@
   candidate, the full kit's texts): the answer a report opens with;
 - `summary.py` (the terminal's), `compare.py` (two reports);
 - a drive's pages (`grader/drive/` writes them): `leaderboard.py` (a row per submission),
-  `items.py` (a row per check: the item analysis), `reviews.py` (the reviewer's notes file).
+  `items.py` (a row per check: the item analysis; `attempts.py`, which parts a submission
+  attempted), `reviews.py` (the reviewer's notes file).
 
 It draws what the grading recorded and imports nothing of where candidate code runs
 (`grader/sandbox/`) or of how it is scored (`grader/scoring/`: the static-batching baseline the

@@ -140,21 +140,34 @@ def standing_line(report: dict, lang: str) -> str:
             or not set(by_part) <= set(PARTS)
         ):
             return ""
-        parts = [
-            tr(lang, "standing_part", part=part_id, percentile=f"{float(rank['percentile']):g}",
-               median=points(float(rank["median"])))
-            for part_id, rank in by_part.items()
-        ]  # fmt: skip
+        parts = [part_standing(part_id, rank, lang) for part_id, rank in by_part.items()]
+        separator = tr(lang, "list_separator")
+        if "full_marks" in total:
+            full = f"{total['full_marks']:d}"
+            return tr(lang, "standing_full", submissions=total["submissions"], full_marks=full,
+                      parts=separator.join(parts))  # fmt: skip
         return tr(
             lang,
             "standing",
             submissions=total["submissions"],
             percentile=f"{float(total['percentile']):g}",
             median=points(float(total["median"])),
-            parts=tr(lang, "list_separator").join(parts),
+            parts=separator.join(parts),
         )
     except (TypeError, KeyError, ValueError):
         return ""
+
+
+def part_standing(part_id: str, rank: dict, lang: str) -> str:
+    """A part's standing in `lang`: "allocator 18.8 (median 15)"; where the submission has full
+    marks on it, how many have them of those graded in it: "allocator full marks (6 of 8)"
+    (TypeError, KeyError or ValueError where `rank` is not as the drive writes it: its counts
+    whole numbers)."""
+    if "full_marks" in rank:
+        return tr(lang, "standing_part_full", part=part_id, full_marks=f"{rank['full_marks']:d}",
+                  submissions=f"{rank['submissions']:d}")  # fmt: skip
+    return tr(lang, "standing_part", part=part_id, percentile=f"{float(rank['percentile']):g}",
+              median=points(float(rank["median"])))  # fmt: skip
 
 
 def counted(lang: str, key: str, number: float, **values: object) -> str:

@@ -24,6 +24,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
 
+from grader import ANSWER_KEY_NAME
 from grader.parts import PARTS
 from grader.ungraded import REASONS, reason_of
 
@@ -114,3 +115,9 @@ def part_title(lang: str, part_id: str, part: dict) -> str:
 def part_asks(lang: str, part_id: str) -> str:
     """What a part asks, in one line; empty for a part the kit does not know."""
     return PARTS[part_id].asks(lang) if part_id in PARTS else ""
+
+
+def implementation(lang: str, name: str) -> str:
+    """A known implementation's name in `lang`: the kit's answer key by its catalog entry, a public
+    one (nano-vllm's block manager, say) as it is named."""
+    return tr(lang, "answer_key") if name == ANSWER_KEY_NAME else name

@@ -1,14 +1,20 @@
 """A drive's item analysis: `items.csv` and `items.html`, how each check did across the drive.
 
 A row per check id the reports give, in the rubric's order of parts, then as the reports list
-them. Its statistics are over the graded submissions in which the check ran, passed or failed
-(`submissions`; one where it was skipped, could not run or is absent is left out): how many
-`passed`, their `pass_share`, and its `discrimination`, the point-biserial correlation between
-passing it (1 or 0) and the rest score (the report's points on its other checks), both rounded
-to 3 decimals. Discrimination is undefined (None: an empty cell) under two submissions or where
-either variable is constant: near 0 the check tells strong submissions from weak ones no better
-than chance; below 0 stronger ones fail it more often. `flag` says "all passed" or "all failed"
-where every submission did, "negative discrimination" where it is below 0.
+them. Its statistics are over the graded submissions that attempted its part (`attempts.py`: a
+stub, a missing file or a file that does not compile is no attempt; those are counted apart, as
+`not_attempted`) and in which the check ran, passed or failed (`submissions`; one where it was
+skipped, could not run or is absent is left out): how many `passed`, their `pass_share`, and its
+`discrimination`, the point-biserial correlation between passing it (1 or 0) and the rest score
+(the report's points on its other checks), both rounded to 3 decimals. Discrimination is
+undefined (None: an empty cell) under two submissions or where either variable is constant: near
+0 the check tells strong submissions from weak ones no better than chance; below 0 stronger ones
+fail it more often. `flag` says "all passed" or "all failed" where every submission did,
+"negative discrimination" where it is below 0.
+
+The page also says, per part, how many graded submissions attempted it and why the others did
+not (`Attempts`), and that the figures of a part fewer than `INDICATIVE_BELOW` submissions
+attempted are indicative only.
 
 The CSV is data: every field quoted, each cell formula-safe (`leaderboard.cell`), in English
 whatever the drive's language. The page (`templates/items.html`) is in the drive's language,
@@ -18,10 +24,12 @@ linked from the leaderboard and back. Reports are read `bounded`, as the leaderb
 import csv
 import io
 import statistics
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import astuple, dataclass, fields
 
 from grader.parts import PARTS
+from grader.report.attempts import RAN, graded_parts, left_out
 from grader.report.formats import percent, severity_word
 from grader.report.i18n import tr
 from grader.report.leaderboard import Outcome, cell, drive_language
@@ -29,7 +37,7 @@ from grader.report.model import bounded
 from grader.report.render import render
 from grader.text import clean
 
-RAN = ("passed", "failed")  # the statuses a check's statistics count
+INDICATIVE_BELOW = 20  # attempts of a part under which the page calls its figures indicative
 FLAGS = {
     "all passed": "items_flag_all_passed",
     "all failed": "items_flag_all_failed",
@@ -39,7 +47,8 @@ FLAGS = {
 
 @dataclass(frozen=True)
 class Item:
-    """One check's row: its statistics over the submissions in which it ran."""
+    """One check's row: its statistics over the submissions that attempted its part and in which
+    it ran."""
 
     check: str
     part: str
@@ -49,6 +58,25 @@ class Item:
     pass_share: float | None  # None where it ran in no submission
     discrimination: float | None  # None where undefined
     flag: str  # "" or a key of `FLAGS`
+    not_attempted: int  # graded submissions in its part that did not attempt it, not counted
+
+
+@dataclass(frozen=True)
+class Attempts:
+    """A part's graded submissions: how many attempted it, and how many did not, by reason
+    (`attempts.REASONS`); `graded == attempted + missing + syntax + stub`."""
+
+    part: str
+    graded: int
+    attempted: int
+    missing: int
+    syntax: int
+    stub: int
+
+    @property
+    def indicative(self) -> bool:
+        """Whether too few attempted the part for its checks' figures to be more than a hint."""
+        return self.attempted < INDICATIVE_BELOW
 
 
 def graded_reports(outcomes: list[Outcome]) -> list[dict]:
@@ -74,17 +102,18 @@ def listed(reports: list[dict]) -> dict[str, tuple[str, str]]:
     return found
 
 
-def results(report: dict) -> dict[str, tuple[int, float]]:
-    """Each check that ran in `report` (passed or failed): whether it passed (1 or 0), and the rest
-    score, the report's points on its other checks."""
+def results(report: dict, apart: frozenset[str] = frozenset()) -> dict[str, tuple[int, float]]:
+    """Each check that ran in `report` (passed or failed), less those of the parts counted `apart`
+    (not attempted): whether it passed (1 or 0), and the rest score, the report's points on its
+    other checks."""
     checks = [check for _, check in checks_of(report)]
     return {
         check["id"]: (
             int(check["status"] == "passed"),
             sum(other.get("points", 0) for other in checks if other is not check),
         )
-        for check in checks
-        if check.get("status") in RAN
+        for part_id, check in checks_of(report)
+        if check.get("status") in RAN and part_id not in apart
     }
 
 
@@ -111,21 +140,48 @@ def flag(passed: int, submissions: int, discrimination: float | None) -> str:
 def items(outcomes: list[Outcome]) -> list[Item]:
     """The drive's rows: one per check id the graded reports give (see the module's docstring)."""
     reports = graded_reports(outcomes)
-    ran_in = [results(report) for report in reports]
+    apart = [frozenset(left_out(report)) for report in reports]
+    ran_in = [results(report, parts) for report, parts in zip(reports, apart, strict=True)]
+    unattempted = Counter(part_id for parts in apart for part_id in parts)
     return [
-        item(check_id, part_id, severity, [ran[check_id] for ran in ran_in if check_id in ran])
+        item(
+            check_id,
+            part_id,
+            severity,
+            unattempted[part_id],
+            [ran[check_id] for ran in ran_in if check_id in ran],
+        )
         for check_id, (part_id, severity) in listed(reports).items()
     ]
 
 
-def item(check_id: str, part_id: str, severity: str, ran: list[tuple[int, float]]) -> Item:
-    """A check's row from its `results` in the submissions where it ran."""
+def item(
+    check_id: str, part_id: str, severity: str, not_attempted: int, ran: list[tuple[int, float]]
+) -> Item:
+    """A check's row from its `results` in the submissions where it ran, and the number that did
+    not attempt its part."""
     passes, rests = [passed for passed, _ in ran], [rest for _, rest in ran]
     passed, submissions = sum(passes), len(ran)
     share = round(passed / submissions, 3) if submissions else None
     discrimination = point_biserial(passes, rests)
     return Item(check_id, part_id, severity, submissions, passed, share, discrimination,
-                flag(passed, submissions, discrimination))  # fmt: skip
+                flag(passed, submissions, discrimination), not_attempted)  # fmt: skip
+
+
+def attempts(outcomes: list[Outcome]) -> list[Attempts]:
+    """Each part graded in a graded report, in the order of `PARTS`: its `Attempts`."""
+    reports = graded_reports(outcomes)
+    rows = []
+    for part_id in PARTS:
+        reasons = Counter(
+            left_out(report).get(part_id, "attempted")
+            for report in reports
+            if part_id in graded_parts(report)
+        )
+        if reasons:
+            rows.append(Attempts(part_id, reasons.total(), reasons["attempted"], reasons["missing"],
+                                 reasons["syntax"], reasons["stub"]))  # fmt: skip
+    return rows
 
 
 # -- items.csv ----------------------------------------------------------------------------------
@@ -147,11 +203,16 @@ def render_csv(outcomes: list[Outcome]) -> str:
 def render_html(outcomes: list[Outcome], options: dict) -> str:
     """`items.html`: the rows as a table in the drive's language (`leaderboard.drive_language`)."""
     lang = drive_language(options)
+    parts = attempts(outcomes)
+    indicative = [part.part for part in parts if part.indicative]
     return render(
         "items.html",
         lang=lang,
         folder=clean(str(options.get("folder", "")), None),
         items=[html_row(item, lang) for item in items(outcomes)],
+        attempts=parts,
+        indicative=tr(lang, "list_separator").join(indicative),
+        least=INDICATIVE_BELOW,
     )
 
 
@@ -162,6 +223,7 @@ def html_row(item: Item, lang: str) -> dict:
         "part": item.part,
         "severity": severity_word(lang, item.severity),
         "submissions": item.submissions,
+        "not_attempted": item.not_attempted,
         "passed": item.passed,
         "pass_share": "-" if item.pass_share is None else percent(item.pass_share),
         "discrimination": "-" if item.discrimination is None else f"{item.discrimination:.3f}",

@@ -7,7 +7,9 @@ means a corrupted or leaking cache (severity "safety": marked, first in the page
 the CSV's `failed_safety`, ids separated by spaces), the number of integrity flags (never
 part of the score) and the first of them (all are in the report: a flood of them cannot fill the
 board), the highest share of its code found in another submission or a known implementation
-(`most_similar`: the page links it to the pair's page; the CSV's `similarity` and `similar_to`),
+(`most_similar`, a known implementation first on a tie: the page links it to the pair's page and
+says whether the other side is a known implementation or a candidate; the CSV's `similarity`,
+`similar_to` and `similar_kind`, "known" or "candidate"),
 the kernel's timing ratio (the geometric mean of the kernel part's benchmark ratios),
 the time the grading took, a relative link to the report and the entry it was graded from (its
 path, as grade-all was given it: the CSV's `entry` column, the page's tooltip on the name); a
@@ -198,16 +200,31 @@ def shared_notes(outcomes: list[Outcome], lang: str = "en") -> list[str]:
 
 def most_similar(name: str, similar: Sequence[dict]) -> dict | None:
     """Of the similar pairs (`grader.similarity.drive.shown` rows), the one where the code of the
-    submission `name` (`cleaned`) has its highest share: that `share`, the `other` side (another
-    submission or a known implementation) and the pair page's `href`; None where it is in none."""
+    submission `name` (`cleaned`) has its highest share, a known implementation's before another
+    submission's on a tie (then the first listed): that `share`, the `other` side, whether it is
+    `known` (else a candidate) and the pair page's `href`; None where it is in none."""
     found = [
-        {"share": pair[f"share_{side}"], "other": pair[other], "href": pair["href"]}
+        {"share": pair[f"share_{side}"], "other": pair[other], "known": pair["known"],
+         "href": pair["href"]}
         for pair in similar
         if "href" in pair  # not a row of an obfuscated file or a failed comparison
-        for side, other in (("left", "right"), ("right", "left"))
+        for side, other in submission_sides(pair)
         if pair[side] == name
-    ]
-    return max(found, key=lambda pair: pair["share"], default=None)
+    ]  # fmt: skip
+    return max(found, key=lambda pair: (pair["share"], pair["known"]), default=None)
+
+
+def similar_cells(pair: dict | None) -> list:
+    """The CSV's `similarity`, `similar_to` and `similar_kind` of a row's `most_similar` pair."""
+    if pair is None:
+        return ["", "", ""]
+    return [round(pair["share"], 2), pair["other"], "known" if pair["known"] else "candidate"]
+
+
+def submission_sides(pair: dict) -> tuple[tuple[str, str], ...]:
+    """(a submission's side, the other side) of a similar pair, for each submission in it: a
+    known implementation, on the right, is none (whatever a submission's name)."""
+    return (("left", "right"),) if pair["known"] else (("left", "right"), ("right", "left"))
 
 
 def reviewed(reviews: Mapping[str, Review] | None) -> dict[str, Review]:
@@ -273,7 +290,7 @@ def render_csv(
     by_name = reviewed(reviews)
     header = ["rank", "candidate", "entry", "status", "score", "max_score", *parts,
               "failed_safety", "integrity_flags", "first_flag", "similarity", "similar_to",
-              "kernel_ratio", "seconds", "report", "note", "review_note",
+              "similar_kind", "kernel_ratio", "seconds", "report", "note", "review_note",
               "review_flags"]  # fmt: skip
     out = io.StringIO()
     # Every field quoted: a reader that splits on another delimiter (`;`, as Excel does in
@@ -283,16 +300,14 @@ def render_csv(
     for rank, o in ranked([cleaned(o) for o in outcomes]):
         r = o.report
         if r is None:
-            scores = ["", "", *([""] * len(parts)), "", "", "", "", "", ""]
+            scores = ["", "", *([""] * len(parts)), "", "", "", "", "", "", ""]
         else:
             part_scores = [
                 r["parts"][p]["score"] if r["parts"].get(p, {}).get("checks") else "" for p in parts
             ]
-            pair = most_similar(o.name, similar) or {"share": "", "other": ""}
-            share = pair["share"] if pair["share"] == "" else round(pair["share"], 2)
             scores = [r["score"], r["max_score"], *part_scores, " ".join(safety_failures(r)),
-                      len(r["integrity"]), first_flag(r), share, pair["other"],
-                      kernel_ratio(r)]  # fmt: skip
+                      len(r["integrity"]), first_flag(r),
+                      *similar_cells(most_similar(o.name, similar)), kernel_ratio(r)]  # fmt: skip
         status = "graded" if r else "not graded"
         said = diagnosis(r, "en") if r else []
         review = by_name.get(o.name, NO_REVIEW)
@@ -314,7 +329,8 @@ def render_html(
 ) -> str:
     """The page (`templates/leaderboard.html`) in the drive's language (`drive_language`): a row
     per submission, as `html_row` gives it, with the reviewer's notes on it (`review_pieces`),
-    then the similar pairs (`grader.similarity.drive.shown` rows); neither changes a score."""
+    then the similar pairs (`grader.similarity.drive.shown` rows); neither changes a score. A
+    name the notes give that no row has (`unmatched_reviews`) is said above the table."""
     lang = drive_language(options)
     by_name = reviewed(reviews)
     parts = parts_of(outcomes)
@@ -335,6 +351,7 @@ def render_html(
         when=time.strftime("%Y-%m-%d %H:%M"),
         parts=parts,
         shared_notes=shared,
+        unmatched=unmatched_reviews(outcomes, reviews),
         rows=rows,
         similar=similar,
     )

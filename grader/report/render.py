@@ -20,13 +20,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from grader.report import charts, formats, markdown, simulation
 from grader.report.debrief import debrief
 from grader.report.diagnosis import diagnosis
-from grader.report.i18n import language, part_asks, part_title, text
+from grader.report.i18n import implementation, language, part_asks, part_title, text
 from grader.report.messages import in_language
 
 TEMPLATES = Path(__file__).parent / "templates"
 SIMULATION_PAGE = "simulation.html"  # the kit's simulation, beside report.html, which links to it
 
 GLOBALS = dict(
+    implementation=implementation,
     part_title=part_title,
     part_asks=part_asks,
     points=formats.points,
@@ -105,26 +106,28 @@ def render(template: str, lang: str, **context: object) -> str:
     return environment(lang).get_template(template).render(lang=lang, **context)
 
 
-def report_html(report: dict) -> str:
-    """`report.html`: the whole page for `report` (the dict of `report.json`, `bounded`), the
-    grader's words in the report's language (`messages.in_language`)."""
-    lang = language(report)
+def report_html(report: dict, lang: str | None = None) -> str:
+    """`report.html`: the whole page for `report` (the dict of `report.json`, `bounded`) in
+    `lang`, the grader's words too (`messages.in_language`); by default in the report's own
+    language (`i18n.language`), the one it was graded in."""
+    lang = lang or language(report)
     unsafe = formats.safety_failures(report)  # read in English, as written
     return render("report.html", report=in_language(report, lang), lang=lang, unsafe=unsafe,
                   diagnosis=diagnosis(report, lang), debrief=debrief(report, lang))  # fmt: skip
 
 
-def report_markdown(report: dict) -> str:
+def report_markdown(report: dict, lang: str | None = None) -> str:
     """`report.md`: the page's content as Markdown, in the same order and language."""
-    lang = language(report)
+    lang = lang or language(report)
     unsafe = formats.safety_failures(report)
     return render("report.md", report=in_language(report, lang), lang=lang, unsafe=unsafe,
                   diagnosis=diagnosis(report, lang), debrief=debrief(report, lang))  # fmt: skip
 
 
-def simulation_html(report: dict) -> str:
-    """`simulation.html`: the kit's simulation, the same in every report that holds it, in the
-    report's language (`simulation.in_language`; `report.json` keeps it in English)."""
-    lang = language(report)
+def simulation_html(report: dict, lang: str | None = None) -> str:
+    """`simulation.html`: the kit's simulation, the same in every report that holds it, in
+    `lang`, by default the report's language (`simulation.in_language`; `report.json` keeps it
+    in English)."""
+    lang = lang or language(report)
     shown = simulation.in_language(report["simulation"], lang)
     return render(SIMULATION_PAGE, simulation=shown, lang=lang)

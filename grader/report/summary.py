@@ -74,7 +74,10 @@ def summary_lines(report: dict, out: Path) -> list[str]:
     for error in said_in(lang, report, "errors"):
         lines += [tr(lang, "grader_failed"), error.rstrip(), ""]
     lines.append(tr(lang, "first_look"))
-    lines += [f"  {line}" for line in look_first(report, out, lang)]
+    lines += [
+        line if isinstance(line, Verbatim) else f"  {line}"
+        for line in look_first(report, out, lang)
+    ]
     lines += ["", tr(lang, "report_at", path=out / "report.html")]
     return lines
 
@@ -184,15 +187,21 @@ def first_failure(
     return lines
 
 
+class Verbatim(str):
+    """A line printed as it is, never indented: a counterexample's, which must paste into Python
+    and run as it is."""
+
+
 def counterexample_lines(script: str, runs_in: str, lang: str) -> list[str]:
-    """A counterexample whole, after where it runs (`runs_in`); one longer than
-    `COUNTEREXAMPLE_LINES`, or with a line the terminal would cut (`LINE_CHARS`), only named:
-    cut, it would lose its setup or its failing assert, and a pasted part would not replay the
-    failure. The report's link follows either way."""
+    """A counterexample whole, after where it runs (`runs_in`), its lines `Verbatim` between two
+    blank ones; one longer than `COUNTEREXAMPLE_LINES`, or with a line the terminal would cut
+    (`LINE_CHARS`), only named: cut, it would lose its setup or its failing assert, and a pasted
+    part would not replay the failure. The report's link follows either way."""
     lines = script.rstrip().splitlines()
     if len(lines) > COUNTEREXAMPLE_LINES or any(len(line) > LINE_CHARS for line in lines):
         return [tr(lang, "counterexample_in_report", count=len(lines))]
-    return [tr(lang, "see_counterexample"), runs_in, *(f"    {line}" for line in lines)]
+    code = [Verbatim(line) for line in ["", *lines, ""]]
+    return [tr(lang, "see_counterexample"), runs_in, *code]
 
 
 def indented(text: str, limit: int, lang: str) -> list[str]:

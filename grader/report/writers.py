@@ -26,6 +26,7 @@ from grader.report.formats import (
     total_ungraded,
     ungraded_notes,
 )
+from grader.report.i18n import language
 from grader.report.model import bounded
 from grader.report.render import SIMULATION_PAGE, report_html, report_markdown, simulation_html
 
@@ -40,22 +41,28 @@ def write_all(report: dict, out: Path, key: bytes | None = None) -> None:
     write_pages(report, out)
 
 
-def write_pages(report: dict, out: Path) -> None:
+def write_pages(report: dict, out: Path, lang: str | None = None) -> None:
     """Draw again, from `report` (a report.json read back and verified by its seal, `bounded`),
     every file `write_all` writes beside it: so that a page changed after grading never outlives
-    a report kept or merged (the seal covers report.json only)."""
+    a report kept or merged (the seal covers report.json only). The pages (`PAGES`, the
+    simulation's) are in `lang`, by default the report's own (`i18n.language`): a drive draws a
+    report it keeps or merges in its own `--lang`, while report.json's `language` stays the one
+    it was graded in, under the seal."""
+    lang = lang or language(report)
     for name, render in WRITERS.items():
         if name != "report.json":
-            (out / name).write_text(render(report), encoding="utf-8", errors="replace")
-    write_simulation(report, out)
+            text = render(report, lang) if name in PAGES else render(report)
+            (out / name).write_text(text, encoding="utf-8", errors="replace")
+    write_simulation(report, out, lang)
 
 
-def write_simulation(report: dict, out: Path) -> None:
-    """`simulation.html` in `out` for a report with the kit's simulation; for one without, none
-    (an earlier grading's is removed: no page outlives the report that links to it)."""
+def write_simulation(report: dict, out: Path, lang: str) -> None:
+    """`simulation.html` in `out`, in `lang`, for a report with the kit's simulation; for one
+    without, none (an earlier grading's is removed: no page outlives the report that links to
+    it)."""
     page = out / SIMULATION_PAGE
     if "simulation" in report:
-        page.write_text(simulation_html(report), encoding="utf-8", errors="replace")
+        page.write_text(simulation_html(report, lang), encoding="utf-8", errors="replace")
     else:
         page.unlink(missing_ok=True)
 
@@ -174,8 +181,10 @@ def xml_text(text: str) -> str:
     return NOT_XML.sub("\N{REPLACEMENT CHARACTER}", text)
 
 
-# Each file of a grade, in the order `write_all` writes them.
-WRITERS: dict[str, Callable[[dict], str]] = {
+# Each file of a grade, in the order `write_all` writes them; those of `PAGES` drawn in a language
+# (`write_pages`), the formats for tools the same in any.
+PAGES = ("report.md", "report.html")
+WRITERS: dict[str, Callable[..., str]] = {
     "report.json": report_json,
     "report.md": report_markdown,
     "report.html": report_html,

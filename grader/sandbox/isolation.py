@@ -233,7 +233,9 @@ def probe(mode: str = "auto") -> Isolation:
     else:
         found = Isolation(None, reason=said("bubblewrap (bwrap) is not installed"))
     if mode == "bwrap" and not found.isolated:
-        raise RuntimeError(f"--isolation bwrap: no sandbox can be made here: {found.reason}")
+        raise RuntimeError(
+            said("--isolation bwrap: no sandbox can be made here: {reason}", reason=found.reason)
+        )
     return found
 
 

@@ -41,9 +41,10 @@ def main(argv: list[str]) -> int:
               f"{row['obfuscated']})")  # fmt: skip
     rows = similarity_report(intakes, out, threshold=args.threshold, max_df=args.max_df)
     for row in rows:
+        files = ", ".join(shares.file for shares in row.files)
         print(
             f"{row.share_left:4.0%} {row.share_right:4.0%}  {clean(row.left, 80)}  ~  "
-            f"{clean(row.right, 80)}  ({row.file}, {row.page})"
+            f"{clean(row.right, 80)}{' (known)' if row.known else ''}  ({files}; {row.page})"
         )
     print(
         f"{len(rows)} similar pair(s) at threshold {args.threshold:.2f} among {len(intakes)} "

@@ -13,7 +13,9 @@ archive COMMIT PATH`; its sha256 is in `corpus.json`, to check the tree against)
 cache (`prefix_cache.py`) is compared with vLLM v1's block pool and free-block queue and with
 nano-vllm's block manager (its hashed, reused blocks). The answer key is fingerprinted when it
 is loaded, from `solutions/` where the kit has it (the full kit): the candidate kit carries no
-trace of it. The original tutorial's code is not in the corpus: no public copy of it was found.
+trace of it. Each reference is a file of a known implementation (`Reference.implementation`), which
+a similar pair names: its files are one implementation, `ANSWER_KEY_NAME`; a public reference is
+one of its own. The original tutorial's code is not in the corpus: no public copy of it was found.
 """
 
 import argparse
@@ -23,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import ANSWER_KEY
+from grader import ANSWER_KEY, ANSWER_KEY_NAME
 from grader.parts import SUBMISSION_FILES
 from grader.similarity.fingerprints import NORMALIZATION, Fingerprint, K, W, fingerprints
 
@@ -107,6 +109,11 @@ class Reference:
     sha256: str
     compare_with: tuple[str, ...]
     fingerprints: tuple[Fingerprint, ...]
+    implementation: str  # the known implementation it is a file of: its own name, or the key's
+
+    @property
+    def answer_key(self) -> bool:
+        return self.implementation == ANSWER_KEY_NAME
 
 
 def build(roots: dict[str, Path]) -> dict:
@@ -122,8 +129,8 @@ def build(roots: dict[str, Path]) -> dict:
     }
 
 
-def reference(source: Source, data: bytes) -> Reference:
-    """`source`'s file, `data`, as a reference."""
+def reference(source: Source, data: bytes, implementation: str = "") -> Reference:
+    """`source`'s file, `data`, as a reference, a file of `implementation` (default: its own)."""
     return Reference(
         name=source.name,
         url=source.url,
@@ -132,6 +139,7 @@ def reference(source: Source, data: bytes) -> Reference:
         sha256=hashlib.sha256(data).hexdigest(),
         compare_with=source.compare_with,
         fingerprints=tuple(fingerprints(data)),
+        implementation=implementation or source.name,
     )
 
 
@@ -167,18 +175,24 @@ def load(path: Path = CORPUS) -> list[Reference]:
                 Fingerprint(int(value, 16), first, last)
                 for value, first, last in entry["fingerprints"]
             ),
+            implementation=entry["name"],
         )
         for entry in document["references"]
     ]
     return shipped + answer_key()
 
 
-def answer_key() -> list[Reference]:
-    """Each file of the kit's answer key as a reference, read now; none in the candidate kit."""
+def answer_key(folder: Path = ANSWER_KEY) -> list[Reference]:
+    """Each file of the answer key in `folder` (the kit's) as a reference, read now; none in the
+    candidate kit."""
     return [
-        reference(Source(f"answer key {name}", "", "", f"solutions/{name}", "", (name,)), data)
+        reference(
+            Source(f"{ANSWER_KEY_NAME} {name}", "", "", f"solutions/{name}", "", (name,)),
+            data,
+            ANSWER_KEY_NAME,
+        )
         for name in SUBMISSION_FILES
-        if (data := read(ANSWER_KEY / name)) is not None
+        if (data := read(folder / name)) is not None
     ]
 
 

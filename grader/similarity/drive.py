@@ -2,7 +2,9 @@
 
 `similarity_report` is what grade-all calls: it compares the submissions with each other and
 with the reference corpus, writes `OUT/similarity/pair-NNN.html` and `OUT/similarity/
-similarity.json`, and returns the rows of the leaderboard's "similar pairs" section.
+similarity.json`, and returns the rows of the leaderboard's "similar pairs" section: one per
+pair of submissions (or of a submission and a known implementation), its matched files listed,
+highest share first (`pairs.find_pairs`).
 `obfuscated` gives that section's other rows: files that run code they decode at run time, whose
 code cannot be compared, listed so that they never pass for files that matched nothing.
 """
@@ -10,10 +12,13 @@ code cannot be compared, listed so that they never pass for files that matched n
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grader.intake import Intake, SubmissionRefused, read_submission
+from grader.report.i18n import tr
+from grader.report.messages import text_in
+from grader.sandbox.process import message_of
 from grader.scan import decoded_code
 from grader.similarity import corpus
 from grader.similarity.page import pair_page
@@ -22,28 +27,47 @@ from grader.text import clean
 
 
 @dataclass(frozen=True)
-class Row:
-    """One flagged pair as the leaderboard shows it: `page` is relative to OUT."""
+class Shares:
+    """One matched file of a pair: the share of each side's code, and how many fingerprints."""
 
-    left: str
-    right: str
-    reference: bool
     file: str
     share_left: float
     share_right: float
     matched: int
+
+
+@dataclass(frozen=True)
+class Row:
+    """One flagged pair as the leaderboard shows it: `known` where the right side is a known
+    implementation; its files, highest score first, the pair's shares those of the first; `page`
+    is relative to OUT."""
+
+    left: str
+    right: str
+    known: bool
+    files: tuple[Shares, ...]
     page: str
 
+    @property
+    def share_left(self) -> float:
+        return self.files[0].share_left
 
-def read_drive(entries: dict[str, Path]) -> list[Intake]:
+    @property
+    def share_right(self) -> float:
+        return self.files[0].share_right
+
+
+def read_drive(entries: dict[str, Path], lang: str = "en") -> list[Intake]:
     """Each entry (`name -> path`, as grade-all names them) read as a submission named `name`;
-    one the intake refuses is named on stderr and left out."""
+    one the intake refuses is named on stderr, in `lang`, and left out."""
     intakes = []
     for name, entry in entries.items():
         try:
             intake = read_submission(entry)
         except SubmissionRefused as error:
-            print(f"  similarity: skipping {clean(name, 200)}: {error}", file=sys.stderr)
+            why = text_in(lang, message_of(error))
+            print(tr(lang, "drive_similarity_skipping", name=clean(name, 200), error=why),
+                  file=sys.stderr)  # fmt: skip
             continue
         intake.name = name
         intakes.append(intake)
@@ -58,7 +82,7 @@ def similarity_report(
     lang: str = "en",
 ) -> list[Row]:
     """Compare, write the pages (in `lang`) and the JSON under `out/similarity/`, return one row
-    per flagged pair (its highest-scoring file), highest score first."""
+    per flagged pair, in `find_pairs`'s order."""
     pairs = find_pairs(submissions, corpus.load(), threshold=threshold, max_df=max_df)
     folder = out / "similarity"
     folder.mkdir(parents=True, exist_ok=True)
@@ -66,20 +90,9 @@ def similarity_report(
     for number, pair in enumerate(pairs, 1):
         page = folder / f"pair-{number:03d}.html"
         page.write_text(pair_page(pair, lang), encoding="utf-8")
-        best = max(pair.files, key=lambda match: match.score)
-        rows.append(
-            Row(
-                pair.left,
-                pair.right,
-                pair.reference is not None,
-                best.file,
-                best.share_left,
-                best.share_right,
-                best.matched,
-                page.relative_to(out).as_posix(),
-            )
-        )
-    document = {"threshold": threshold, "pairs": [row.__dict__ for row in rows]}
+        files = tuple(Shares(m.file, m.share_left, m.share_right, m.matched) for m in pair.files)
+        rows.append(Row(pair.left, pair.right, pair.known, files, page.relative_to(out).as_posix()))
+    document = {"threshold": threshold, "pairs": [asdict(row) for row in rows]}
     (folder / "similarity.json").write_text(
         json.dumps(document, indent=1, ensure_ascii=False) + "\n"
     )
@@ -97,15 +110,20 @@ def obfuscated(submissions: Sequence[Intake]) -> list[dict]:
 
 
 def shown(row: Row) -> dict:
-    """A flagged pair as the leaderboard shows it: names cleaned, shares as percentages."""
+    """A flagged pair as the leaderboard shows it: names cleaned, shares as percentages (the
+    pair's, its first file's, and each file's), `matched` the fingerprints of all its files."""
     return {
         "left": clean(row.left, 200),
         "right": clean(row.right, 200),
-        "reference": row.reference,
-        "file": row.file,
-        "shares": f"{row.share_left:.0%} / {row.share_right:.0%}",
+        "known": row.known,
+        "files": [{"file": f.file, "shares": percentages(f)} for f in row.files],
+        "shares": percentages(row.files[0]),
         "share_left": row.share_left,
         "share_right": row.share_right,
-        "matched": row.matched,
+        "matched": sum(f.matched for f in row.files),
         "href": row.page,
     }
+
+
+def percentages(shares: Shares) -> str:
+    return f"{shares.share_left:.0%} / {shares.share_right:.0%}"

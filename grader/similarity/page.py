@@ -3,7 +3,8 @@ language.
 
 Drawn like every page of the kit (`grader/report/templates/pair.html` on `base.html`): no
 script, no external URL, the Content-Security-Policy, every candidate string (names, code)
-autoescaped. A reference's code is not shipped: its side names the source and the matched lines.
+autoescaped. A known implementation's code is not shipped: its side names, file by file, the
+reference matched (its origin; the answer key's, its path in the kit) and the matched lines' runs.
 """
 
 from grader.report.render import render
@@ -22,7 +23,8 @@ def numbered(source: bytes | None, spans: list[Span]) -> list[tuple[int, str, bo
 def sides(
     pair: Pair, match: FileMatch
 ) -> tuple[list[tuple[int, str, bool]], list[tuple[int, str, bool]]]:
-    """The two sides of `match`'s file, numbered and marked (a reference's side is empty)."""
+    """The two sides of `match`'s file, numbered and marked (a known implementation's side is
+    empty)."""
     return (
         numbered(pair.left_files.get(match.file), [left for left, _ in match.regions]),
         numbered(pair.right_files.get(match.file), [right for _, right in match.regions]),

@@ -5,7 +5,11 @@ also holds, counting only evidence (`Index.evidence`): 0.8 means four fifths of 
 candidate wrote in that file is also in the other file. A file is flagged when either side's
 share reaches `threshold` on at least `MIN_MATCHES` shared fingerprints (so a file of three
 lines is never flagged on one match); a pair is reported when one of its files is. Submissions
-are compared with each other per file name, and with each reference on the files it lists.
+are compared with each other per file name, and with each reference on the files it lists: the
+other side of such a pair is the known implementation the reference is a file of
+(`Reference.implementation`), each of its files matched with one of that implementation's. A pair
+lists its files highest score first; pairs come highest score first (their best file's), a known
+implementation's before a submission's on a tie, then the highest mean of their files' scores.
 Nothing here changes a score: the pairs are for a reviewer to judge.
 """
 
@@ -29,14 +33,15 @@ Span = tuple[int, int]  # first and last line, 1-based
 
 @dataclass(frozen=True)
 class FileMatch:
-    """One file of a pair: the shares, and the matched line spans (left span, right span) of
-    each shared fingerprint, in the left file's order."""
+    """One file of a pair: the shares, the matched code's line spans (left span, right span) as
+    `regions` gives them, and, against a known implementation, the `reference` file it matched."""
 
     file: str
     matched: int
     share_left: float
     share_right: float
     regions: tuple[tuple[Span, Span], ...]
+    reference: Reference | None = None
 
     @property
     def score(self) -> float:
@@ -45,20 +50,24 @@ class FileMatch:
 
 @dataclass(frozen=True)
 class Pair:
-    """Two submissions (or a submission and a reference, `reference` set, on the right) and
-    their matching files. `left_files`/`right_files` hold the sources shown side by side; a
-    reference's code is not shipped, so its side holds none."""
+    """Two submissions (or a submission and, `known`, a known implementation on the right) and
+    their matching files, highest score first. `left_files`/`right_files` hold the sources shown
+    side by side; a reference's code is not shipped, so a known implementation's side holds none."""
 
     left: str
     right: str
     files: tuple[FileMatch, ...]
     left_files: dict[str, bytes]
     right_files: dict[str, bytes]
-    reference: Reference | None = None
+    known: bool = False
 
     @property
     def score(self) -> float:
         return max(match.score for match in self.files)
+
+    @property
+    def mean(self) -> float:
+        return sum(match.score for match in self.files) / len(self.files)
 
 
 def base_hashes(stubs: Path = KIT_ROOT / "exercises") -> frozenset[int]:
@@ -76,17 +85,32 @@ def own(prints: Iterable[Fingerprint], base: frozenset[int]) -> set[int]:
 def regions(
     left: Sequence[Fingerprint], right: Sequence[Fingerprint], matched: set[int]
 ) -> tuple[tuple[Span, Span], ...]:
-    """(left span, right span) of each matched hash, at its first place on each side."""
+    """The matched code as runs, in the left file's order: (left span, right span) of each
+    matched hash, at its first place on each side, each one that overlaps or adjoins the run
+    before it on both sides joined to it (their lines are the same, and none is said twice)."""
     right_at: dict[int, Span] = {}
     for p in right:
         right_at.setdefault(p.hash, (p.first, p.last))
     seen: set[int] = set()
-    found = []
+    found: list[tuple[Span, Span]] = []
     for p in left:
         if p.hash in matched and p.hash not in seen:
             seen.add(p.hash)
-            found.append(((p.first, p.last), right_at.get(p.hash, (0, 0))))
+            spans = ((p.first, p.last), right_at[p.hash])
+            if found and all(map(touch, found[-1], spans)):
+                found[-1] = (join(found[-1][0], spans[0]), join(found[-1][1], spans[1]))
+            else:
+                found.append(spans)
     return tuple(found)
+
+
+def touch(one: Span, two: Span) -> bool:
+    """Whether two spans of lines overlap or adjoin."""
+    return one[0] <= two[1] + 1 and two[0] <= one[1] + 1
+
+
+def join(one: Span, two: Span) -> Span:
+    return min(one[0], two[0]), max(one[1], two[1])
 
 
 def file_match(
@@ -95,6 +119,7 @@ def file_match(
     right: Sequence[Fingerprint],
     matched: set[int],
     base: frozenset[int],
+    reference: Reference | None = None,
 ) -> FileMatch:
     return FileMatch(
         file=file,
@@ -102,7 +127,13 @@ def file_match(
         share_left=len(matched) / max(1, len(own(left, base))),
         share_right=len(matched) / max(1, len(own(right, base))),
         regions=regions(left, right, matched),
+        reference=reference,
     )
+
+
+def best_first(matches: Iterable[FileMatch]) -> tuple[FileMatch, ...]:
+    """A pair's files, highest score first (then by name)."""
+    return tuple(sorted(matches, key=lambda match: (-match.score, match.file)))
 
 
 def find_pairs(
@@ -112,7 +143,8 @@ def find_pairs(
     max_df: int | None = None,
     base: frozenset[int] | None = None,
 ) -> list[Pair]:
-    """The flagged pairs among `submissions` and against `references`, highest score first.
+    """The flagged pairs among `submissions` and against `references` (one per submission and
+    known implementation), in the order the module's docstring gives.
 
     `max_df`: a fingerprint held by more submissions than this is boilerplate (default
     max(MIN_MAX_DF, 5% of the submissions)); `base`: the stubs' fingerprints (default
@@ -136,7 +168,7 @@ def find_pairs(
         Pair(
             submissions[a].name,
             submissions[b].name,
-            tuple(sorted(matches, key=lambda m: m.file)),
+            best_first(matches),
             submissions[a].files,
             submissions[b].files,
         )
@@ -144,6 +176,7 @@ def find_pairs(
         if any(m.score >= threshold for m in matches)
     ]
 
+    known: dict[tuple[int, str], list[FileMatch]] = {}
     for reference in references:
         ref_prints = reference.fingerprints
         for (at, file), count in index.reference_counts(
@@ -152,18 +185,21 @@ def find_pairs(
             if count < MIN_MATCHES:
                 continue
             left = prints[at][file]
-            match = file_match(
-                file, left, ref_prints, own(left, base) & own(ref_prints, base), base
-            )
-            if match.score >= threshold:
-                pairs.append(
-                    Pair(
-                        submissions[at].name,
-                        reference.name,
-                        (match,),
-                        submissions[at].files,
-                        {},
-                        reference,
-                    )
-                )
-    return sorted(pairs, key=lambda pair: (-pair.score, pair.left, pair.right))
+            matched = own(left, base) & own(ref_prints, base)
+            match = file_match(file, left, ref_prints, matched, base, reference)
+            known.setdefault((at, reference.implementation), []).append(match)
+    pairs += [
+        Pair(
+            submissions[at].name,
+            implementation,
+            best_first(matches),
+            submissions[at].files,
+            {},
+            known=True,
+        )
+        for (at, implementation), matches in known.items()
+        if any(m.score >= threshold for m in matches)
+    ]
+    return sorted(
+        pairs, key=lambda pair: (-pair.score, not pair.known, -pair.mean, pair.left, pair.right)
+    )

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from grader.drive import command, outputs, resume
-from grader.parts import PARTS
+from grader.parts import PARTS, SUBMISSION_FILES
 from grader.report import leaderboard
+from grader.report.i18n import tr
 from grader.report.leaderboard import (
     FORMULA_START,
     Outcome,
@@ -29,6 +30,8 @@ from grader.report.leaderboard import (
     render_csv,
     render_html,
 )
+from tests.grader.report.english import english_words
+from tests.grader.report.punctuation import slips
 from tests.grading import CLI_TIMEOUT, EXERCISES, KIT_ROOT, SOLUTIONS
 
 PARTS_ALLOCATOR = ("--parts", "allocator")
@@ -88,7 +91,13 @@ def test_each_submission_has_its_row_sorted_by_score(batch) -> None:
     assert key["max_score"] == "42"  # the rubric reached the grading
     assert (stubs["rank"], stubs["score"], stubs["allocator"]) == ("2", "0", "0")
     assert key["kernel_ratio"] == "n/a: not graded"
-    assert key["integrity_flags"] == "0"
+    # A verbatim copy of the answer key: each of its files flagged, said first; its most similar
+    # code is the answer key, marked as a known implementation.
+    assert key["integrity_flags"] == str(len(SUBMISSION_FILES))
+    assert key["first_flag"] == "similarity, block_allocator.py: matches the answer key: 100%"
+    similar = (key["similarity"], key["similar_to"], key["similar_kind"])
+    assert similar == ("1", "answer key", "known")
+    assert (stubs["integrity_flags"], stubs["similar_to"], stubs["similar_kind"]) == ("0", "", "")
     assert (escape["rank"], escape["status"]) == ("", "not graded")
     assert "exit status 2" in escape["note"]
     assert "unsafe path '../block_allocator.py'" in escape["note"]
@@ -97,6 +106,8 @@ def test_each_submission_has_its_row_sorted_by_score(batch) -> None:
     assert escape["report"].endswith("grade.log")
     report = json.loads((out / "answer_key" / "report.json").read_text())
     assert report["submission"]["path"] == str(Path(key["entry"]).resolve())
+    flagged = {flag["file"]: flag["message"] for flag in report["integrity"]}
+    assert flagged == dict.fromkeys(SUBMISSION_FILES, "matches the answer key: 100%")
 
 
 def test_the_drive_ends_naming_what_could_not_be_graded_and_where_its_log_is(batch) -> None:
@@ -151,12 +162,14 @@ def test_the_item_analysis_has_a_row_per_check_of_the_reports(batch) -> None:
     assert sorted(row["check"] for row in rows) == sorted(ids)
     assert {row["part"] for row in rows} == {"allocator"}
     assert all(0 <= float(row["pass_share"]) <= 1 for row in rows)
-    # The answer key passes every check, the stubs none (the escape is not graded): each check
-    # tells them apart.
-    assert {(row["submissions"], row["passed"], row["discrimination"]) for row in rows} == {
-        ("2", "1", "1")
-    }
-    assert "Item analysis: " in (out / "items.html").read_text()
+    # The answer key passes every check; the stubs are no attempt, counted apart (the escape is
+    # not graded): one attempt, too few to correlate.
+    said = {(row["submissions"], row["passed"], row["discrimination"], row["not_attempted"])
+            for row in rows}  # fmt: skip
+    assert said == {("1", "1", "", "1")}
+    page = (out / "items.html").read_text()
+    assert "Item analysis: " in page
+    assert 'id="indicative"' in page
 
 
 ITEMS = ("items.csv", "items.html")  # the item analysis, written beside the leaderboard
@@ -215,6 +228,28 @@ def test_out_as_a_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     board = out / "leaderboard.csv"
     assert command.main([str(folder), "--out", str(board)]) == 2
     assert f"--out {board} is a file: give a folder" in capsys.readouterr().err
+    assert untouched(out)
+
+
+def test_a_wrong_option_is_said_in_the_drives_language(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Each problem grade-all finds in its own options, a line in the drive's language (but the
+    command's name, and a suffix: .zip)."""
+    _, out = earlier_drive(tmp_path, ["a.zip"])
+    board = out / "leaderboard.csv"
+    wrong = ["--out", str(board), "--jobs", "0", "--timeout", "0", "--lang", "zh"]
+    assert command.main([str(tmp_path / "nowhere"), *wrong]) == 2
+    err = capsys.readouterr().err
+    problems = [
+        tr("zh", "drive_not_a_folder", folder=tmp_path / "nowhere"),
+        tr("zh", "drive_out_is_file", out=board),
+        tr("zh", "drive_jobs", jobs=0),
+        tr("zh", "drive_timeout", timeout=0),
+    ]
+    assert err.splitlines() == [tr("zh", "drive_error", error=problem) for problem in problems]
+    assert [word for word in english_words(err) if word not in ("grade-all", "zip")] == [], err
+    assert slips(err) == [], err
     assert untouched(out)
 
 
@@ -341,7 +376,7 @@ def test_a_note_every_graded_row_shares_is_said_once_above_the_page_s_table() ->
     html = render_html(outcomes, {"folder": "subs"})
     assert html.count(SHARED) == 1
     assert html.index(SHARED) < html.index("<table")
-    assert "<td>kept</td>" in html  # what differs stays on its row
+    assert ">kept</div></td>" in html  # what differs stays on its row
     rows = list(csv.DictReader(io.StringIO(render_csv(outcomes))))
     assert [row["note"] for row in rows[:3]] == [SHARED, SHARED, f"kept; {SHARED}"]
 
@@ -349,10 +384,10 @@ def test_a_note_every_graded_row_shares_is_said_once_above_the_page_s_table() ->
 def test_a_note_on_some_rows_only_or_on_one_graded_row_stays_on_its_row() -> None:
     some = render_html([graded("a", parts=PROVISIONAL), graded("b")], {"folder": "subs"})
     assert "Every graded submission" not in some
-    assert f"<td>{SHARED}</td>" in some
+    assert f">{SHARED}</div></td>" in some
     one = render_html([graded("a", parts=PROVISIONAL), failed("b")], {"folder": "subs"})
     assert "Every graded submission" not in one
-    assert f"<td>{SHARED}</td>" in one
+    assert f">{SHARED}</div></td>" in one
 
 
 def test_each_row_says_which_entry_it_was_graded_from() -> None:

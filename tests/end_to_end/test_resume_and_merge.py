@@ -3,7 +3,9 @@ the same files, Ctrl-C included), and `grade-all --merge` builds one leaderboard
 folders graded apart, refusing mixed settings (unless `--allow-mixed`) and edited reports. A
 report forged with all its folder holds is graded again and refused, one copied into another
 candidate's folder keeps its own name, and a page edited beside a sealed report is drawn again; a
-team's own key seals a drive that only it merges."""
+team's own key seals a drive that only it merges. One language per drive: a `--lang zh` run over an
+English drive's OUT draws every page again in Chinese, with no grading, and says every line in
+Chinese."""
 
 import argparse
 import csv
@@ -19,8 +21,14 @@ import pytest
 
 from grader import provenance
 from grader.drive import merge
+from grader.drive import resume as drive_resume
+from grader.drive.progress import grading_line
+from grader.report.i18n import tr
+from grader.report.messages import text_in
 from tests.ctrl_c import sigint_at_default
 from tests.end_to_end.test_zh_pages import SEAL_KEY, sealed_report
+from tests.grader.report.english import english_words, html_text, markdown_kit_words
+from tests.grader.report.punctuation import slips
 from tests.grader.report.test_reviews import GOOD, written
 from tests.grading import EXERCISES, KIT_ROOT, build_submission
 
@@ -240,6 +248,72 @@ def test_a_copied_report_keeps_its_name_and_an_edited_page_is_drawn_again(
     refused = grade_all("--merge", out / "key", swapped, "--out", tmp_path / "twice")
     assert refused.returncode == 2
     assert f"{swapped}: a copy of the report in {out / 'key'}" in refused.stderr
+
+
+# -- one language per drive ------------------------------------------------------------------------
+
+
+def english_left(text: str, names: set[str]) -> list[str]:
+    """The English words of `text` but the submissions' `names` (the candidate's own text)."""
+    return [word for word in english_words(text) if word not in names]
+
+
+def chinese_pages(out: Path, names: set[str]) -> dict[str, list[str]]:
+    """Each page of the drive in `out` (each report's `report.html` and `report.md`, the
+    leaderboard, the item analysis): the English words left on it, or that it is no Chinese
+    page. Not English: the submissions' `names` and where their flags come from (a source's id,
+    "similarity", shown as it is)."""
+    exempt = (tr("zh", "hypothesis"), tr("zh", "traceback"))
+    reports = [json.loads((out / name / "report.json").read_text()) for name in names]
+    known = names | {flag["source"] for report in reports for flag in report["integrity"]}
+    left = {}
+    for page in [out / "leaderboard.html", out / "items.html"] + [
+        out / name / file for name in names for file in ("report.html", "report.md")
+    ]:
+        text = page.read_text(encoding="utf-8")
+        if page.suffix == ".html":
+            words = english_left(html_text(text), known)
+            left[str(page)] = words if '<html lang="zh-CN">' in text else ["<html lang>"]
+        else:
+            kit_words = markdown_kit_words(text, tr("zh", "environment_heading"), exempt)
+            left[str(page)] = english_left(kit_words, known)
+    return left
+
+
+def chinese_lines(done: subprocess.CompletedProcess, names: set[str]) -> list[str]:
+    """The lines grade-all printed that hold English words (but the names) or a slip of ASCII
+    punctuation in Chinese text."""
+    lines = (done.stdout + done.stderr).splitlines()
+    return [line for line in lines if english_left(line, names) or slips(line)]
+
+
+def test_a_chinese_run_over_an_english_drive_draws_every_page_in_chinese_grading_nothing(
+    graded, tmp_path: Path
+) -> None:
+    """`--lang zh` over an English drive keeps both reports, report.json as it was (a grading
+    would write another), and draws every page again in Chinese; every line it prints is
+    Chinese. A submission changed since is graded again, in Chinese too, its lines as well."""
+    folder, out = graded
+    names = {"key", "stubs"}
+    again, submissions = tmp_path / "out", tmp_path / "submissions"
+    shutil.copytree(out, again)
+    shutil.copytree(folder, submissions)
+    assert all(chinese_pages(again, names).values())  # the English drive's pages, as they were
+    written = {name: (again / name / "report.json").read_bytes() for name in names}
+    done = grade_all(submissions, "--out", again, *PARTS, "--lang", "zh")
+    assert done.returncode == 0, done.stderr
+    assert {name: (again / name / "report.json").read_bytes() for name in names} == written
+    assert done.stderr.count(text_in("zh", drive_resume.KEPT)) == 2, done.stderr
+    assert {page: words for page, words in chinese_pages(again, names).items() if words} == {}
+    assert chinese_lines(done, names) == [], done.stdout + done.stderr
+    allocator = submissions / "stubs" / "block_allocator.py"
+    allocator.write_text(allocator.read_text() + "\n# resubmitted\n")
+    done = grade_all(submissions, "--out", again, *PARTS, "--lang", "zh")
+    assert done.returncode == 0, done.stderr
+    assert grading_line("zh", 1, 1, "quick") in done.stderr.splitlines(), done.stderr
+    assert done.stderr.count(text_in("zh", drive_resume.KEPT)) == 1, done.stderr
+    assert {page: words for page, words in chinese_pages(again, names).items() if words} == {}
+    assert chinese_lines(done, names) == [], done.stdout + done.stderr
 
 
 # -- the reviewer's notes on a merged leaderboard -------------------------------------------------

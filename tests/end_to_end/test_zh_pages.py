@@ -11,6 +11,7 @@ import copy
 import csv
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from grader.drive.progress import grading_line
 from grader.drive.resume import KEPT
 from grader.report import compare
 from grader.report.compare import Side
-from grader.report.i18n import tr
+from grader.report.i18n import language, tr
 from grader.report.leaderboard import Outcome, render_csv, render_html
 from grader.report.render import report_markdown, simulation_html
 from grader.said import recorded, said
@@ -134,8 +135,8 @@ PROVISIONAL = {"score": 0.0, "max_score": 30.0, "checks": [{}], "provisional": "
 SIMILAR = {
     "left": "candidate_1",
     "right": "candidate_2",
-    "reference": False,
-    "file": "scheduler.py",
+    "known": False,
+    "files": [{"file": "scheduler.py", "shares": "90% / 88%"}],
     "shares": "90% / 88%",
     "share_left": 0.9,
     "share_right": 0.88,
@@ -239,7 +240,11 @@ def sealed_report(folder: Path) -> Path:
     return folder
 
 
-def test_a_merged_leaderboard_is_in_the_drives_language(tmp_path: Path) -> None:
+def test_a_merged_leaderboard_is_in_the_drives_language(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """English reports merged with `--lang zh`: the leaderboard, each report's pages (drawn
+    again, report.json as it was) and every line merge prints are Chinese."""
     one, two = sealed_report(tmp_path / "a"), sealed_report(tmp_path / "b")
     (tmp_path / "seal.key").write_bytes(SEAL_KEY)
     args = argparse.Namespace(
@@ -250,6 +255,47 @@ def test_a_merged_leaderboard_is_in_the_drives_language(tmp_path: Path) -> None:
     page = (tmp_path / "out" / "leaderboard.html").read_text(encoding="utf-8")
     assert "排行榜：" in page
     assert english_words(html_text(page)) == [], html_text(page)
+    for name in ("a", "b"):
+        folder = tmp_path / "out" / name
+        report = json.loads((folder / "report.json").read_text())
+        assert language(report) == "en"  # as graded
+        checks = {check["name"] for part in report["parts"].values() for check in part["checks"]}
+        html = (folder / "report.html").read_text(encoding="utf-8")
+        assert '<html lang="zh-CN">' in html
+        words = [word for word in english_words(html_text(html)) if word not in checks]
+        assert words == [], html_text(html)
+        markdown = (folder / "report.md").read_text(encoding="utf-8")
+        exempt = (tr("zh", "hypothesis"), tr("zh", "traceback"))
+        text = markdown_kit_words(markdown, tr("zh", "environment_heading"), exempt)
+        assert english_words(text) == [], text
+    said = capsys.readouterr()
+    assert english_words(said.out + said.err) == [], said
+    assert slips(said.out + said.err) == [], said
+
+
+def test_merges_refusals_are_in_the_drives_language(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A report merged beside its copy, and one graded with other settings: merge refuses them
+    in the drive's language."""
+    one = sealed_report(tmp_path / "a")
+    shutil.copytree(one, tmp_path / "copy")
+    other = json.loads((one / "report.json").read_text())
+    other["environment"]["seed"] = 3
+    (sealed_report(tmp_path / "b") / "report.json").write_text(
+        json.dumps(provenance.sealed(other, SEAL_KEY))
+    )
+    (tmp_path / "seal.key").write_bytes(SEAL_KEY)
+    args = argparse.Namespace(
+        merge=[one, tmp_path / "copy", tmp_path / "b"], out=tmp_path / "out", allow_mixed=False,
+        lang="zh", seal_key=tmp_path / "seal.key", reviews=None,
+    )  # fmt: skip
+    assert merge.main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'copy'}：是 {one} 中那份报告的副本" in err, err
+    assert "评分设置与其余报告不同：随机种子为 3（其余报告为 7）" in err, err
+    assert [word for word in english_words(err) if word != "grade-all"] == [], err  # its name
+    assert slips(err) == [], err
 
 
 def test_grade_alls_first_line_names_the_profile_in_the_drives_language() -> None:

@@ -39,7 +39,7 @@ import pytest
 
 from full_kit.bundle import DEFAULT_OUT, TOP_FOLDER, kit_files
 from grader import KIT_ROOT, provenance, seal_key, tarball
-from grader.parts import PARTS
+from grader.parts import PARTS, SUBMISSION_FILES
 from tests.grading import NEEDS_CUDA, Graded
 
 SAFETY_NET = 1800  # seconds for one command (a set-up on a loaded machine included)
@@ -213,7 +213,8 @@ def skipped_for_want_of_cuda(check: dict) -> bool:
 
 
 def test_the_full_kit_gives_the_answer_key_full_marks(shipped: Shipped) -> None:
-    """Without a CUDA device the kernel's GPU checks are skipped, and only they may be."""
+    """Without a CUDA device the kernel's GPU checks are skipped, and only they may be. Its only
+    integrity flags say that each file matches the answer key."""
     made = shipped.made[f"full kit: make {' '.join(GRADE_KEY)}"]
     result = graded(made, shipped.full, "solutions")
     assert not result.report["errors"], result.report["errors"]
@@ -227,7 +228,8 @@ def test_the_full_kit_gives_the_answer_key_full_marks(shipped: Shipped) -> None:
         ]
         assert not unexplained, result.describe(part)
     assert result.report["score"] == result.report["max_score"] > 0
-    assert not result.report["integrity"], result.report["integrity"]
+    flagged = {flag["file"]: flag["message"] for flag in result.report["integrity"]}
+    assert flagged == dict.fromkeys(SUBMISSION_FILES, "matches the answer key: 100%"), flagged
     assert result.report["integration"]["status"] == "passed", result.report["integration"]
     assert result.report["environment"]["kit"] == "full"
     assert "simulation" in result.report
@@ -293,6 +295,15 @@ def test_a_check_is_worth_the_same_points_in_both_kits(shipped: Shipped) -> None
     ]
     assert skipped, "the candidate kit graded the allocator's timings"
     assert all(check["message"].startswith("runs only in the full kit") for check in skipped)
+
+
+def test_the_candidate_kits_readme_shows_the_line_its_grader_prints(shipped: Shipped) -> None:
+    """The README's example of a part whose every check here passed is the line `make grade`
+    prints for the answer key's allocator, word for word."""
+    readme = (shipped.finished / "README.md").read_text(encoding="utf-8")
+    example = next(line for line in readme.splitlines() if line.startswith("  allocator "))
+    printed = shipped.made[f"{FINISHED}: make grade"].output
+    assert example in printed.splitlines(), printed
 
 
 def test_every_module_of_the_candidate_kit_imports_in_its_own_environment(

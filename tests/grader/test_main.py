@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 
 from grader import interrupt
-from grader.__main__ import GRADER_MEMORY_BYTES, check_report_folder
+from grader.__main__ import GRADER_MEMORY_BYTES, check_report_folder, main
 from grader.cli import parser
 from grader.drive import command as drive_command
+from grader.report.i18n import tr
+from tests.grader.report.english import english_words
+from tests.grading import EXERCISES
 
 
 def a_report(folder: Path, submission: str) -> Path:
@@ -82,6 +85,24 @@ def test_a_file_is_no_report_folder(tmp_path: Path) -> None:
     (tmp_path / "out").write_text("")
     with pytest.raises(ValueError, match="out is a file, not a report folder: pass --out"):
         check_report_folder(tmp_path / "out", tmp_path / "submission")
+
+
+@pytest.mark.parametrize("holds", ["a file", "notes"])
+def test_a_refused_report_folder_is_said_in_the_graders_language(
+    tmp_path: Path, capsys: pytest.CaptureFixture, holds: str
+) -> None:
+    """Nothing graded, exit status 2, and one line in `--lang`: the grader's name aside."""
+    out = tmp_path / "out"
+    if holds == "a file":
+        out.write_text("")
+    else:
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
+    assert main([str(EXERCISES), "--out", str(out), "--lang", "zh"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(tr("zh", "grader_error", error=out)), err
+    assert err.count("\n") == 1, err
+    assert [word for word in english_words(err) if word != "grader"] == [], err
 
 
 def test_held_ignores_ctrl_c_within_and_restores_its_handler() -> None:

@@ -10,7 +10,9 @@ import pytest
 
 from grader.drive import progress as drive_progress
 from grader.drive.progress import DriveProgress, clock, finished_line, status_line, time_left
+from grader.drive.resume import KEPT
 from grader.report.leaderboard import Outcome
+from grader.said import said
 
 WAIT = 60.0  # seconds a test waits for the ticker's redraws: far more than it needs
 
@@ -36,8 +38,9 @@ def graded(name: str, seconds: float) -> Outcome:
     return Outcome(name, f"subs/{name}.zip", {"score": 15.0, "max_score": 15.0}, "", [], seconds)
 
 
-def refused(name: str) -> Outcome:
-    return Outcome(name, f"subs/{name}.zip", None, "exit status 2", ["not a zip"], 0.4)
+def refused(name: str, tail: tuple[str, ...] = ("not a zip",)) -> Outcome:
+    failure = said("exit status {status}", status=2)  # as grade-all records it (`local.py`)
+    return Outcome(name, f"subs/{name}.zip", None, failure, list(tail), 0.4)
 
 
 @pytest.mark.parametrize(
@@ -70,8 +73,21 @@ def test_a_finished_line_says_the_score_or_why_there_is_none() -> None:
     assert finished_line("en", 2, 2, refused("bob")) == (
         "[2/2] bob: NOT GRADED (exit status 2): not a zip (0 s)"
     )
-    zh = "[2/2] bob：未评分（exit status 2）：not a zip（0 秒）"  # noqa: RUF001
+    zh = "[2/2] bob：未评分（退出状态码 2）：not a zip（0 秒）"  # noqa: RUF001
     assert finished_line("zh", 2, 2, refused("bob")) == zh
+
+
+def test_a_finished_line_says_all_it_says_in_the_drives_language() -> None:
+    """What the drive says of an outcome, its failure, its remarks, a grading with no output,
+    is in the drive's language; the grader's last words are as it wrote them."""
+    kept = Outcome("alice", "subs/alice", {"score": 15.0, "max_score": 15.0}, "", [], 9.0, (KEPT,))
+    assert finished_line("en", 1, 2, kept) == (
+        "[1/2] alice: 15 / 15 (9 s); kept from an earlier run with the same settings"
+    )
+    zh = "[1/2] alice：15 / 15（9 秒）；沿用之前以相同设置评分的结果"  # noqa: RUF001
+    assert finished_line("zh", 1, 2, kept) == zh
+    zh = "[2/2] bob：未评分（退出状态码 2）：没有输出（0 秒）"  # noqa: RUF001
+    assert finished_line("zh", 2, 2, refused("bob", tail=())) == zh
 
 
 def test_in_a_log_the_count_follows_each_finish_with_the_estimate() -> None:

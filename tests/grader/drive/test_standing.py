@@ -1,6 +1,7 @@
+# ruff: noqa: RUF001 -- Chinese text takes full-width punctuation, not ASCII's.
 """A submission's standing in its drive (`grader/drive/standing.py`): percentile ranks and
-medians, in the total and per part graded; written into each report.json outside the seal, and
-said on the report's pages."""
+medians, in the total and per part graded, a part with full marks said as how many have them;
+written into each report.json outside the seal, and said on the report's pages."""
 
 import copy
 import json
@@ -61,6 +62,73 @@ def test_a_part_counts_only_the_submissions_it_was_graded_in() -> None:
     assert "kernel" not in ranks["middle"]["parts"]
 
 
+def marked(total: float, parts: dict[str, tuple[float, float]]) -> dict:
+    """A report scoring `total`, each of `parts` graded with (score, max_score)."""
+    return {
+        "score": total,
+        "max_score": sum(most for _, most in parts.values()),
+        "parts": {
+            part: {"score": score, "max_score": most, "checks": [{"id": f"{part}/a"}]}
+            for part, (score, most) in parts.items()
+        },
+    }
+
+
+def test_a_part_with_full_marks_says_how_many_have_them_not_a_percentile() -> None:
+    ranks = standings(
+        {
+            "best": marked(30, {"allocator": (15, 15), "decode": (15, 15)}),
+            "tied": marked(25, {"allocator": (15, 15), "decode": (10, 15)}),
+            "worst": marked(0, {"allocator": (0, 15), "decode": (0, 15)}),
+        }
+    )
+    assert ranks["tied"]["parts"] == {
+        "allocator": {"submissions": 3, "percentile": 66.7, "median": 15, "full_marks": 2},
+        "decode": {"submissions": 3, "percentile": 50.0, "median": 10},
+    }
+    assert "full_marks" not in ranks["worst"]["parts"]["allocator"]
+    assert ranks["best"]["total"]["full_marks"] == 1  # the total's maximum: its parts'
+    assert "full_marks" not in ranks["tied"]["total"]
+    best = {"drive": {"standing": ranks["best"]}}
+    assert standing_line(best, "en").startswith(
+        "Standing among the drive's 3 graded submissions: full marks in the total (1 of 3); "
+    )
+    assert "总分满分（3 份中有 1 份满分）" in standing_line(best, "zh")
+    tied = {"drive": {"standing": ranks["tied"]}}
+    assert standing_line(tied, "en") == (
+        "Standing among the drive's 3 graded submissions: percentile 50 in the total (median 25); "
+        "by part: allocator full marks (2 of 3); decode 50 (median 10)"
+    )
+    zh = "各部分：allocator 满分（3 份中有 2 份满分）；decode 50（中位数 10）"
+    assert standing_line(tied, "zh").endswith(zh)
+
+
+def test_a_part_worth_nothing_has_no_full_marks() -> None:
+    nothing = marked(0, {"allocator": (0, 0)})
+    ranks = standings({"a": nothing, "b": nothing})
+    assert "full_marks" not in ranks["a"]["parts"]["allocator"]
+
+
+def test_full_marks_are_said_on_the_report_pages(tmp_path: Path) -> None:
+    report = written(tmp_path, KEY)  # full marks in every part
+    zero = copy.deepcopy(report)
+    for part in zero["parts"].values():
+        part["score"] = 0.0
+    ranks = standings({"full": report, "zero": zero})["full"]
+    shown = {**report, "drive": {"standing": ranks}}
+    for page in (report_html(shown), report_markdown(shown)):
+        assert "by part: allocator full marks (1 of 2)" in page
+        assert "allocator 75" not in page
+
+
+@pytest.mark.parametrize("count", ["2", 2.0, None, float("inf")])
+def test_a_full_marks_count_not_as_the_drive_writes_it_hides_the_line(count: object) -> None:
+    rank = {"submissions": 3, "percentile": 66.7, "median": 15, "full_marks": count}
+    total = {"submissions": 3, "percentile": 50.0, "median": 25}
+    broken = {"drive": {"standing": {"total": total, "parts": {"allocator": rank}}}}
+    assert standing_line(broken, "en") == ""
+
+
 def test_the_standing_is_written_outside_the_seal_and_shown_on_the_pages(tmp_path: Path) -> None:
     first = written(tmp_path / "first", KEY)
     second = copy.deepcopy(first)
@@ -69,18 +137,20 @@ def test_the_standing_is_written_outside_the_seal_and_shown_on_the_pages(tmp_pat
     for name in reports:
         shutil.copytree(tmp_path / "first" / "report", tmp_path / "drive" / name)
     outcomes = [Outcome(name, name, report, "", [], 1.0) for name, report in reports.items()]
-    record(outcomes, tmp_path / "drive")
+    record(outcomes, tmp_path / "drive", "en")
     kept = json.loads((tmp_path / "drive" / "first" / "report.json").read_text())
     assert kept["drive"]["standing"]["total"] == {
         "submissions": 2,
         "percentile": 75.0,
         "median": 17.5,
+        "full_marks": 1,
     }
     assert provenance.problems(kept, KEY) == []  # the drive's field is outside the seal
     page = (tmp_path / "drive" / "first" / "report.html").read_text()
     assert 'id="standing"' in page
-    assert "percentile 75 in the total (median 17.5)" in page
-    assert "percentile 75 in the total" in (tmp_path / "drive" / "first" / "report.md").read_text()
+    markdown = (tmp_path / "drive" / "first" / "report.md").read_text()
+    assert "full marks in the total (1 of 2)" in page
+    assert "full marks in the total (1 of 2)" in markdown
     kept["score"] = 99.0
     assert provenance.problems(kept, KEY), "the rest of the report is still sealed"
 

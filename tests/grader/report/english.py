@@ -148,17 +148,19 @@ def markdown_kit_words(markdown: str, stop_at: str, exempt_fences: tuple[str, ..
     return without_candidate_text("\n".join(kept))
 
 
+SUMMARY_LINE = re.compile(r"  \S")  # a line of the summary's own, not a counterexample's
+
+
 def summary_kit_words(summary: str, counterexample_heading: str) -> str:
-    """The summary's lines that hold the kit's words: the counterexample's (the indented lines
-    after `counterexample_heading` and the line that says where it runs) reduced to their
-    comments."""
-    kept, in_code, where = [], False, False
+    """The summary's lines that hold the kit's words: the counterexample's (after
+    `counterexample_heading`, the line that says where it runs, then its code at the margin, up to
+    the summary's next line, indented by two) reduced to their comments."""
+    kept, after = [], 0  # lines since the heading: where it runs, then the code
     for line in summary.split("\n"):
-        if in_code and (line.startswith("      ") or where):
-            kept.append(line if where else comments_only(line.strip()))
-            where = False
+        if after == 2 and not SUMMARY_LINE.match(line):
+            kept.append(comments_only(line))
             continue
-        in_code = where = line.strip() == counterexample_heading
+        after = 1 if line.strip() == counterexample_heading else (1 + after if after == 1 else 0)
         kept.append(line)
     return without_candidate_text("\n".join(kept))
 

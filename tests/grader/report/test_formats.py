@@ -1,11 +1,22 @@
 """Where a counterexample runs (`formats.run_in`), and how the terminal shows one
-(`summary.counterexample_lines`): whole, or not at all, never cut."""
+(`summary.counterexample_lines`): whole, or not at all, never cut, and as it is, to paste into
+Python."""
+
+import json
+from pathlib import Path
 
 import pytest
 
 from grader.report.formats import KIT_PYTHON, failed_checks, run_in, safety_failures
 from grader.report.i18n import tr
-from grader.report.summary import COUNTEREXAMPLE_LINES, LINE_CHARS, counterexample_lines
+from grader.report.summary import (
+    COUNTEREXAMPLE_LINES,
+    LINE_CHARS,
+    counterexample_lines,
+    summary_lines,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def graded(path: str, folder: str = "") -> dict:
@@ -42,9 +53,26 @@ def test_a_counterexample_too_long_for_the_terminal_is_left_to_the_report() -> N
     assert counterexample_lines(short, "where", "en") == [
         tr("en", "see_counterexample"),
         "where",
-        "    x = 0",
-        "    assert x == 1",
+        "",
+        "x = 0",
+        "assert x == 1",
+        "",
     ]
+
+
+def test_the_terminals_counterexample_pastes_into_python_as_it_is(tmp_path: Path) -> None:
+    """Printed under "what to look at first", the counterexample keeps none of the indent of the
+    lines around it: the lines between its blank ones are the report's counterexample, and they
+    compile as Python (indented, they raised IndentationError)."""
+    report = json.loads((FIXTURES / "partial.json").read_text(encoding="utf-8"))
+    printed = summary_lines(report, tmp_path)
+    start = printed.index("", printed.index(f"  {tr('en', 'see_counterexample')}")) + 1
+    end = next(n for n in range(start, len(printed)) if printed[n].startswith("  In the report"))
+    pasted = "\n".join(printed[start : end - 1])  # up to the blank line before the report's link
+    scripts = [check["counterexample"].rstrip() for part in report["parts"].values()
+               for check in part["checks"] if check["counterexample"]]  # fmt: skip
+    assert pasted in scripts
+    compile(pasted, "<pasted>", "exec")
 
 
 def severe(name: str, status: str, severity: str | None, message: str = "") -> dict:

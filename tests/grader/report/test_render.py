@@ -101,11 +101,13 @@ def test_a_rows_note_starts_with_its_diagnosis() -> None:
 
 
 def pair(left: str, right: str, shares: tuple[float, float], page: str, **fields) -> dict:
-    """A similar pair's row as `grader.similarity.drive.shown` gives it."""
+    """A similar pair's row as `grader.similarity.drive.shown` gives it: one file."""
     share_left, share_right = shares
-    return {"left": left, "right": right, "reference": False, "file": "scheduler.py",
-            "shares": f"{share_left:.0%} / {share_right:.0%}", "share_left": share_left,
-            "share_right": share_right, "matched": 40, "href": page, **fields}  # fmt: skip
+    shown = f"{share_left:.0%} / {share_right:.0%}"
+    return {"left": left, "right": right, "known": False,
+            "files": [{"file": "scheduler.py", "shares": shown}], "shares": shown,
+            "share_left": share_left, "share_right": share_right, "matched": 40, "href": page,
+            **fields}  # fmt: skip
 
 
 def test_a_row_names_the_code_most_similar_to_its_own_and_links_the_pair() -> None:
@@ -113,7 +115,7 @@ def test_a_row_names_the_code_most_similar_to_its_own_and_links_the_pair() -> No
         {"left": "copy", "file": "scheduler.py", "obfuscated": "decodes code"},
         pair("key", "copy", (1.0, 0.97), "similarity/pair-001.html"),
         pair("copy", "nano-vllm scheduler.py", (0.6, 0.0), "similarity/pair-002.html",
-             reference=True),
+             known=True),
     ]  # fmt: skip
     outcomes = [Outcome(name, name, failing_report(), "", [], 1.0) for name in ("key", "copy", "b")]
     rows = {row["candidate"]: row for row in csv.DictReader(io.StringIO(
@@ -121,6 +123,43 @@ def test_a_row_names_the_code_most_similar_to_its_own_and_links_the_pair() -> No
     assert (rows["key"]["similarity"], rows["key"]["similar_to"]) == ("1", "copy")
     assert (rows["copy"]["similarity"], rows["copy"]["similar_to"]) == ("0.97", "key")
     assert (rows["b"]["similarity"], rows["b"]["similar_to"]) == ("", "")
+    assert [rows[name]["similar_kind"] for name in ("key", "copy", "b")] == ["candidate"] * 2 + [""]
     page = leaderboard.render_html(outcomes, {"folder": "drive"}, similar)
-    assert '<a href="similarity/pair-001.html">97%</a> <span class="muted">key</span>' in page
-    assert '<a href="similarity/pair-001.html">100%</a> <span class="muted">copy</span>' in page
+    cell = '<a href="similarity/pair-001.html">{}</a> <span class="muted">{} (candidate)</span>'
+    assert cell.format("97%", "key") in page
+    assert cell.format("100%", "copy") in page
+
+
+def test_on_a_tie_the_most_similar_code_is_a_known_implementation_marked_as_such() -> None:
+    """Two copies of the answer key, "aaron" and "zed": their pair is listed first (a name that
+    sorts before "answer key"), yet each row names the answer key, marked as known code. A
+    submission named like a known implementation is never that implementation's side."""
+    similar = [
+        pair("aaron", "zed", (1.0, 1.0), "similarity/pair-001.html"),
+        pair("aaron", "answer key", (1.0, 1.0), "similarity/pair-002.html", known=True),
+        pair("zed", "answer key", (1.0, 1.0), "similarity/pair-003.html", known=True),
+    ]
+    names = ("aaron", "zed", "answer key")
+    outcomes = [Outcome(name, name, failing_report(), "", [], 1.0) for name in names]
+    rows = {row["candidate"]: row for row in csv.DictReader(io.StringIO(
+        leaderboard.render_csv(outcomes, similar)))}  # fmt: skip
+    said = {name: (rows[name]["similar_to"], rows[name]["similar_kind"]) for name in names}
+    assert said == {"aaron": ("answer key", "known"), "zed": ("answer key", "known"),
+                    "answer key": ("", "")}  # fmt: skip
+    page = leaderboard.render_html(outcomes, {"folder": "drive"}, similar)
+    known = '<span class="muted">answer key (known implementation)</span>'
+    assert f'<a href="similarity/pair-002.html">100%</a> {known}' in page
+    assert f'<a href="similarity/pair-003.html">100%</a> {known}' in page
+    assert "(candidate)</span>" not in page
+
+
+def test_a_similar_pair_is_one_row_listing_each_of_its_files_and_its_shares() -> None:
+    files = [{"file": "block_allocator.py", "shares": "100% / 100%"},
+             {"file": "scheduler.py", "shares": "92% / 90%"}]  # fmt: skip
+    similar = [pair("alice", "answer key", (1.0, 1.0), "similarity/pair-001.html", known=True,
+                    files=files)]  # fmt: skip
+    page = leaderboard.render_html([], {"folder": "drive"}, similar)
+    section = page[page.index('id="similar"') :]
+    assert section.count("<tr>") == 2  # the header and the pair
+    assert "<em>answer key (known implementation)</em>" in section
+    assert "block_allocator.py (100% / 100%); scheduler.py (92% / 90%)" in section

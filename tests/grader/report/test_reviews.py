@@ -156,29 +156,35 @@ def test_the_page_shows_each_note_and_strikes_a_dismissed_flag_through() -> None
     html = page("en", REVIEWS)
     assert (
         "reviewer: Strong kernel; ask about GQA.; <del>similar: bob</del> dismissed: pair "
-        "programming was allowed in round 1; confirmed: imports os (it forks)</td>"
+        "programming was allowed in round 1; confirmed: imports os (it forks)</div></td>"
     ) in html
-    assert "<td>reviewer: =1+2</td>" in html  # a row with no note of its own
-    assert "look again &lt;script&gt;alert(1)&lt;/script&gt; &amp; co[31m</td>" in html
-    assert "not in this drive" not in html
+    assert ">reviewer: =1+2</div></td>" in html  # a row with no note of its own
+    assert "look again &lt;script&gt;alert(1)&lt;/script&gt; &amp; co[31m</div></td>" in html
+    assert "not in this drive" not in html  # a note for a name with no row: only named
+    assert "name dave, which this drive has no row for" in html
     assert "<script>" not in html
 
 
 class Cells(HTMLParser):
-    """The text of each cell of a page's first table, a list per row."""
+    """The text of each cell of a page's first table: per submission (a `tbody` of its own), a
+    list per row (its scores, then its note's row where it has one)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[list[str]] = []
+        self.entries: list[list[list[str]]] = []
         self.tables = 0
         self.in_cell = False
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         self.tables += tag == "table"
-        if self.tables == 1 and tag == "tr":
-            self.rows.append([])
-        elif self.tables == 1 and tag == "td":
-            self.rows[-1].append("")
+        if self.tables != 1:
+            return
+        if tag == "tbody":
+            self.entries.append([])
+        elif tag == "tr" and self.entries:
+            self.entries[-1].append([])
+        elif tag == "td":
+            self.entries[-1][-1].append("")
             self.in_cell = True
 
     def handle_endtag(self, tag: str) -> None:
@@ -186,25 +192,30 @@ class Cells(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if self.in_cell:
-            self.rows[-1][-1] += data
+            self.entries[-1][-1][-1] += data
 
 
-def cells(html: str) -> list[list[str]]:
+def cells(html: str) -> list[list[list[str]]]:
     parser = Cells()
     parser.feed(html)
-    return [[cell.strip() for cell in row] for row in parser.rows]
+    return [[[cell.strip() for cell in row] for row in entry] for entry in parser.entries]
+
+
+def note(entry: list[list[str]]) -> str:
+    """A submission's note: its note row's text, "" where it has none."""
+    return entry[1][-1] if len(entry) > 1 else ""
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_page_adds_the_notes_after_each_rows_own_and_changes_nothing_else(lang: str) -> None:
     before, after = cells(page(lang, None)), cells(page(lang, REVIEWS))
-    before, after = before[1:], after[1:]  # past the header
     assert len(before) == len(after) == 3  # bob, alice, carol: no row for dave
     for old, new in zip(before, after, strict=True):
-        assert new[:-1] == old[:-1]  # the rank, the name, the scores, ...
-        assert new[-1].startswith(old[-1])  # the note cell: its own note first
+        assert new[0] == old[0]  # the rank, the name, the scores, ...
+        assert note(new).startswith(note(old))  # the note: its own first
+        assert len(note(new)) > len(note(old))
     ranks = [["1", "bob"], ["2", "alice (alice.zip)"], ["", "carol (carol.zip)"]]
-    assert [row[:2] for row in after] == ranks
+    assert [entry[0][:2] for entry in after] == ranks
 
 
 def test_a_chinese_page_says_the_reviewers_words_in_chinese() -> None:

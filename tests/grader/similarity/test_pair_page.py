@@ -1,7 +1,9 @@
 # ruff: noqa: RUF001 -- Chinese text takes full-width punctuation, not ASCII's.
 """A similar pair's page (`grader.similarity.page`) in the drive's language: a Chinese drive's
 pages hold no English but the code, the names and the reference's origin; an English drive's
-say what they said; `similarity_report` writes them in the language it is given."""
+say what they said; `similarity_report` writes them in the language it is given. A known
+implementation's side names, file by file, the reference matched and each run of matched lines
+once."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -10,10 +12,12 @@ import pytest
 
 from grader import KIT_ROOT
 from grader.intake import Intake
+from grader.similarity import corpus
 from grader.similarity.corpus import Reference
 from grader.similarity.drive import similarity_report
+from grader.similarity.fingerprints import Fingerprint
 from grader.similarity.page import pair_page
-from grader.similarity.pairs import FileMatch, Pair
+from grader.similarity.pairs import FileMatch, Pair, regions
 from tests.grader.report.english import english_words, html_text
 
 SOURCE = b"def take(pool, n):\n    return [pool.pop() for _ in range(n)]\n"
@@ -26,6 +30,7 @@ REFERENCE = Reference(
     sha256="0a1b" * 16,
     compare_with=("block_allocator.py",),
     fingerprints=(),
+    implementation="ref_1",
 )
 PAIRS = {
     "two submissions": Pair(
@@ -36,7 +41,12 @@ PAIRS = {
         {"block_allocator.py": SOURCE},
     ),
     "a submission and a reference": Pair(
-        "candidate_1", "ref_1", (MATCH,), {"block_allocator.py": SOURCE}, {}, REFERENCE
+        "candidate_1",
+        "ref_1",
+        (replace(MATCH, reference=REFERENCE),),
+        {"block_allocator.py": SOURCE},
+        {},
+        known=True,
     ),
 }
 
@@ -58,8 +68,42 @@ def test_a_pair_page_names_the_references_origin_and_its_matched_lines() -> None
     )
     assert "Its code is not shipped with the kit; matched lines:" in english
     assert "left 1-2: reference 1-2" in english
-    without_commit = replace(pair, reference=replace(REFERENCE, commit=""))
-    assert "ref/block_1.py (sha256" in " ".join(html_text(pair_page(without_commit)).split())
+
+
+def test_the_answer_key_is_named_by_its_path_in_the_kit(tmp_path: Path) -> None:
+    """It has no URL and no commit: "answer key: solutions/block_allocator.py (sha256 ...)", no
+    empty place where they would go; in Chinese, named in Chinese."""
+    (tmp_path / "block_allocator.py").write_bytes(SOURCE)  # the candidate kit has no answer key
+    (key,) = corpus.answer_key(tmp_path)
+    match = replace(MATCH, reference=key)
+    pair = Pair(
+        "candidate_1", key.implementation, (match,), {"block_allocator.py": SOURCE}, {}, True
+    )
+    text = " ".join(html_text(pair_page(pair)).split())
+    assert f"answer key: solutions/block_allocator.py (sha256 {key.sha256[:12]})" in text
+    assert ": ," not in text
+    chinese = html_text(pair_page(pair, "zh"))
+    assert "参考答案：solutions/block_allocator.py" in chinese
+    assert "answer key" not in chinese
+
+
+def test_matched_lines_are_listed_as_runs_each_once() -> None:
+    """Fingerprints of the same lines, or of lines that overlap or adjoin on both sides, make one
+    run; a jump on either side starts another."""
+    left = [Fingerprint(1, 25, 28), Fingerprint(2, 25, 32), Fingerprint(3, 25, 32),
+            Fingerprint(4, 33, 35), Fingerprint(5, 40, 42), Fingerprint(6, 43, 44)]  # fmt: skip
+    right = [Fingerprint(1, 25, 28), Fingerprint(2, 25, 32), Fingerprint(3, 25, 32),
+             Fingerprint(4, 33, 35), Fingerprint(5, 40, 42), Fingerprint(6, 90, 91)]  # fmt: skip
+    assert regions(left, right, {1, 2, 3, 4, 5, 6}) == (
+        ((25, 35), (25, 35)),
+        ((40, 42), (40, 42)),
+        ((43, 44), (90, 91)),
+    )
+    pair = PAIRS["a submission and a reference"]
+    (match,) = pair.files
+    repeated = replace(match, regions=regions(left, right, {1, 2, 3}))
+    text = " ".join(html_text(pair_page(replace(pair, files=(repeated,)))).split())
+    assert text.count("left 25-32: reference 25-32") == 1
 
 
 def test_an_english_drives_pair_page_says_what_it_said() -> None:
