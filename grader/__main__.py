@@ -25,9 +25,9 @@ from grader.intake import SubmissionRefused, read_submission
 from grader.report.compare import ReportError, read
 from grader.report.i18n import profile_name, tr
 from grader.report.messages import text_in
-from grader.said import said
+from grader.said import message_of, said
 from grader.sandbox import isolation
-from grader.sandbox.process import Limits, message_of
+from grader.sandbox.process import Limits
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import load_rubric
 from grader.text import clean

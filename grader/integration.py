@@ -22,7 +22,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from grader.said import Said, said
+from grader.said import Said, message_of, said
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import (
     Limits,
@@ -30,7 +30,6 @@ from grader.sandbox.process import (
     Sandbox,
     SubmissionFailure,
     described,
-    message_of,
 )
 from grader.sandbox.proxy import RemoteError, Submission
 from grader.sandbox.tools import engine, prefix_engine

@@ -102,6 +102,15 @@ def from_record(data: object, limit: int = SHOWN_CHARS, depth: int = DEPTH) -> S
     return said(template, **parts) if size <= limit else None
 
 
+def message_of(error: BaseException) -> str:
+    """What `error` says: the message it was raised with, kept whole (a `Said` stays one, and
+    so does the message an `EngineError` records)."""
+    message = from_record(getattr(error, "said", None))
+    if message is not None:
+        return message
+    return error.args[0] if len(error.args) == 1 and isinstance(error.args[0], str) else str(error)
+
+
 def read_part(name: str, value: object, limit: int, depth: int) -> "Said | str | list | None":
     if name.endswith(LIST_SUFFIX):
         if not isinstance(value, list):

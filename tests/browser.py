@@ -271,13 +271,7 @@ class Tab:
         ]
         for domain in ("Page", "Runtime", "Log"):
             self.send(f"{domain}.enable")
-        self.send(
-            "Emulation.setDeviceMetricsOverride",
-            width=width,
-            height=HEIGHT,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
+        self.window(width)
         self.send("Page.navigate", url=page.resolve().as_uri())
         browser.wait_for("Page.loadEventFired", self.session)
 
@@ -322,16 +316,19 @@ class Tab:
         sideways = self.evaluate("document.body.classList.contains('wide')")
         width = (A4_INCHES[1 if sideways else 0] - 2 * PRINT_MARGIN_INCHES) * CSS_PX_PER_INCH
         self.send("Emulation.setEmulatedMedia", media="print")
-        self.send("Emulation.setDeviceMetricsOverride", width=round(width), height=HEIGHT,
-                  deviceScaleFactor=1, mobile=False)  # fmt: skip
+        self.window(round(width))
         try:
             found = self.layout()
             found["clipped"] = self.evaluate(CLIPPED)
             return found
         finally:
             self.send("Emulation.setEmulatedMedia", media="")
-            self.send("Emulation.setDeviceMetricsOverride", width=self.width, height=HEIGHT,
-                      deviceScaleFactor=1, mobile=False)  # fmt: skip
+            self.window(self.width)
+
+    def window(self, width: int) -> None:
+        """Lay the page out in a window `width` CSS px wide, `HEIGHT` high."""
+        self.send("Emulation.setDeviceMetricsOverride", width=width, height=HEIGHT,
+                  deviceScaleFactor=1, mobile=False)  # fmt: skip
 
     def bottom(self, selector: str) -> float:
         """How far down the page the first element matching `selector` ends, in CSS px."""

@@ -66,8 +66,8 @@ from grader.report.i18n import tr
 from grader.report.leaderboard import Outcome
 from grader.report.messages import said_in, text_in
 from grader.report.reviews import Review, ReviewsError, load_reviews
+from grader.said import message_of
 from grader.sandbox import isolation
-from grader.sandbox.process import message_of
 from grader.scoring.profiles import PROFILES
 from grader.scoring.rubric import load_rubric, parse_parts
 from grader.similarity.drive import obfuscated, read_drive, shown, similarity_report

@@ -36,8 +36,7 @@ from grader.report.messages import text_in
 from grader.report.model import bounded
 from grader.report.reviews import ReviewsError, load_reviews
 from grader.report.writers import write_pages
-from grader.said import Said, said
-from grader.sandbox.process import message_of
+from grader.said import Said, message_of, said
 from grader.text import clean
 
 

@@ -19,6 +19,7 @@ from statistics import median
 
 from grader.provenance import DRIVE_FIELD
 from grader.report.compare import ReportError, read
+from grader.report.formats import graded_parts
 from grader.report.leaderboard import Outcome
 from grader.report.model import bounded
 from grader.report.writers import replace_whole, report_json, write_pages
@@ -73,11 +74,6 @@ def part_standing(part: dict, parts: list[dict]) -> dict:
 def full_marks(part: dict) -> bool:
     """Whether `part` scored every point it was graded on (a part worth none has no full marks)."""
     return 0 < part.get("max_score", 0) <= part["score"]
-
-
-def graded_parts(report: dict) -> dict[str, dict]:
-    """The parts of `report` that were graded (a part not graded lists no checks)."""
-    return {part_id: part for part_id, part in report["parts"].items() if part["checks"]}
 
 
 def record(outcomes: list[Outcome], out: Path, lang: str) -> None:

@@ -28,6 +28,7 @@ from grader.report.formats import (
     IMPORT_FAILED,
     NOT_IMPLEMENTED,
     NOT_SUBMITTED,
+    graded_parts,
     message_of,
     syntax_failures,
 )
@@ -50,11 +51,6 @@ def stub_digests() -> dict[str, str]:
         for name in SUBMISSION_FILES
         if (STUBS / name).is_file()
     }
-
-
-def graded_parts(report: dict) -> list[str]:
-    """The ids of the parts graded in `report` (a part not graded lists no checks)."""
-    return [part_id for part_id, part in report["parts"].items() if part.get("checks")]
 
 
 def left_out(report: dict) -> dict[str, str]:

@@ -25,7 +25,7 @@ from grader.report.i18n import LANGUAGES, has, language, profile_name, tr
 from grader.report.messages import said_in, text_in
 from grader.report.model import bounded
 from grader.report.render import render
-from grader.said import said
+from grader.said import message_of, said
 from grader.text import clean
 
 MESSAGE_CHARS = 160  # of a check's message, on one line
@@ -329,7 +329,7 @@ def main(argv: list[str]) -> int:
     try:
         a, b = load(args.a), load(args.b)
     except ReportError as error:
-        why = text_in(args.lang or "en", error.args[0] if error.args else str(error))
+        why = text_in(args.lang or "en", message_of(error))
         print(clean(f"compare: {why}", None), file=sys.stderr)
         return 2
     lang = args.lang or language(a.report)

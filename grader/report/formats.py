@@ -80,6 +80,11 @@ def graded(part: dict) -> bool:
     return bool(part["checks"])
 
 
+def graded_parts(report: dict) -> dict[str, dict]:
+    """The parts of `report` that were graded (a part not graded lists no checks), by id."""
+    return {part_id: part for part_id, part in report["parts"].items() if part.get("checks")}
+
+
 def part_score(part: dict) -> str:
     """A part's score over its maximum; a dash for a part that was not graded."""
     return f"{points(part['score'])} / {points(part['max_score'])}" if graded(part) else "-"

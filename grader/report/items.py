@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from dataclasses import astuple, dataclass, fields
 
 from grader.parts import PARTS
-from grader.report.attempts import RAN, graded_parts, left_out
-from grader.report.formats import percent, severity_word
+from grader.report.attempts import RAN, left_out
+from grader.report.formats import graded_parts, percent, severity_word
 from grader.report.i18n import tr
 from grader.report.leaderboard import Outcome, cell, drive_language
 from grader.report.model import bounded
@@ -106,13 +106,14 @@ def results(report: dict, apart: frozenset[str] = frozenset()) -> dict[str, tupl
     """Each check that ran in `report` (passed or failed), less those of the parts counted `apart`
     (not attempted): whether it passed (1 or 0), and the rest score, the report's points on its
     other checks."""
-    checks = [check for _, check in checks_of(report)]
+    by_part = list(checks_of(report))
+    checks = [check for _, check in by_part]
     return {
         check["id"]: (
             int(check["status"] == "passed"),
             sum(other.get("points", 0) for other in checks if other is not check),
         )
-        for part_id, check in checks_of(report)
+        for part_id, check in by_part
         if check.get("status") in RAN and part_id not in apart
     }
 
@@ -171,12 +172,11 @@ def item(
 def attempts(outcomes: list[Outcome]) -> list[Attempts]:
     """Each part graded in a graded report, in the order of `PARTS`: its `Attempts`."""
     reports = graded_reports(outcomes)
+    left = [(graded_parts(report), left_out(report)) for report in reports]
     rows = []
     for part_id in PARTS:
         reasons = Counter(
-            left_out(report).get(part_id, "attempted")
-            for report in reports
-            if part_id in graded_parts(report)
+            apart.get(part_id, "attempted") for parts, apart in left if part_id in parts
         )
         if reasons:
             rows.append(Attempts(part_id, reasons.total(), reasons["attempted"], reasons["missing"],

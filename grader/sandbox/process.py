@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.said import Said, from_record, said
+from grader.said import Said, from_record, message_of, said
 from grader.sandbox import isolation, seccomp
 from grader.sandbox.isolation import Isolation, probe
 from grader.text import clean
@@ -151,15 +151,6 @@ def heard(data: object, limit: int) -> str:
     if message is not None and clean(message, None) == message:
         return message
     return clean(str(data), limit)
-
-
-def message_of(error: BaseException) -> str:
-    """What `error` says: the message it was raised with, kept whole (a `Said` stays one, and
-    so does the message an `EngineError` records)."""
-    message = from_record(getattr(error, "said", None))
-    if message is not None:
-        return message
-    return error.args[0] if len(error.args) == 1 and isinstance(error.args[0], str) else str(error)
 
 
 def described(failure: SubmissionFailure) -> Said:

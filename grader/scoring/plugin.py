@@ -31,8 +31,8 @@ import pytest
 from hypothesis.internal.conjecture import engine as conjecture_engine
 
 from grader.parts import PARTS
-from grader.said import Said, said
-from grader.sandbox.process import SubmissionFailure, described, message_of
+from grader.said import Said, message_of, said
+from grader.sandbox.process import SubmissionFailure, described
 from grader.sandbox.proxy import RemoteError
 from grader.sandbox.transcript import Transcript
 from grader.scoring.fixtures import WorkerFixtures

@@ -18,7 +18,7 @@ from pathlib import Path
 from grader.intake import Intake, SubmissionRefused, read_submission
 from grader.report.i18n import tr
 from grader.report.messages import text_in
-from grader.sandbox.process import message_of
+from grader.said import message_of
 from grader.scan import decoded_code
 from grader.similarity import corpus
 from grader.similarity.page import pair_page
