@@ -92,6 +92,7 @@ def grade_submission(args: argparse.Namespace) -> int:
         call_seconds=args.call_timeout,
         import_seconds=args.import_timeout,
         part_seconds=args.part_timeout,
+        submission_seconds=args.submission_timeout,
     )
     options = Options(
         parts=args.parts,

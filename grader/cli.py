@@ -63,6 +63,10 @@ def parser() -> argparse.ArgumentParser:
                           "unisolated (not for a hiring decision)")  # fmt: skip
     cli.add_argument("--part-timeout", type=positive_number, default=Limits.part_seconds,
                      help="seconds one part's checks may take in all")  # fmt: skip
+    cli.add_argument("--submission-timeout", type=positive_number,
+                     help="seconds the whole grading of the submission may take (default: the "
+                          "profile's, 300 for quick and 900 for full); checks left when it is "
+                          "spent fail as timed out")  # fmt: skip
     cli.add_argument("--seal-key", type=Path, metavar="FILE",
                      help="the hiring team's key to seal the report with (default: "
                           f"{seal_key.DEFAULT_SHOWN}, made on first use)")  # fmt: skip

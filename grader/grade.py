@@ -3,8 +3,12 @@
 The candidate's code runs only in the workers the checks start (`grader/sandbox/`), each in
 namespaces of its own where the system allows (the report's `isolation` says how they ran); this
 process imports none of it and builds the report from what its own checks concluded, after every
-worker is gone. Whatever happens half-way, a report is made, with the failure as a visible error
-(Ctrl-C aside: `interrupt.py`).
+worker is gone. The
+engine checks, each one long call in a worker of its own, run in threads beside the parts. The
+whole grading has a time budget (the profile's, or `--submission-timeout`): once it is spent,
+every call fails as timed out, so a report comes in bounded time whatever the submission does.
+Whatever happens half-way, a report is made, with the failure as a visible error (Ctrl-C aside:
+`interrupt.py`).
 
 A bug costs points in its own part: where the candidate's allocator fails part 1, the parts that
 reach it through the manager and lost points there are graded again with the kit's allocator, and
@@ -18,12 +22,14 @@ import hashlib
 import importlib.util
 import io
 import keyword
+import math
 import os
 import platform
 import sys
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -39,7 +45,14 @@ from grader.parts import ENGINE_PARTS, PARTS
 from grader.said import recorded, said
 from grader.sandbox import seccomp
 from grader.sandbox.isolation import Isolation
-from grader.sandbox.process import DID_NOT_RETURN, NO_CUDA, Events, ImportFailed, Limits
+from grader.sandbox.process import (
+    DID_NOT_RETURN,
+    NO_CUDA,
+    Events,
+    ImportFailed,
+    Limits,
+    Sandbox,
+)
 from grader.scoring.batching import static_batching
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
@@ -81,6 +94,7 @@ class Options:
     isolation: Isolation
     lang: str = "en"  # of the candidate-facing text: "en" or "zh"
     live: bool = False
+    deadline: float = math.inf  # when the grading's budget is spent (monotonic; `grade` sets it)
 
 
 def runnable(files: dict[str, bytes]) -> dict[str, bytes]:
@@ -153,6 +167,7 @@ def new_plugin(intake: Intake, options: Options, **fields: Any) -> GradingPlugin
         severity_factors=options.rubric.severity,
         live=options.live,
         lang=options.lang,
+        submission_deadline=options.deadline,
         **fields,
     )
 
@@ -476,38 +491,80 @@ def failed_on(outcome: dict, files: list[str]) -> str | None:
     return next((file for file in files if file in message), None)
 
 
-def engine_check(report: dict, intake: Intake, options: Options) -> None:
-    """The engine check into `report`, or why it was skipped: a part where a call did not return
-    in time (`hung_parts`)."""
-    if hung := hung_parts(report["parts"]):
-        report["integration"] = hung_outcome(hung)
-        return
-    step_line(options.lang, "progress_engine")
-    try:
-        report["integration"] = run_integration(
-            runnable(intake.files), options.limits, device_environment(), options.isolation
-        )
-    except Exception:
-        report["errors"].append(
-            said("the engine check failed: {traceback}", traceback=traceback.format_exc())
-        )
+@dataclass
+class EngineCheck:
+    """An engine check (`integration.py`) running in a thread beside the parts, mostly in a
+    worker of its own: where the report puts it (`key`), the parts whose hung calls make it moot
+    (`needs`), its progress line and its failure's message, and its workers, to stop them."""
+
+    key: str
+    needs: frozenset[str]
+    progress: str
+    failed: Callable[[str], str]  # the message where it raised, from its traceback
+    future: Future
+    sandboxes: list[Sandbox]
+
+    def stop(self) -> None:
+        for sandbox in list(self.sandboxes):
+            sandbox.cancel()
 
 
-def prefix_check(report: dict, intake: Intake, options: Options) -> None:
-    """The prefix-caching engine check (part 7's cache under the engine's model, on the CPU) into
-    `report["prefix_integration"]`, or why it was skipped, as `engine_check`."""
-    if hung := hung_parts(report["parts"], {CACHING}):
-        report["prefix_integration"] = hung_outcome(hung)
+def start_engine_checks(
+    intake: Intake, options: Options, threads: ThreadPoolExecutor
+) -> list[EngineCheck]:
+    """The engine check (every engine part chosen) and the prefix-caching check (part 7
+    chosen), started in `threads`: they read none of the parts' results, so they run beside them
+    (`finish_engine_check` then decides whether each still counts)."""
+    files, checks = runnable(intake.files), []
+    if set(options.parts) >= ENGINE_PARTS:
+        sandboxes: list[Sandbox] = []
+        env = device_environment()
+        future = threads.submit(
+            run_integration,
+            files,
+            options.limits,
+            env,
+            options.isolation,
+            sandboxes,
+            options.deadline,
+        )
+        checks.append(EngineCheck(
+            "integration", ENGINE_PARTS, "progress_engine",
+            lambda trace: said("the engine check failed: {traceback}", traceback=trace),
+            future, sandboxes,
+        ))  # fmt: skip
+    if CACHING in options.parts:
+        sandboxes = []
+        env = device_environment(CACHING)
+        future = threads.submit(
+            run_prefix_integration,
+            files,
+            options.limits,
+            env,
+            options.isolation,
+            sandboxes,
+            options.deadline,
+        )
+        checks.append(EngineCheck(
+            "prefix_integration", frozenset({CACHING}), "progress_prefix_engine",
+            lambda trace: said("the prefix-caching check failed: {traceback}", traceback=trace),
+            future, sandboxes,
+        ))  # fmt: skip
+    return checks
+
+
+def finish_engine_check(check: EngineCheck, report: dict, options: Options) -> None:
+    """`check`'s outcome into `report`, or why it was skipped: a part it needs where a call did
+    not return in time (`hung_parts`; then its worker is stopped, whatever it had done)."""
+    if hung := hung_parts(report["parts"], check.needs):
+        check.stop()
+        report[check.key] = hung_outcome(hung)
         return
-    step_line(options.lang, "progress_prefix_engine")
+    step_line(options.lang, check.progress)
     try:
-        report["prefix_integration"] = run_prefix_integration(
-            runnable(intake.files), options.limits, device_environment(CACHING), options.isolation
-        )
+        report[check.key] = check.future.result()
     except Exception:
-        report["errors"].append(
-            said("the prefix-caching check failed: {traceback}", traceback=traceback.format_exc())
-        )
+        report["errors"].append(check.failed(traceback.format_exc()))
 
 
 def hung_outcome(hung: list[str]) -> dict:
@@ -568,6 +625,30 @@ def grade(intake: Intake, options: Options) -> dict:
     """Grade `intake`; returns the report, for the caller to write (`writers.write_all`), each
     message with its record beside it (`said.recorded`)."""
     started = time.time()
+    budget = options.limits.submission_seconds or options.profile.budget_seconds
+    options = replace(
+        options,
+        limits=replace(options.limits, submission_seconds=budget),
+        deadline=time.monotonic() + budget,
+    )
+    torch.set_num_threads(1)  # the checks' tensors are small: a second thread costs, not gains
+    threads = ThreadPoolExecutor(2, thread_name_prefix="engine-check")
+    engine_checks = start_engine_checks(intake, options, threads)
+    try:
+        return graded(intake, options, engine_checks, started)
+    finally:  # on Ctrl-C too: no engine check outlives the grading
+        for check in engine_checks:
+            check.stop()
+        threads.shutdown()
+
+
+def graded(
+    intake: Intake,
+    options: Options,
+    engine_checks: list[EngineCheck],
+    started: float,
+) -> dict:
+    """`grade`'s report, the `engine_checks` running beside the parts."""
     errors: list[str] = []
     report = {
         "score": 0.0,
@@ -621,10 +702,8 @@ def grade(intake: Intake, options: Options) -> dict:
             report["errors"].append(
                 said("the simulation failed: {traceback}", traceback=traceback.format_exc())
             )
-    if set(options.parts) >= ENGINE_PARTS:
-        engine_check(report, intake, options)
-    if CACHING in options.parts:
-        prefix_check(report, intake, options)
+    for check in engine_checks:
+        finish_engine_check(check, report, options)
     report["syntax_errors"] = with_failures(report["syntax_errors"], report)
     report["score"] = round(sum(part["score"] for part in report["parts"].values()), 2)
     report["max_score"] = round(sum(part["max_score"] for part in report["parts"].values()), 2)

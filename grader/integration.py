@@ -18,6 +18,7 @@ a token that differs, or where the cache held nothing although the prompts share
 """
 
 import importlib.util
+import math
 import time
 from dataclasses import replace
 from typing import Any
@@ -48,8 +49,11 @@ def run_integration(
     limits: Limits,
     worker_env: dict[str, str],
     isolation: Isolation | None = None,
+    sandboxes: list[Sandbox] | None = None,
+    submission_deadline: float = math.inf,
 ) -> dict:
-    """`{"status": "passed" | "failed" | "skipped", "message": str, "figures": {...}}`."""
+    """`{"status": "passed" | "failed" | "skipped", "message": str, "figures": {...}}`. Its
+    worker joins `sandboxes`, where another thread may stop it (`Sandbox.cancel`)."""
     missing = [f"{name}.py" for name in MODULES if f"{name}.py" not in files]
     if missing:
         return outcome(
@@ -59,7 +63,9 @@ def run_integration(
         return outcome(
             "skipped", said("needs Triton for paged_attention.py; it installs on Linux only")
         )
-    figures, failure = served(files, limits, worker_env, isolation, "engine", MODULES)
+    figures, failure = served(
+        files, limits, worker_env, isolation, "engine", MODULES, sandboxes, submission_deadline
+    )
     if failure:
         return failure
     try:
@@ -110,12 +116,18 @@ def served(
     isolation: Isolation | None,
     tool: str,
     modules: tuple[str, ...],
+    sandboxes: list[Sandbox] | None = None,
+    submission_deadline: float = math.inf,
 ) -> tuple[Any, dict | None]:
-    """`tool.serve(*modules, TRACE)` in a sandboxed worker on `files`: (its figures, None), or
-    (None, the failed outcome) where the candidate's code failed or the engine stopped."""
+    """`tool.serve(*modules, TRACE)` in a sandboxed worker on `files` (added to `sandboxes`),
+    within the submission's budget too: (its figures, None), or (None, the failed outcome) where
+    the candidate's code failed or the engine stopped."""
     limits = replace(limits, call_seconds=max(limits.call_seconds, CALL_SECONDS))
     deadline = time.monotonic() + limits.part_seconds
     sandbox = Sandbox(files, limits, worker_env, deadline, isolation)
+    sandbox.submission_deadline = submission_deadline
+    if sandboxes is not None:
+        sandboxes.append(sandbox)
     try:
         return Submission(sandbox, "submission").tool(tool, "serve", TRACE, modules=modules), None
     except NotImplementedInSubmission as failure:
@@ -158,15 +170,25 @@ def run_prefix_integration(
     limits: Limits,
     worker_env: dict[str, str],
     isolation: Isolation | None = None,
+    sandboxes: list[Sandbox] | None = None,
+    submission_deadline: float = math.inf,
 ) -> dict:
     """The prefix-caching check (part 7), as `run_integration`'s outcome: the candidate's
-    `prefix_cache.py` alone in the worker, the verdict here (`verify_prefix`)."""
+    `prefix_cache.py` alone in the worker (added to `sandboxes`), the verdict here
+    (`verify_prefix`)."""
     name = f"{PREFIX_MODULE}.py"
     if name not in files:
         return outcome("skipped", said("needs {files}, which the submission lacks", files=name))
     alone = {name: files[name]}
     figures, failure = served(
-        alone, limits, worker_env, isolation, "prefix_engine", (PREFIX_MODULE,)
+        alone,
+        limits,
+        worker_env,
+        isolation,
+        "prefix_engine",
+        (PREFIX_MODULE,),
+        sandboxes,
+        submission_deadline,
     )
     if failure:
         return failure

@@ -4,10 +4,11 @@ A `Sandbox` owns at most one live worker (`worker.py`) at a time. The worker run
 of its own (`isolation.py`) where the system allows it, with its own copy of the submission's
 files, an environment stripped to what torch and triton need, a memory limit (`memory_rlimit`),
 and its own process group; in its sandbox, every process it starts dies with it.
-Every request has a deadline: the earlier of the per-call limit and the part's wall-clock budget,
-checked on every read. A reply is bounded in size; a worker that closes its channel, sends
-garbage or floods it fails the check as the submission's fault, and is replaced. Its log (its
-stderr) is a file this process opened itself and reads through its own descriptor, bounded.
+Every request has a deadline: the earliest of the per-call limit, the part's wall-clock budget
+and the submission's (`submission_deadline`), checked on every read. A reply is bounded in size;
+a worker that closes its channel, sends garbage or floods it fails the check as the submission's
+fault, and is replaced. Its log (its stderr) is a file this process opened itself and reads
+through its own descriptor, bounded.
 
 Failures of the worker itself (a crash, a timeout) raise `SubmissionFailure`, a `BaseException`:
 it ends the check at once (hypothesis does not shrink through it) and the check fails with its
@@ -17,6 +18,7 @@ message. The failure repeats for the rest of the check; the next check starts a 
 import contextlib
 import ctypes
 import json
+import math
 import os
 import resource
 import select
@@ -83,6 +85,7 @@ class Limits:
     import_seconds: float = 120.0
     part_seconds: float = 600.0
     file_bytes: int = 256 << 20
+    submission_seconds: float | None = None  # the whole grading's; None: its profile's
 
 
 @dataclass
@@ -276,6 +279,7 @@ class Sandbox:
         self.limits = limits
         self.extra_env = extra_env
         self.part_deadline = deadline
+        self.submission_deadline = math.inf  # when the whole grading's budget is spent
         self.hung: set[tuple] = set()  # `hang_key`s of the requests that timed out
         self.remembers_hangs = remembers_hangs  # not the answer key's: its calls are always tried
         # The current part's requests that timed out, in all of its workers (`WorkerFixtures`).
@@ -296,6 +300,15 @@ class Sandbox:
             else None
         )
         self.serves_kit = serves_kit  # whether this is such a worker
+        self.cancelled = False  # by `cancel`: no request is sent again
+
+    def cancel(self) -> None:
+        """From another thread: stop the worker now, whatever it is doing; the request it serves
+        fails as a crash and no other is sent (a worker that `start` makes meanwhile stops
+        itself)."""
+        self.cancelled = True
+        if self.process is not None:
+            self.kill()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -340,6 +353,8 @@ class Sandbox:
                 os.close(fd)
         if channel is None:  # `send` never waits past a deadline
             os.set_blocking(self.process.stdin.fileno(), False)
+        if self.cancelled:  # `cancel` ran while it started
+            self.kill()
         self.chunks = []
         self.pending_release = []
 
@@ -430,6 +445,8 @@ class Sandbox:
         """Send one request; its reply: `{"ok": value}` or `{"error": exception info}`."""
         if self.failure is not None:
             raise self.failure
+        if self.cancelled:
+            raise WorkerCrashed(said("the worker was stopped: its result is no longer needed"))
         if self.budget_spent():
             self.failure = CallTimedOut(self.timeout_message())
             raise self.failure
@@ -442,7 +459,7 @@ class Sandbox:
         if self.pending_release:
             message = message | {"release": self.pending_release}
             self.pending_release = []
-        deadline = min(time.monotonic() + (seconds or self.limits.call_seconds), self.part_deadline)
+        deadline = min(time.monotonic() + (seconds or self.limits.call_seconds), self.budget_end())
         try:
             self.send(json.dumps(message).encode() + b"\n", deadline)
             reply = self.parse(self.receive(deadline))
@@ -567,10 +584,18 @@ class Sandbox:
     def remaining(self, deadline: float) -> float:
         return max(0.0, deadline - time.monotonic())
 
+    def budget_end(self) -> float:
+        return min(self.part_deadline, self.submission_deadline)
+
     def budget_spent(self) -> bool:
-        return time.monotonic() >= self.part_deadline
+        return time.monotonic() >= self.budget_end()
 
     def timeout_message(self) -> str:
+        if time.monotonic() >= self.submission_deadline:
+            return said(
+                "the submission's time budget ({seconds} s) is spent",
+                seconds=f"{self.limits.submission_seconds:.0f}",
+            )
         if self.budget_spent():
             return said(
                 "the part's time budget ({seconds} s) is spent",

@@ -12,9 +12,10 @@ grading starts one candidate's worker and one reference worker per set of files 
 code keeps in module-level state lives on from part to part, as it does from check to check. Each
 check starts with an empty transcript, and with a fresh worker where the previous check left it
 crashed or timed out. Each part has its own wall-clock budget (`Limits.part_seconds`), counted
-from its first check that asks for a worker, and its own count of calls that did not return in
-time (`Sandbox.part_hangs`). An integrity event is the part's whose check's
-request brought it: an event of a module's import comes once, in the first part that imports it.
+from its first check that asks for a worker, within the submission's (`submission_deadline`),
+and its own count of calls that did not return in time (`Sandbox.part_hangs`). An integrity
+event is the part's whose check's request brought it: an event of a module's import comes once,
+in the first part that imports it.
 
 A part built on other parts (its `swapped` files in `grader/parts.toml`) is scored apart from
 them, on the answer key's modules for those parts, where the kit ships it. The answer key never
@@ -24,6 +25,7 @@ scored with. A plugin made with `swapped` does the same for every part it grades
 """
 
 import functools
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -59,6 +61,7 @@ class WorkerFixtures:
     worker_env: dict[str, dict[str, str]]  # by part
     isolation: Isolation | None = None  # None: bubblewrap where a sandbox can be made
     swapped: tuple[str, ...] = ()  # answer-key files in place of the candidate's, in every part
+    submission_deadline: float = math.inf  # when the grading's budget is spent (monotonic)
     events: dict[str, Events] = field(default_factory=dict)  # the workers' integrity events
     benchmarks: list[dict] = field(default_factory=list)
     sections: dict[str, dict] = field(default_factory=dict)
@@ -105,6 +108,7 @@ class WorkerFixtures:
                               remembers_hangs=role == "candidate", kit_files=kit)  # fmt: skip
             workers[key] = Submission(sandbox, package)
         workers[key].sandbox.part_deadline = deadline
+        workers[key].sandbox.submission_deadline = self.submission_deadline
         workers[key].sandbox.part_hangs = self.part_hangs.setdefault(part, [])
         return workers[key]
 

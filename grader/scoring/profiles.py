@@ -25,6 +25,7 @@ class Profile:
     stateful_steps: int  # per state-machine example
     timing_rounds: int  # per timed workload, interleaved with the reference's
     shrinks: int  # per failing property: how many smaller counterexamples it may step through
+    budget_seconds: float  # the whole grading of one submission, whatever it does
 
 
 # Shrinking is bounded by work (successful shrinks), not by seconds, so that a busy machine
@@ -32,8 +33,22 @@ class Profile:
 # failed attempts, far past what an honest shrink takes.
 SHRINK_SECONDS = 300
 PROFILES = {
-    "quick": Profile("quick", max_examples=40, stateful_steps=30, timing_rounds=15, shrinks=25),
-    "full": Profile("full", max_examples=200, stateful_steps=50, timing_rounds=60, shrinks=100),
+    "quick": Profile(
+        "quick",
+        max_examples=40,
+        stateful_steps=30,
+        timing_rounds=15,
+        shrinks=25,
+        budget_seconds=300.0,
+    ),
+    "full": Profile(
+        "full",
+        max_examples=200,
+        stateful_steps=50,
+        timing_rounds=60,
+        shrinks=100,
+        budget_seconds=900.0,
+    ),
 }
 
 

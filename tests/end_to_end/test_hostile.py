@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.parts import PARTS
 from grader.sandbox.process import (
     DID_NOT_RETURN,
     EVENT_CHARS,
@@ -431,3 +432,29 @@ def test_a_submission_whose_every_call_hangs_is_waited_for_once_per_call(tmp_pat
         assert any(HUNG in check["message"] or PART_HUNG in check["message"]
                    for check in checks), (part, checks)  # fmt: skip
     assert report["integration"]["status"] == "skipped", report["integration"]
+
+
+def test_a_submission_whose_every_call_sleeps_just_under_the_limit_is_cut_short_by_its_budget(
+    tmp_path: Path,
+) -> None:
+    """The stubs with a sleep just under the call limit before each `raise NotImplementedError`
+    (the kernel's file, which may import no `time`, as it ships): no call is ever late, so none
+    counts as hung, and only the submission's budget bounds the grading. Graded on every part
+    with a 20 s budget, a report is written, every part is in it, and the checks the budget cut
+    short say so (with the default limits, 30 s a call and 300 s a quick grading, such a
+    submission would otherwise hold its grading for over an hour)."""
+    for stub in EXERCISES.glob("*.py"):
+        text = stub.read_text()
+        if stub.name != "paged_attention.py":
+            sleep = r"time.sleep(0.9)\n        \g<0>"
+            text = "import time\n" + re.sub(r"raise NotImplementedError\(.*\)", sleep, text)
+        (tmp_path / stub.name).write_text(text)
+    graded = grade(tmp_path, "--call-timeout", "1", "--submission-timeout", "20")
+    graded.assert_clean()
+    report = graded.report
+    assert set(report["parts"]) == set(PARTS)
+    budget = "the submission's time budget (20 s) is spent"
+    messages = [check["message"] for part in report["parts"].values() for check in part["checks"]]
+    assert any(budget in message for message in messages), messages
+    assert not any(DID_NOT_RETURN in message for message in messages), messages
+    assert all(part["score"] == 0 for part in report["parts"].values())
