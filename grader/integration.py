@@ -34,6 +34,7 @@ from grader.sandbox.process import (
 )
 from grader.sandbox.proxy import RemoteError, Submission
 from grader.sandbox.tools import engine, prefix_engine
+from grader.sandbox.zygotes import Zygotes
 
 MODULES = ("kv_cache_manager", "scheduler", "paged_attention")
 TRACE = "check"
@@ -50,6 +51,7 @@ def run_integration(
     worker_env: dict[str, str],
     isolation: Isolation | None = None,
     sandboxes: list[Sandbox] | None = None,
+    zygotes: Zygotes | None = None,
     submission_deadline: float = math.inf,
 ) -> dict:
     """`{"status": "passed" | "failed" | "skipped", "message": str, "figures": {...}}`. Its
@@ -64,8 +66,9 @@ def run_integration(
             "skipped", said("needs Triton for paged_attention.py; it installs on Linux only")
         )
     figures, failure = served(
-        files, limits, worker_env, isolation, "engine", MODULES, sandboxes, submission_deadline
-    )
+        files, limits, worker_env, isolation, "engine", MODULES, sandboxes, zygotes,
+        submission_deadline,
+    )  # fmt: skip
     if failure:
         return failure
     try:
@@ -117,14 +120,16 @@ def served(
     tool: str,
     modules: tuple[str, ...],
     sandboxes: list[Sandbox] | None = None,
+    zygotes: Zygotes | None = None,
     submission_deadline: float = math.inf,
 ) -> tuple[Any, dict | None]:
-    """`tool.serve(*modules, TRACE)` in a sandboxed worker on `files` (added to `sandboxes`),
-    within the submission's budget too: (its figures, None), or (None, the failed outcome) where
-    the candidate's code failed or the engine stopped."""
+    """`tool.serve(*modules, TRACE)` in a sandboxed worker on `files` (added to `sandboxes`;
+    forked from one of `zygotes` where it can be), within the submission's budget too: (its
+    figures, None), or (None, the failed outcome) where the candidate's code failed or the engine
+    stopped."""
     limits = replace(limits, call_seconds=max(limits.call_seconds, CALL_SECONDS))
     deadline = time.monotonic() + limits.part_seconds
-    sandbox = Sandbox(files, limits, worker_env, deadline, isolation)
+    sandbox = Sandbox(files, limits, worker_env, deadline, isolation, zygotes=zygotes)
     sandbox.submission_deadline = submission_deadline
     if sandboxes is not None:
         sandboxes.append(sandbox)
@@ -171,6 +176,7 @@ def run_prefix_integration(
     worker_env: dict[str, str],
     isolation: Isolation | None = None,
     sandboxes: list[Sandbox] | None = None,
+    zygotes: Zygotes | None = None,
     submission_deadline: float = math.inf,
 ) -> dict:
     """The prefix-caching check (part 7), as `run_integration`'s outcome: the candidate's
@@ -188,6 +194,7 @@ def run_prefix_integration(
         "prefix_engine",
         (PREFIX_MODULE,),
         sandboxes,
+        zygotes,
         submission_deadline,
     )
     if failure:

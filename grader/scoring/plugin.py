@@ -29,6 +29,7 @@ import hypothesis
 import hypothesis.core
 import pytest
 from hypothesis.internal.conjecture import engine as conjecture_engine
+from hypothesis.internal.conjecture import providers
 
 from grader.parts import PARTS
 from grader.said import Said, message_of, said
@@ -39,6 +40,8 @@ from grader.scoring.fixtures import WorkerFixtures
 from grader.scoring.profiles import SHRINK_SECONDS, hypothesis_settings
 from grader.scoring.progress import ProgressLines
 from grader.severity import SEVERITIES
+
+NO_LOCAL_CONSTANTS = providers.Constants()  # `pytest_configure`
 
 CHECKS_DIR = Path(__file__).resolve().parents[1] / "checks"
 
@@ -91,6 +94,11 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
         # most of a failing check's time. Its examples and its shrinking do not depend on it, and
         # it supports turning it off this way (the note on `_should_trace` in hypothesis/core.py).
         hypothesis.core.StateForActualGivenExecution._should_trace = lambda _: False
+        # Hypothesis also draws, now and then, a literal constant of any "local" module loaded in
+        # this process: the grader's own, except where the kit is installed in site-packages.
+        # The examples would then change with any edit of the grader, and with how the kit is
+        # installed. Examples come from the profile and the seed alone: no local constant.
+        providers._get_local_constants = lambda: NO_LOCAL_CONSTANTS
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:

@@ -2,10 +2,10 @@
 
 Typical wall time of a whole grading (`python -m grader SUBMISSION`, every part, the engine check
 included) on a 2-core machine without a GPU (the kernel's GPU checks skipped), measured once
-each: the answer key takes 28 s with `quick` and 1 min 43 s with `full` on idle cores, 34 s and
-2 min 23 s with two CPU-bound processes beside it; the stubs take 14 s. A slow submission takes
-longer (its timing rounds, its calls up to `--call-timeout`), as does one whose failures take
-long to shrink: each part's checks stop at its budget (`--part-timeout`).
+each on idle cores: the answer key takes 41 s with `quick` and 2 min 43 s with `full`; the stubs
+take 8 s. A slow submission takes longer (its timing rounds, its calls up to `--call-timeout`),
+as does one whose failures take long to shrink: each part's checks stop at its budget
+(`--part-timeout`), and the whole grading at the profile's (`budget_seconds`).
 
 The grade never depends on the environment: hypothesis loads its `ci` profile by itself whenever
 `CI` is set, so the grader builds its settings from the profile alone and applies them to every

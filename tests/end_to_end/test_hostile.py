@@ -220,32 +220,40 @@ torch.allclose = lambda *args, **kwargs: True
 torch.Tensor.equal = lambda *args, **kwargs: True
 torch.Tensor.allclose = lambda *args, **kwargs: True
 torch.testing.assert_close = lambda *args, **kwargs: None"""
-# The worker's timed workloads (`grader/sandbox/workloads.py`, loaded by the worker, which runs as
-# __main__, as `workloads`) replaced, or run on other inputs than the grader asked for.
+# The worker's timed workloads (`grader/sandbox/workloads.py`, loaded by the worker as
+# `workloads`) replaced, or run on other inputs than the grader asked for.
 NOT_AS_ASKED = "the timed work was not done as asked"
-WORKLOAD_PATCH = """\
-import __main__
+# The worker's own globals, found up the stack of the import that runs the patch: the worker runs
+# as `__main__` where it starts as its own process, but is a module a zygote loaded where it is
+# forked from one.
+WORKER_GLOBALS = """\
+import sys
 
-if hasattr(__main__, "workloads"):
-    __main__.workloads.WORKLOADS["allocate_free_rounds"] = lambda _, sizes: [[]] * len(sizes)
+_frame = sys._getframe()
+while _frame is not None and "WORKLOADS" not in vars(_frame.f_globals.get("workloads", sys)):
+    _frame = _frame.f_back
+_WORKLOADS = _frame.f_globals["workloads"].WORKLOADS if _frame is not None else None
 """
-SMALL_POOL_PATCH = """\
-import __main__
-
-if hasattr(__main__, "workloads"):
-    _honest = __main__.workloads.WORKLOADS["allocate_free_rounds"]
+WORKLOAD_PATCH = f"""\
+{WORKER_GLOBALS}
+if _WORKLOADS is not None:
+    _WORKLOADS["allocate_free_rounds"] = lambda _, sizes: [[]] * len(sizes)
+"""
+SMALL_POOL_PATCH = f"""\
+{WORKER_GLOBALS}
+if _WORKLOADS is not None:
+    _honest = _WORKLOADS["allocate_free_rounds"]
 
     def _on_a_small_pool(allocator, *args):
         small = type(allocator)(1000)
         small.allocate(500)
         return _honest(small, *args)
 
-    __main__.workloads.WORKLOADS["allocate_free_rounds"] = _on_a_small_pool
+    _WORKLOADS["allocate_free_rounds"] = _on_a_small_pool
 """
-FEWER_TOKENS_PATCH = """\
-import __main__
-
-if hasattr(__main__, "workloads"):
+FEWER_TOKENS_PATCH = f"""\
+{WORKER_GLOBALS}
+if _WORKLOADS is not None:
     def _on_fewer_tokens(honest):
         def workload(manager, requests, *args):
             for request in requests:
@@ -255,7 +263,7 @@ if hasattr(__main__, "workloads"):
         return workload
 
     for _name in ("gather_rounds", "slot_mapping_rounds"):
-        __main__.workloads.WORKLOADS[_name] = _on_fewer_tokens(__main__.workloads.WORKLOADS[_name])
+        _WORKLOADS[_name] = _on_fewer_tokens(_WORKLOADS[_name])
 """
 GATHER_BODY = """\
         blocks = torch.tensor(req.block_table, dtype=torch.long)

@@ -12,7 +12,9 @@ from grader.sandbox.proxy import Submission
 
 REFUSED = ("fork", "vfork", "execve", "execveat", "ptrace", "mount", "umount2", "pivot_root",
            "unshare", "setns", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
-           "open_tree", "move_mount", "fsopen", "fsmount")  # fmt: skip
+           "open_tree", "move_mount", "fsopen", "fsmount", "tkill", "process_vm_readv",
+           "process_vm_writev", "pidfd_open", "pidfd_send_signal", "pidfd_getfd")  # fmt: skip
+OWN_PID = 4242  # the process the filter is made for
 ALLOWED = {"x86_64": {"read": 0, "write": 1, "mmap": 9, "futex": 202},
            "aarch64": {"read": 63, "write": 64, "mmap": 222, "futex": 98}}  # fmt: skip
 EPERM, ENOSYS = seccomp.ERRNO | errno.EPERM, seccomp.ERRNO | errno.ENOSYS
@@ -37,7 +39,7 @@ def run(code: list[tuple[int, int, int, int]], nr: int, arch: int, first_argumen
 @pytest.mark.parametrize("machine", sorted(seccomp.ARCHES))
 def test_the_filter_refuses_new_processes_and_lets_threads_and_the_rest_through(machine: str):
     arch, abi_end, numbers = seccomp.ARCHES[machine]
-    code = seccomp.program(machine)
+    code = seccomp.program(machine, OWN_PID)
     assert all(0 <= true < 256 and 0 <= false < 256 for _, true, false, _ in code)
     for name in REFUSED:
         if name in numbers:  # arm64 has no fork or vfork
@@ -49,6 +51,18 @@ def test_the_filter_refuses_new_processes_and_lets_threads_and_the_rest_through(
         assert run(code, number, arch) == seccomp.ALLOW, name
         assert run(code, number, 0x40000003) == EPERM, "another ABI (i386) is refused"
     assert run(code, abi_end + numbers["clone"], arch) == EPERM  # x32 on x86-64
+
+
+@pytest.mark.parametrize("machine", sorted(seccomp.ARCHES))
+def test_the_filter_lets_a_signal_reach_the_process_itself_only(machine: str):
+    arch, _, numbers = seccomp.ARCHES[machine]
+    code = seccomp.program(machine, OWN_PID)
+    for name in ("kill", *seccomp.SIGNALS_TO_SELF):
+        assert run(code, numbers[name], arch, OWN_PID) == seccomp.ALLOW, name
+        for other in (1, OWN_PID + 1, -1, -OWN_PID):  # init, a sibling, everyone, a group
+            assert run(code, numbers[name], arch, other) == EPERM, (name, other)
+    assert run(code, numbers["kill"], arch, 0) == seccomp.ALLOW  # its own process group
+    assert run(code, numbers["tgkill"], arch, 0) == EPERM
 
 
 PROBE = b"""
