@@ -1,9 +1,9 @@
 """One grading run: read the submission, run the checks in-process, score, write the reports.
 
 The candidate's code runs only in the workers the checks start (`grader/sandbox/`), each in
-namespaces of its own where the system allows (the report's `isolation` says how they ran),
-forked from the grading's zygotes where they can be (`zygotes.py`); this process imports none of
-it and builds the report from what its own checks concluded, after every worker is gone. The
+namespaces of its own where the system allows (the report's `isolation` says how they ran); this
+process imports none of it and builds the report from what its own checks concluded, after every
+worker is gone. The
 engine checks, each one long call in a worker of its own, run in threads beside the parts. The
 whole grading has a time budget (the profile's, or `--submission-timeout`): once it is spent,
 every call fails as timed out, so a report comes in bounded time whatever the submission does.
@@ -38,7 +38,7 @@ import hypothesis
 import pytest
 import torch
 
-from grader import ANSWER_KEY, KIT_ROOT, kernel_rule, provenance, scan
+from grader import ANSWER_KEY, KIT_ROOT, interrupt, kernel_rule, provenance, scan
 from grader.intake import Intake
 from grader.integration import run_integration, run_prefix_integration
 from grader.parts import ENGINE_PARTS, PARTS
@@ -51,9 +51,8 @@ from grader.sandbox.process import (
     Events,
     ImportFailed,
     Limits,
-    Sandbox,
+    Stoppable,
 )
-from grader.sandbox.zygotes import Zygotes
 from grader.scoring.batching import static_batching
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
@@ -134,12 +133,12 @@ def device_environment(part: str | None = None) -> dict[str, str]:
     return {} if part in ("kernel", None) else NO_CUDA
 
 
-def run_checks(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> GradingPlugin:
+def run_checks(intake: Intake, options: Options) -> GradingPlugin:
     """Run the check modules of the chosen parts in this process, with the grading plugin; where
     the candidate's allocator fails part 1, grade the parts built on it that lost points again
     with the kit's (`rescore_on_the_kit_allocator`), so that an allocator bug costs points in
     part 1 only."""
-    plugin = new_plugin(intake, options, zygotes=zygotes)
+    plugin = new_plugin(intake, options)
     run_modules(plugin, part_modules(options.parts), options)
     try:
         rescore_on_the_kit_allocator(plugin, intake, options)
@@ -246,7 +245,7 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
         plugin.part_notes.update(dict.fromkeys(parts, OWN_ALLOCATOR_NOTE))
         return
     step_line(options.lang, "progress_again", parts=", ".join(parts), file=KIT_ALLOCATOR)
-    again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,), zygotes=plugin.zygotes)
+    again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,))
     modules = [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].regraded]
     run_modules(again, modules, options)
     for part in parts:
@@ -295,7 +294,7 @@ def allocator_fails(plugin: GradingPlugin, intake: Intake, options: Options) -> 
     does not count): as `plugin` graded it, or, if the allocator part is not chosen, in a run of
     those checks alone, unreported, that stops at the first failure."""
     if ALLOCATOR not in options.parts:
-        plugin = new_plugin(intake, options, quiet=True, zygotes=plugin.zygotes)
+        plugin = new_plugin(intake, options, quiet=True)
         run_modules(plugin, [CHECKS_DIR / f"{ALLOCATOR_RULES}.py"], options, "-x")
     return not all_passed(plugin, ALLOCATOR_RULES)
 
@@ -503,22 +502,18 @@ class EngineCheck:
     progress: str
     failed: Callable[[str], str]  # the message where it raised, from its traceback
     future: Future
-    sandboxes: list[Sandbox]
-
-    def stop(self) -> None:
-        for sandbox in list(self.sandboxes):
-            sandbox.cancel()
+    sandboxes: Stoppable
 
 
 def start_engine_checks(
-    intake: Intake, options: Options, threads: ThreadPoolExecutor, zygotes: Zygotes
+    intake: Intake, options: Options, threads: ThreadPoolExecutor
 ) -> list[EngineCheck]:
     """The engine check (every engine part chosen) and the prefix-caching check (part 7
     chosen), started in `threads`: they read none of the parts' results, so they run beside them
     (`finish_engine_check` then decides whether each still counts)."""
     files, checks = runnable(intake.files), []
     if set(options.parts) >= ENGINE_PARTS:
-        sandboxes: list[Sandbox] = []
+        sandboxes = Stoppable()
         env = device_environment()
         future = threads.submit(
             run_integration,
@@ -527,7 +522,6 @@ def start_engine_checks(
             env,
             options.isolation,
             sandboxes,
-            zygotes,
             options.deadline,
         )
         checks.append(EngineCheck(
@@ -536,7 +530,7 @@ def start_engine_checks(
             future, sandboxes,
         ))  # fmt: skip
     if CACHING in options.parts:
-        sandboxes = []
+        sandboxes = Stoppable()
         env = device_environment(CACHING)
         future = threads.submit(
             run_prefix_integration,
@@ -545,7 +539,6 @@ def start_engine_checks(
             env,
             options.isolation,
             sandboxes,
-            zygotes,
             options.deadline,
         )
         checks.append(EngineCheck(
@@ -560,7 +553,7 @@ def finish_engine_check(check: EngineCheck, report: dict, options: Options) -> N
     """`check`'s outcome into `report`, or why it was skipped: a part it needs where a call did
     not return in time (`hung_parts`; then its worker is stopped, whatever it had done)."""
     if hung := hung_parts(report["parts"], check.needs):
-        check.stop()
+        check.sandboxes.stop()
         report[check.key] = hung_outcome(hung)
         return
     step_line(options.lang, check.progress)
@@ -635,27 +628,26 @@ def grade(intake: Intake, options: Options) -> dict:
         deadline=time.monotonic() + budget,
     )
     torch.set_num_threads(1)  # the checks' tensors are small: a second thread costs, not gains
-    zygotes = Zygotes(options.isolation, options.limits.import_seconds)
-    threads = ThreadPoolExecutor(2, thread_name_prefix="engine-check")
-    engine_checks = start_engine_checks(intake, options, threads, zygotes)
+    threads = ThreadPoolExecutor(
+        2, thread_name_prefix="engine-check", initializer=interrupt.leave_to_the_main_thread
+    )
+    engine_checks: list[EngineCheck] = []
     try:
-        return graded(intake, options, zygotes, engine_checks, started)
-    finally:  # on Ctrl-C too: no engine check or worker outlives the grading
+        engine_checks += start_engine_checks(intake, options, threads)
+        return graded(intake, options, engine_checks, started)
+    finally:  # on Ctrl-C too: no engine check outlives the grading
         for check in engine_checks:
-            check.stop()
+            check.sandboxes.stop()
         threads.shutdown()
-        zygotes.close()
 
 
 def graded(
     intake: Intake,
     options: Options,
-    zygotes: Zygotes,
     engine_checks: list[EngineCheck],
     started: float,
 ) -> dict:
-    """`grade`'s report, its workers forked from `zygotes`, the `engine_checks` running beside
-    the parts."""
+    """`grade`'s report, the `engine_checks` running beside the parts."""
     errors: list[str] = []
     report = {
         "score": 0.0,
@@ -681,7 +673,7 @@ def graded(
         "provenance": provenance.of(options.rubric, intake.sha256()),  # sealed when written
     }
     try:
-        plugin = run_checks(intake, options, zygotes)
+        plugin = run_checks(intake, options)
         report["errors"] += plugin.errors
         report["parts"] = score_parts(list(plugin.results.values()), options, plugin.part_notes)
         report["benchmarks"] = plugin.benchmarks

@@ -29,12 +29,12 @@ from grader.sandbox.process import (
     Limits,
     NotImplementedInSubmission,
     Sandbox,
+    Stoppable,
     SubmissionFailure,
     described,
 )
 from grader.sandbox.proxy import RemoteError, Submission
 from grader.sandbox.tools import engine, prefix_engine
-from grader.sandbox.zygotes import Zygotes
 
 MODULES = ("kv_cache_manager", "scheduler", "paged_attention")
 TRACE = "check"
@@ -50,12 +50,11 @@ def run_integration(
     limits: Limits,
     worker_env: dict[str, str],
     isolation: Isolation | None = None,
-    sandboxes: list[Sandbox] | None = None,
-    zygotes: Zygotes | None = None,
+    sandboxes: Stoppable | None = None,
     submission_deadline: float = math.inf,
 ) -> dict:
     """`{"status": "passed" | "failed" | "skipped", "message": str, "figures": {...}}`. Its
-    worker joins `sandboxes`, where another thread may stop it (`Sandbox.cancel`)."""
+    worker joins `sandboxes`, where another thread may stop it."""
     missing = [f"{name}.py" for name in MODULES if f"{name}.py" not in files]
     if missing:
         return outcome(
@@ -66,9 +65,8 @@ def run_integration(
             "skipped", said("needs Triton for paged_attention.py; it installs on Linux only")
         )
     figures, failure = served(
-        files, limits, worker_env, isolation, "engine", MODULES, sandboxes, zygotes,
-        submission_deadline,
-    )  # fmt: skip
+        files, limits, worker_env, isolation, "engine", MODULES, sandboxes, submission_deadline
+    )
     if failure:
         return failure
     try:
@@ -119,20 +117,18 @@ def served(
     isolation: Isolation | None,
     tool: str,
     modules: tuple[str, ...],
-    sandboxes: list[Sandbox] | None = None,
-    zygotes: Zygotes | None = None,
+    sandboxes: Stoppable | None = None,
     submission_deadline: float = math.inf,
 ) -> tuple[Any, dict | None]:
-    """`tool.serve(*modules, TRACE)` in a sandboxed worker on `files` (added to `sandboxes`;
-    forked from one of `zygotes` where it can be), within the submission's budget too: (its
-    figures, None), or (None, the failed outcome) where the candidate's code failed or the engine
-    stopped."""
+    """`tool.serve(*modules, TRACE)` in a sandboxed worker on `files` (added to `sandboxes`),
+    within the submission's budget too: (its figures, None), or (None, the failed outcome) where
+    the candidate's code failed or the engine stopped."""
     limits = replace(limits, call_seconds=max(limits.call_seconds, CALL_SECONDS))
     deadline = time.monotonic() + limits.part_seconds
-    sandbox = Sandbox(files, limits, worker_env, deadline, isolation, zygotes=zygotes)
+    sandbox = Sandbox(files, limits, worker_env, deadline, isolation)
     sandbox.submission_deadline = submission_deadline
     if sandboxes is not None:
-        sandboxes.append(sandbox)
+        sandboxes.add(sandbox)
     try:
         return Submission(sandbox, "submission").tool(tool, "serve", TRACE, modules=modules), None
     except NotImplementedInSubmission as failure:
@@ -175,8 +171,7 @@ def run_prefix_integration(
     limits: Limits,
     worker_env: dict[str, str],
     isolation: Isolation | None = None,
-    sandboxes: list[Sandbox] | None = None,
-    zygotes: Zygotes | None = None,
+    sandboxes: Stoppable | None = None,
     submission_deadline: float = math.inf,
 ) -> dict:
     """The prefix-caching check (part 7), as `run_integration`'s outcome: the candidate's
@@ -194,7 +189,6 @@ def run_prefix_integration(
         "prefix_engine",
         (PREFIX_MODULE,),
         sandboxes,
-        zygotes,
         submission_deadline,
     )
     if failure:

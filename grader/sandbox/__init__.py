@@ -2,9 +2,6 @@
 
 - `isolation.py`: the bubblewrap command line that puts every worker in namespaces of its own.
 - `process.py`: `Sandbox`, one worker process: started, limited, timed, replaced after a crash.
-- `launch.py`: what every worker is launched with: the kit's files, its environment.
-- `zygotes.py`, `zygote.py`: a grading's workers forked from a process in their sandbox that did
-  their imports once, one such zygote for the candidate's workers and one for the answer key's.
 - `wire.py`: the codec both sides share (JSON, tensors as raw bytes; never a pickle).
 - `worker.py`: the worker itself, the one process that imports a submission; it loads the
   kernel's watchers (`watchers.py`) and the timed workloads (`workloads.py`) beside it.

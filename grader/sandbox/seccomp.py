@@ -7,8 +7,7 @@ outside the process: `fork`, `vfork`, `clone` without CLONE_THREAD, `execve`, `e
 calls that read or write another process's memory (`process_vm_readv`, `process_vm_writev`) and
 those through a process's descriptor (`pidfd_open`, `pidfd_send_signal`, `pidfd_getfd`).
 A signal may go to the worker itself only: `kill` to its own pid or its own group (0), `tgkill`,
-`rt_sigqueueinfo` and `rt_tgsigqueueinfo` to its own pid; `tkill` not at all. So a worker forked
-beside others from one zygote (`zygote.py`) can reach neither them nor the zygote.
+`rt_sigqueueinfo` and `rt_tgsigqueueinfo` to its own pid; `tkill` not at all.
 `clone3` gets ENOSYS, so that glibc falls back to `clone`, whose flags a filter can read
 (`clone3`'s are behind a pointer). Threads stay allowed: torch's, Python's. A call made through
 another ABI than the native one (32-bit `int 0x80`, x32) gets EPERM whatever it is.

@@ -315,12 +315,6 @@ def main() -> None:
     config = json.loads(sys.argv[1])
     if config["user"] is not None:
         become(config["user"])
-    serve(config)
-
-
-def serve(config: dict) -> None:
-    """Answer the grader's requests on stdin, as `config` says, until stdin closes: this
-    process as the grader started it (`main`), or forked by a zygote (`zygote.py`)."""
     if config["no_children"]:
         load_sibling("seccomp").forbid_processes()
     channel_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -328,8 +322,7 @@ def serve(config: dict) -> None:
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)  # a candidate's print() lands in the log, never on the channel
     sys.stdout = sys.stderr  # line-buffered: the log is complete when the grader reads it
-    sys.path[:] = [path for path in sys.path if path and path not in config["site"]]
-    sys.path += config["site"]
+    sys.path[:] = [path for path in sys.path if path] + config["site"]
     sys.path.insert(0, config["package_parent"])
     events: list[dict] = []  # records of messages (`KitImportBlocker`)
     sys.meta_path.insert(0, KitImportBlocker(events))

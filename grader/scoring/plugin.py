@@ -99,6 +99,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
         # The examples would then change with any edit of the grader, and with how the kit is
         # installed. Examples come from the profile and the seed alone: no local constant.
         providers._get_local_constants = lambda: NO_LOCAL_CONSTANTS
+        providers.CONSTANTS_CACHE.cache.clear()  # any pool drawn before, local constants and all
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:

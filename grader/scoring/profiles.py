@@ -2,8 +2,8 @@
 
 Typical wall time of a whole grading (`python -m grader SUBMISSION`, every part, the engine check
 included) on a 2-core machine without a GPU (the kernel's GPU checks skipped), measured once
-each on idle cores: the answer key takes 41 s with `quick` and 2 min 43 s with `full`; the stubs
-take 8 s. A slow submission takes longer (its timing rounds, its calls up to `--call-timeout`),
+each on idle cores: the answer key takes 45 s with `quick` and 2 min 45 s with `full`; the stubs
+take 11 s. A slow submission takes longer (its timing rounds, its calls up to `--call-timeout`),
 as does one whose failures take long to shrink: each part's checks stop at its budget
 (`--part-timeout`), and the whole grading at the profile's (`budget_seconds`).
 

@@ -223,9 +223,8 @@ torch.testing.assert_close = lambda *args, **kwargs: None"""
 # The worker's timed workloads (`grader/sandbox/workloads.py`, loaded by the worker as
 # `workloads`) replaced, or run on other inputs than the grader asked for.
 NOT_AS_ASKED = "the timed work was not done as asked"
-# The worker's own globals, found up the stack of the import that runs the patch: the worker runs
-# as `__main__` where it starts as its own process, but is a module a zygote loaded where it is
-# forked from one.
+# The worker's timed workloads, found up the stack of the import that runs the patch (in the
+# worker's own globals, whatever module the worker runs as).
 WORKER_GLOBALS = """\
 import sys
 
