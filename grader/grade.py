@@ -3,12 +3,11 @@
 The candidate's code runs only in the workers the checks start (`grader/sandbox/`), each in
 namespaces of its own where the system allows (the report's `isolation` says how they ran); this
 process imports none of it and builds the report from what its own checks concluded, after every
-worker is gone. The
-engine checks, each one long call in a worker of its own, run in threads beside the parts. The
-whole grading has a time budget (the profile's, or `--submission-timeout`): once it is spent,
-every call fails as timed out, so a report comes in bounded time whatever the submission does.
-Whatever happens half-way, a report is made, with the failure as a visible error (Ctrl-C aside:
-`interrupt.py`).
+worker is gone. The engine checks, each one long call in a worker of its own, run in threads
+beside the parts. The whole grading has a time budget (the profile's, or `--submission-timeout`):
+once it is spent, every call fails as timed out, so a report comes in bounded time whatever the
+submission does. Whatever happens half-way, a report is made, with the failure as a visible error
+(Ctrl-C aside: `interrupt.py`).
 
 A bug costs points in its own part: where the candidate's allocator fails part 1, the parts that
 reach it through the manager and lost points there are graded again with the kit's allocator, and
@@ -509,43 +508,23 @@ def start_engine_checks(
     intake: Intake, options: Options, threads: ThreadPoolExecutor
 ) -> list[EngineCheck]:
     """The engine check (every engine part chosen) and the prefix-caching check (part 7
-    chosen), started in `threads`: they read none of the parts' results, so they run beside them
-    (`finish_engine_check` then decides whether each still counts)."""
+    chosen), each started in `threads` where the parts it `needs` are chosen: they read none of
+    the parts' results, so they run beside them (`finish_engine_check` then decides whether each
+    still counts)."""
     files, checks = runnable(intake.files), []
-    if set(options.parts) >= ENGINE_PARTS:
-        sandboxes = Stoppable()
-        env = device_environment()
-        future = threads.submit(
-            run_integration,
-            files,
-            options.limits,
-            env,
-            options.isolation,
-            sandboxes,
-            options.deadline,
-        )
-        checks.append(EngineCheck(
-            "integration", ENGINE_PARTS, "progress_engine",
-            lambda trace: said("the engine check failed: {traceback}", traceback=trace),
-            future, sandboxes,
-        ))  # fmt: skip
-    if CACHING in options.parts:
-        sandboxes = Stoppable()
-        env = device_environment(CACHING)
-        future = threads.submit(
-            run_prefix_integration,
-            files,
-            options.limits,
-            env,
-            options.isolation,
-            sandboxes,
-            options.deadline,
-        )
-        checks.append(EngineCheck(
-            "prefix_integration", frozenset({CACHING}), "progress_prefix_engine",
-            lambda trace: said("the prefix-caching check failed: {traceback}", traceback=trace),
-            future, sandboxes,
-        ))  # fmt: skip
+    kinds = [
+        ("integration", ENGINE_PARTS, None, run_integration, "progress_engine",
+         lambda trace: said("the engine check failed: {traceback}", traceback=trace)),
+        ("prefix_integration", frozenset({CACHING}), CACHING, run_prefix_integration,
+         "progress_prefix_engine",
+         lambda trace: said("the prefix-caching check failed: {traceback}", traceback=trace)),
+    ]  # fmt: skip
+    for key, needs, part, run, progress, failed in kinds:
+        if needs <= set(options.parts):
+            sandboxes = Stoppable()
+            future = threads.submit(run, files, options.limits, device_environment(part),
+                                    options.isolation, sandboxes, options.deadline)  # fmt: skip
+            checks.append(EngineCheck(key, needs, progress, failed, future, sandboxes))
     return checks
 
 
