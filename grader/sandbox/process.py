@@ -329,10 +329,7 @@ class Sandbox:
         fails as a crash and no other is sent (a worker that `start` makes meanwhile stops
         itself)."""
         self.cancelled = True
-        process = self.process  # read once: the thread it serves may close it meanwhile
-        if process is not None and process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
+        self.kill()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -454,8 +451,12 @@ class Sandbox:
             self.home = None
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        """Kill the worker's process group, if it has a worker (read once: `cancel` may run in
+        another thread while the one it serves closes it)."""
+        process = self.process
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
 
     def next_check(self) -> None:
         """Forget the previous check's crash or timeout: the next call starts a fresh worker."""

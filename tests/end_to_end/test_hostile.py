@@ -220,39 +220,32 @@ torch.allclose = lambda *args, **kwargs: True
 torch.Tensor.equal = lambda *args, **kwargs: True
 torch.Tensor.allclose = lambda *args, **kwargs: True
 torch.testing.assert_close = lambda *args, **kwargs: None"""
-# The worker's timed workloads (`grader/sandbox/workloads.py`, loaded by the worker as
-# `workloads`) replaced, or run on other inputs than the grader asked for.
+# The worker's timed workloads (`grader/sandbox/workloads.py`, loaded by the worker, which runs as
+# __main__, as `workloads`) replaced, or run on other inputs than the grader asked for.
 NOT_AS_ASKED = "the timed work was not done as asked"
-# The worker's timed workloads, found up the stack of the import that runs the patch (in the
-# worker's own globals, whatever module the worker runs as).
-WORKER_GLOBALS = """\
-import sys
+WORKLOAD_PATCH = """\
+import __main__
 
-_frame = sys._getframe()
-while _frame is not None and "WORKLOADS" not in vars(_frame.f_globals.get("workloads", sys)):
-    _frame = _frame.f_back
-_WORKLOADS = _frame.f_globals["workloads"].WORKLOADS if _frame is not None else None
+if hasattr(__main__, "workloads"):
+    __main__.workloads.WORKLOADS["allocate_free_rounds"] = lambda _, sizes: [[]] * len(sizes)
 """
-WORKLOAD_PATCH = f"""\
-{WORKER_GLOBALS}
-if _WORKLOADS is not None:
-    _WORKLOADS["allocate_free_rounds"] = lambda _, sizes: [[]] * len(sizes)
-"""
-SMALL_POOL_PATCH = f"""\
-{WORKER_GLOBALS}
-if _WORKLOADS is not None:
-    _honest = _WORKLOADS["allocate_free_rounds"]
+SMALL_POOL_PATCH = """\
+import __main__
+
+if hasattr(__main__, "workloads"):
+    _honest = __main__.workloads.WORKLOADS["allocate_free_rounds"]
 
     def _on_a_small_pool(allocator, *args):
         small = type(allocator)(1000)
         small.allocate(500)
         return _honest(small, *args)
 
-    _WORKLOADS["allocate_free_rounds"] = _on_a_small_pool
+    __main__.workloads.WORKLOADS["allocate_free_rounds"] = _on_a_small_pool
 """
-FEWER_TOKENS_PATCH = f"""\
-{WORKER_GLOBALS}
-if _WORKLOADS is not None:
+FEWER_TOKENS_PATCH = """\
+import __main__
+
+if hasattr(__main__, "workloads"):
     def _on_fewer_tokens(honest):
         def workload(manager, requests, *args):
             for request in requests:
@@ -262,7 +255,7 @@ if _WORKLOADS is not None:
         return workload
 
     for _name in ("gather_rounds", "slot_mapping_rounds"):
-        _WORKLOADS[_name] = _on_fewer_tokens(_WORKLOADS[_name])
+        __main__.workloads.WORKLOADS[_name] = _on_fewer_tokens(__main__.workloads.WORKLOADS[_name])
 """
 GATHER_BODY = """\
         blocks = torch.tensor(req.block_table, dtype=torch.long)
