@@ -37,7 +37,7 @@ import hypothesis
 import pytest
 import torch
 
-from grader import ANSWER_KEY, KIT_ROOT, interrupt, kernel_rule, provenance, scan
+from grader import ANSWER_KEY, KIT_ROOT, file_rule, interrupt, kernel_rule, provenance, scan
 from grader.intake import Intake
 from grader.integration import run_integration, run_prefix_integration
 from grader.parts import ENGINE_PARTS, PARTS
@@ -98,9 +98,10 @@ class Options:
 
 def runnable(files: dict[str, bytes]) -> dict[str, bytes]:
     """`files` as the workers get them: each that runs code it decodes at run time
-    (`scan.decoded_code`), and a kernel file that breaks the kernel rule (`kernel_rule`), replaced
-    by a module that only raises, saying why, so that it never runs and every check that imports
-    it, itself or through another file, fails on it."""
+    (`scan.decoded_code`), a kernel file that breaks the kernel rule (`kernel_rule`), and each
+    that breaks the file rule (`file_rule`), replaced by a module that only raises, saying why,
+    so that it never runs and every check that imports it, itself or through another file, fails
+    on it."""
     reasons = scan.decoded_code(files)
     kernel = scan.KERNEL_FILE
     if (
@@ -109,6 +110,7 @@ def runnable(files: dict[str, bytes]) -> dict[str, bytes]:
         and (broken := kernel_rule.first_break(files[kernel]))
     ):
         reasons[kernel] = broken
+    reasons = file_rule.breaks(files) | reasons
     return files | {
         name: f"raise ImportError({f'{name} is not run: {reason}'!r})\n".encode()
         for name, reason in reasons.items()

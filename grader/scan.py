@@ -165,8 +165,9 @@ DECODING_ATTRIBUTES = frozenset({
 
 def decoded_code(files: dict[str, bytes]) -> dict[str, str]:
     """Why each file that runs code it decodes at run time is not run, by file name: the first
-    line that reads the builtin `exec`, `eval` or `compile` (called or not; a name a scope of
-    the file binds itself is its own), or `marshal.loads` and the like (`DECODING_ATTRIBUTES`).
+    line that reads the builtin `exec`, `eval` or `compile` (called or not; a name a function
+    binds itself is its own, `builtin_reads`), or `marshal.loads` and the like
+    (`DECODING_ATTRIBUTES`).
     Parsed, never run; a file that does not parse has none (`syntax_errors` has it), and one too
     deeply nested to read is not run either."""
     reasons = {}
@@ -192,7 +193,7 @@ def first_decoding_read(name: str, source: bytes) -> tuple[int, str] | None:
     """(line, name) of the file's first read of what runs decoded code; None if it has none."""
     tree = ast.parse(source, filename=name)
     table = symtable.symtable(source.decode("utf-8", "replace"), name, "exec")
-    builtins_read = builtin_reads(table, module_bound(table))
+    builtins_read = builtin_reads(table)
     walker = Walker(name, {"__builtins__": "builtins"} | import_aliases(tree))
     reads = []
     for node in ast.walk(tree):
@@ -205,28 +206,23 @@ def first_decoding_read(name: str, source: bytes) -> tuple[int, str] | None:
     return min(reads) if reads else None
 
 
-def module_bound(table: symtable.SymbolTable) -> set[str]:
-    """The names the module itself binds: assigned, imported, or defined."""
-    return {
-        symbol.get_name()
-        for symbol in table.get_symbols()
-        if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
-    }
-
-
-def builtin_reads(table: symtable.SymbolTable, bound: set[str]) -> set[str]:
-    """The `DECODING_BUILTINS` some scope of `table` reads as the builtins themselves."""
+def builtin_reads(
+    table: symtable.SymbolTable, names: frozenset[str] = DECODING_BUILTINS
+) -> set[str]:
+    """The `names` some scope of `table` reads where they may be the builtins themselves: every
+    read but a function's of its own local or of an enclosing function's. A module's or a
+    class's binding of the name may not have run yet where it is read, or may never run
+    (`if False: eval = print`), so it does not make the name the file's own."""
+    own = table.get_type() == "function"
     found = {
         symbol.get_name()
         for symbol in table.get_symbols()
-        if symbol.get_name() in DECODING_BUILTINS
+        if symbol.get_name() in names
         and symbol.is_referenced()
-        and not (symbol.is_assigned() or symbol.is_imported() or symbol.is_parameter())
-        and not symbol.is_free()
-        and symbol.get_name() not in bound
+        and not (own and (symbol.is_local() or symbol.is_free()))
     }
     for child in table.get_children():
-        found |= builtin_reads(child, bound)
+        found |= builtin_reads(child, names)
     return found
 
 

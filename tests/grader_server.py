@@ -5,11 +5,12 @@ the gradings that leave the environment as it is); `serve` is the server,
 `python -m tests.grader_server NAME` from the kit's root, as `python -m grader` runs.
 
 The server listens on the abstract Unix socket NAME, and serves only the process that started it
-(the peer's pid, from the kernel). A client sends one JSON line `{"argv", "env", "stdout",
-"stderr"}`; the child forked for it answers its pid in a line, runs the grader's command line
-(`grader.__main__.main`) in the kit's root with exactly `env` as its environment, stdin empty and
-stdout and stderr written to the files named, and answers its exit status in a last line: the
-one `python -m grader` gives (`exit_status`; 1 for an uncaught exception, after its traceback).
+(the peer's pid, from the kernel). A client sends one JSON line `{"argv", "env", "guarded",
+"stdout", "stderr"}`; the child forked for it answers its pid in a line, runs the grader's
+command line (`grader.__main__.main`; with the file rule off where not `guarded`) in the kit's
+root with exactly `env` as its environment, stdin empty and stdout and stderr written to the
+files named, and answers its exit status in a last line: the one `python -m grader` gives
+(`exit_status`; 1 for an uncaught exception, after its traceback).
 A child that dies without one (killed) gives no last line. The child skips Python's exit steps
 (atexit, finalizers): the grader has none to run once its report is written.
 
@@ -81,11 +82,12 @@ class GraderServer:
                 raise RuntimeError(f"the grader server died:\n{cls._shared.errors()}")
             return cls._shared
 
-    def run(self, argv: Sequence[str]) -> tuple[int, str, str]:
+    def run(self, argv: Sequence[str], guarded: bool = True) -> tuple[int, str, str]:
         """`python -m grader ARGV` from the kit's root, with this process's environment: its
-        exit status (-1 where it died without one), stdout and stderr. Past `CLI_TIMEOUT`, or on
-        any error here, the grading is killed; a timeout raises `subprocess.TimeoutExpired`, as
-        `subprocess.run` does."""
+        exit status (-1 where it died without one), stdout and stderr; not `guarded`, with the
+        file rule off (`tests/unguarded.py`). Past `CLI_TIMEOUT`, or on any error here, the
+        grading is killed; a timeout raises `subprocess.TimeoutExpired`, as `subprocess.run`
+        does."""
         with (
             tempfile.TemporaryDirectory() as outputs,
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection,
@@ -95,7 +97,7 @@ class GraderServer:
             stderr.touch()
             connection.settimeout(CLI_TIMEOUT)
             connection.connect(f"\0{self.name}")
-            request = {"argv": list(argv), "env": dict(os.environ),
+            request = {"argv": list(argv), "env": dict(os.environ), "guarded": guarded,
                        "stdout": str(stdout), "stderr": str(stderr)}  # fmt: skip
             connection.sendall(json.dumps(request).encode() + b"\n")
             pid = None
@@ -144,6 +146,10 @@ def grading(connection: socket.socket) -> int:
             os.dup2(stream.fileno(), fd)
     os.environ.clear()
     os.environ.update(request["env"])
+    if not request["guarded"]:
+        from tests.unguarded import unguard
+
+        unguard()
     try:
         return main(request["argv"])
     except SystemExit as stop:

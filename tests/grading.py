@@ -144,27 +144,34 @@ class Graded:
 
 
 def run_grader(
-    submission: Path, out: Path, *options: str, env: Mapping[str, str] | None = None
+    submission: Path,
+    out: Path,
+    *options: str,
+    env: Mapping[str, str] | None = None,
+    guarded: bool = True,
 ) -> Graded:
     """`python -m grader SUBMISSION --out OUT OPTIONS...`, run from the kit's root; with `env`
     (added to the environment) as a fresh process, since modules read the environment when they
     are imported; without, in a child forked from a grader that has done its imports
-    (`GraderServer`)."""
+    (`GraderServer`). Not `guarded`: with the file rule off (`tests/unguarded.py`), for a test
+    of what stops a file when it runs."""
     argv = [str(submission), "--out", str(out), *options]
     if env is None:
-        returncode, stdout, stderr = GraderServer.shared().run(argv)
+        returncode, stdout, stderr = GraderServer.shared().run(argv, guarded)
     else:
-        returncode, stdout, stderr = run_fresh(argv, env)
+        returncode, stdout, stderr = run_fresh(argv, env, guarded)
     report_path = out / "report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
     return Graded(returncode, stdout, stderr, report)
 
 
-def run_fresh(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, str]:
+def run_fresh(
+    argv: Sequence[str], env: Mapping[str, str], guarded: bool = True
+) -> tuple[int, str, str]:
     """`python -m grader ARGV` as a new process, `env` added to the environment: its exit
-    status, stdout and stderr."""
+    status, stdout and stderr (`python -m tests.unguarded ARGV`, not `guarded`)."""
     done = subprocess.run(
-        [sys.executable, "-m", "grader", *argv],
+        [sys.executable, "-m", "grader" if guarded else "tests.unguarded", *argv],
         cwd=KIT_ROOT,
         env=os.environ | dict(env),
         capture_output=True,
@@ -176,11 +183,16 @@ def run_fresh(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, st
 
 
 def grade(
-    submission: Path, *options: str, out: Path | None = None, env: Mapping[str, str] | None = None
+    submission: Path,
+    *options: str,
+    out: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    guarded: bool = True,
 ) -> Graded:
-    """Grade `submission` (the report goes to `out`, else beside it); fails if none was written."""
+    """Grade `submission` (the report goes to `out`, else beside it); fails if none was written.
+    Not `guarded`: with the file rule off (`run_grader`)."""
     out = out or submission.parent / f"{submission.name}-report"
-    graded = run_grader(submission, out, *options, env=env)
+    graded = run_grader(submission, out, *options, env=env, guarded=guarded)
     assert graded.returncode == 0, f"the grader failed\n{graded}"
     assert graded.report, f"the grader wrote no report\n{graded}"
     return graded

@@ -4,8 +4,13 @@ Each one must score 0 in the parts whose checks reach its code and keep full mar
 do not reach (the allocator's checks import only `block_allocator.py`), and the grader must
 write its own report with no error of its own. Every allocator method is reached by every other
 part too (the manager allocates through it), so an allocator attack has no untouched part.
+
+Most of them import what the file rule refuses (`os`, `__main__`...), and are graded with it off
+(`guarded=False`): their tests are about what stops them when they run. Those marked `guarded`
+are graded as users grade: the file rule is what stops them.
 """
 
+import marshal
 import re
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -25,6 +30,7 @@ from grader.sandbox.process import (
 from tests.grading import (
     EXERCISES,
     KIT_ROOT,
+    SOLUTIONS,
     Edit,
     Graded,
     build_submission,
@@ -46,6 +52,20 @@ SEGFAULT_IN_A_METHOD = "        ctypes.string_at(0)\n"
 FAKE_REPLY = '{"ok": null, "events": []}'
 FAKE_SCORE = "score 100 / 100: all checks passed"
 FAKE_REPORT = '{"score": 100.0, "max_score": 100.0, "parts": {}, "errors": []}'
+# The answer key's allocator as bytecode, loaded by `marshal` reached through `zipimport` and run
+# as a function of the stub's globals, after the stub's own classes: it replaces them.
+STUB_TAIL = '        raise NotImplementedError("BlockAllocator.ref_count")\n'
+BYTECODE = marshal.dumps(compile((SOLUTIONS / "block_allocator.py").read_text(), "key", "exec"))
+BYTECODE_REPLAY = f"""
+
+import zipimport
+
+type(lambda: 0)(zipimport.marshal.loads(bytes.fromhex({BYTECODE.hex()!r})), globals())()
+"""
+OWN_WORKLOAD = """import dataclasses
+
+dataclasses.sys.modules["__main__"].WORKLOADS = {}
+"""
 FLOOD = """
 import itertools
 import sys
@@ -68,6 +88,7 @@ class Hostile:
     says: str = ""  # what each failed check of a zero part must say
     options: tuple[str, ...] = ()
     on_stub: bool = False  # kv_cache_manager.py is the exercise stub, not the answer key
+    guarded: bool = False  # graded with the file rule on (the others: off, `tests/unguarded.py`)
 
     @property
     def parts(self) -> str:
@@ -119,6 +140,28 @@ HOSTILES = [
         at_import("run = exec\nrun(bytes.fromhex('783d31').decode())"),
         zero=("decode",),
         says="kv_cache_manager.py is not run: line",
+        guarded=True,
+    ),
+    Hostile(  # the answer key's allocator, compiled and run from its bytecode, in the stub
+        "replays_the_answer_keys_bytecode",
+        (Edit("block_allocator.py", STUB_TAIL, f"{STUB_TAIL}{BYTECODE_REPLAY}"),),
+        zero=("allocator",),
+        full=(),
+        says="imports zipimport, a module outside the contract's list",
+        guarded=True,
+    ),
+    Hostile(  # the same with the file rule off: the key's full marks, so the rule is what stops it
+        "replays_the_answer_keys_bytecode_with_the_rule_off",
+        (Edit("block_allocator.py", STUB_TAIL, f"{STUB_TAIL}{BYTECODE_REPLAY}"),),
+        zero=(),
+    ),
+    Hostile(  # its timed workload replaced by one that allocates nothing, reached through sys
+        "replaces_its_timed_workload_through_dataclasses",
+        (Edit("block_allocator.py", ALLOCATOR_IMPORTS, f"{ALLOCATOR_IMPORTS}{OWN_WORKLOAD}"),),
+        zero=("allocator",),
+        full=(),
+        says="reads dataclasses.sys, which is the module sys",
+        guarded=True,
     ),
     Hostile(
         "imports_the_answer_key",
@@ -327,8 +370,11 @@ def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future
     def job(hostile: Hostile):
         stub = {"kv_cache_manager.py": EXERCISES / "kv_cache_manager.py"}
         files = stub if hostile.on_stub else {}
+        if hostile.id.startswith("replays_the_answer_keys_bytecode"):  # the stub, not the key
+            files = {"block_allocator.py": EXERCISES / "block_allocator.py"}
         folder = build_submission(root / hostile.id, files=files, edits=hostile.edits)
-        return lambda: grade(folder, "--parts", hostile.parts, *hostile.options)
+        options = ("--parts", hostile.parts, *hostile.options)
+        return lambda: grade(folder, *options, guarded=hostile.guarded)
 
     hostiles = selected(request, "hostile")
     for name in selected(request, "attack"):
@@ -423,7 +469,7 @@ def test_a_submission_whose_every_call_hangs_is_waited_for_once_per_call(tmp_pat
         hang = "while True: pass" if kernel else "time.sleep(3600)"
         text = re.sub(r"raise NotImplementedError\(.*\)", hang, stub.read_text())
         (tmp_path / stub.name).write_text(text if kernel else f"import time\n{text}")
-    report = grade(tmp_path, "--call-timeout", "1").report
+    report = grade(tmp_path, "--call-timeout", "1", guarded=False).report
     for part, graded in report["parts"].items():
         checks = [check for check in graded["checks"] if check["status"] != "skipped"]
         assert all(check["message"].startswith("timed out") for check in checks), (part, checks)
@@ -449,7 +495,7 @@ def test_a_submission_whose_every_call_sleeps_just_under_the_limit_is_cut_short_
             sleep = r"time.sleep(0.9)\n        \g<0>"
             text = "import time\n" + re.sub(r"raise NotImplementedError\(.*\)", sleep, text)
         (tmp_path / stub.name).write_text(text)
-    graded = grade(tmp_path, "--call-timeout", "1", "--submission-timeout", "20")
+    graded = grade(tmp_path, "--call-timeout", "1", "--submission-timeout", "20", guarded=False)
     graded.assert_clean()
     report = graded.report
     assert set(report["parts"]) == set(PARTS)

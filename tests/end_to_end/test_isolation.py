@@ -2,7 +2,8 @@
 
 Every grading here runs with `--isolation bwrap` (each worker in namespaces of its own), and the
 same attacks with `--isolation none` show that an unisolated grade says so everywhere a person
-reads it. The attacks:
+reads it. The attacks import what the file rule refuses (`os`, `runpy`...), so they are graded with
+the rule off (`guarded=False`, `tests/unguarded.py`): what is tested is the sandbox. The attacks:
 
 - read the answer key from disk (three folders above the interpreter, every process's cwd);
 - a daemon that outlives its worker and, for a minute, SIGKILLs every process it can see whose
@@ -181,7 +182,15 @@ def test_the_answer_key_on_disk_is_out_of_sight(tmp_path):
     folder = tmp_path / "reader"
     stub = {"block_allocator.py": (EXERCISES / "block_allocator.py").read_text() + READ_THE_KEY}
     build_submission(folder, base=EXERCISES, files=stub)
-    graded = grade(folder, "--parts", "allocator", "--isolation", "bwrap", env=confined(tmp_path))
+    graded = grade(
+        folder,
+        "--parts",
+        "allocator",
+        "--isolation",
+        "bwrap",
+        env=confined(tmp_path),
+        guarded=False,
+    )
     graded.assert_clean()
     assert graded.report["isolation"]["isolated"], graded.report["isolation"]
     assert graded.score("allocator") == 0, graded.describe("allocator")
@@ -194,7 +203,9 @@ def test_unisolated_grading_says_so_everywhere(tmp_path):
     folder = tmp_path / "reader"
     stub = {"block_allocator.py": (EXERCISES / "block_allocator.py").read_text() + READ_THE_KEY}
     build_submission(folder, base=EXERCISES, files=stub)
-    graded = grade(folder, "--parts", "allocator", "--isolation", "none", env=confined(tmp_path))
+    graded = grade(
+        folder, "--parts", "allocator", "--isolation", "none", env=confined(tmp_path), guarded=False
+    )
     marking = "not isolated: not for a hiring decision"
     assert graded.report["isolation"]["isolated"] is False
     assert graded.score("allocator") == 15, (
@@ -220,7 +231,15 @@ def test_a_part_built_on_the_kit_cannot_read_the_kits_source(tmp_path):
     )
     scheduler = (SOLUTIONS / "scheduler.py").read_text() + leak
     folder = build_submission(tmp_path / "leaker", files={"scheduler.py": scheduler})
-    graded = grade(folder, "--parts", "scheduler", "--isolation", "bwrap", env=confined(tmp_path))
+    graded = grade(
+        folder,
+        "--parts",
+        "scheduler",
+        "--isolation",
+        "bwrap",
+        env=confined(tmp_path),
+        guarded=False,
+    )
     graded.assert_clean()
     assert graded.score("scheduler") < graded.max_score("scheduler")
     assert answer_key_lines(report_files(tmp_path / "leaker-report")) <= 2
@@ -236,7 +255,7 @@ def test_a_daemon_harms_no_other_submission_in_a_drive(tmp_path):
     before = {name: digest(submissions / name) for name in ("b_key", "c_key", "d_key")}
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade-all", str(submissions), "--out", str(out),
+        [sys.executable, "-m", "tests.unguarded", "grade-all", str(submissions), "--out", str(out),
          "--parts", "allocator", "--isolation", "bwrap"],
         cwd=KIT_ROOT, capture_output=True, text=True, timeout=4 * CLI_TIMEOUT,
         env=os.environ | confined(tmp_path),

@@ -371,11 +371,16 @@ def test_an_import_outside_the_contracts_list_is_a_flag(source, file, unlisted) 
         ("run = exec\nrun(code)", "line 1 reads exec"),
         ("list(map(exec, codes))", "line 1 reads exec"),
         ("def f(exec):\n    pass\nexec(code)", "line 3 reads exec"),
-        # its own names, and other libraries' methods of the same name, are not the builtins
-        ("def compile(x):\n    return x\ncompile(1)", None),
+        # a module's binding of the name may not have run where it is read, or never runs
+        ("def compile(x):\n    return x\ncompile(1)", "line 3 reads compile"),
+        ("eval = print\neval('1')", "line 2 reads eval"),
+        (
+            "def run():\n    return eval('1')\nrun()\nif False:\n    eval = None",
+            "line 2 reads eval",
+        ),
+        # a function's own names, and other libraries' methods of the same name, are not
         ("model.eval()\nfn = torch.compile(f)\np = re.compile('x')", None),
         ("def run(exec):\n    exec()", None),
-        ("eval = print\neval('1')", None),
         ("def outer():\n    exec = print\n    def inner():\n        exec(1)", None),
     ],
 )
