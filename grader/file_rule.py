@@ -35,15 +35,15 @@ import ast
 import builtins
 import importlib
 import symtable
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
 
 from grader.said import Said, said
-from grader.scan import ALLOWED_IMPORTS, FRAMES, KERNEL_FILE, OBJECT_GRAPH, builtin_reads
+from grader.scan import ALLOWED_IMPORTS, FRAMES, KERNEL_FILE, TOO_DEEP, builtin_reads
 
-KERNEL_IMPORTS = frozenset({"triton"})  # the kernel's file may also import these
+KERNEL_MODULES = frozenset({"triton"})  # the kernel's file may also import these
 # The submodules a file may reach of these packages (each with its own submodules); of the other
 # allowed modules, any. torch's others load or build code (`torch.package`, `torch.hub`,
 # `torch.utils.cpp_extension`, `torch.fx`...), or reach the interpreter (`torch.multiprocessing`).
@@ -65,7 +65,8 @@ REFUSED = {
         ["typing.get_type_hints", "functools.singledispatch", "functools.singledispatchmethod"],
         said("evaluates annotations as code"),
     ),
-    **dict.fromkeys(["typing.ForwardRef", "typing.get_args"], said("compiles strings as code")),
+    "typing.ForwardRef": said("compiles strings as code"),
+    "typing.get_args": said("hands out forward references, strings compiled as code"),
     **dict.fromkeys(
         [
             "operator.attrgetter", "operator.methodcaller", "functools.update_wrapper",
@@ -101,15 +102,16 @@ DUNDERS = {
     "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rfloordiv__", "__rmod__",
     "__iadd__", "__isub__", "__imul__",
 }  # fmt: skip
-# Attributes of any object, other than special ones, that reach past it: frames, and
-# generators' frames and code.
-HIDDEN = {name for name in FRAMES | OBJECT_GRAPH if not name.startswith("__")} | {
-    "ag_frame", "gi_code", "cr_code", "ag_code", "gi_yieldfrom", "cr_await",
+# Attributes of any object, other than special ones, that reach past it: a frame's, a
+# traceback's, and a generator's or coroutine's frame, code and what it awaits.
+HIDDEN = {name for name in FRAMES if not name.startswith("__")} | {
+    "ag_frame", "gi_code", "cr_code", "ag_code", "gi_yieldfrom", "cr_await", "ag_await",
 }  # fmt: skip
-# The special names a file may bind or read as names (a class body's `__annotations__` is not).
+# The special names a file may bind or read as names, besides `DUNDERS` (a class body's
+# `__str__` in `__repr__ = __str__`); a class body's `__annotations__` is not one.
 NAME_DUNDERS = {
     "__name__", "__doc__", "__file__", "__qualname__", "__module__", "__class__", "__slots__",
-    "__all__", "__hash__", "__match_args__",
+    "__all__", "__hash__", "__match_args__", "__debug__",
 }  # fmt: skip
 # Builtins that find code or names at run time (`exec`, `eval` and `compile` are
 # `scan.decoded_code`'s), and those that reach an attribute by a name.
@@ -124,7 +126,6 @@ PLACES = {
     DATACLASS: said("uses dataclasses.dataclass other than as a class statement's decorator"),
     FIELD: said("uses dataclasses.field other than as a field in a dataclass's body"),
 }
-NOT_RUN_DEEP = "too deeply nested for the grader to read what it runs"
 
 
 class RuleBroken(Exception):
@@ -146,7 +147,7 @@ def breaks(files: Mapping[str, bytes]) -> dict[str, Said]:
         except (SyntaxError, ValueError):
             continue
         except (RecursionError, MemoryError):
-            reasons[name] = said(NOT_RUN_DEEP)
+            reasons[name] = TOO_DEEP
     shared = Shared(exported(trees, imported_modules), exported(trees, defined_classes))
     for name in sorted(trees):
         if broken := first_break(name, files[name], shared):
@@ -171,23 +172,22 @@ def first_break(name: str, source: bytes, shared: Shared | None = None) -> Said 
     except (SyntaxError, ValueError):
         return None
     except (RecursionError, MemoryError):
-        return said(NOT_RUN_DEEP)
-    reader = Reader(
-        allowed_modules(name), builtin_reads(table, BY_NAME | NAMED), shared or Shared()
-    )
+        return TOO_DEEP
+    builtins_read = builtin_reads(table, BY_NAME | NAMED | {"type"})
+    reader = Reader(allowed_modules(name), builtins_read, shared or Shared())
     try:
         reader.read(tree)
     except RuleBroken as broken:
         return said("line {line} {what}", line=broken.line, what=broken.what)
     except (RecursionError, MemoryError):
-        return said(NOT_RUN_DEEP)
+        return TOO_DEEP
     return None
 
 
 def allowed_modules(name: str) -> frozenset[str]:
     """The top-level modules `name`, a submission file, may import."""
     kernel = name.rsplit("/", 1)[-1] == KERNEL_FILE
-    return ALLOWED_IMPORTS | KERNEL_IMPORTS if kernel else ALLOWED_IMPORTS
+    return ALLOWED_IMPORTS | KERNEL_MODULES if kernel else ALLOWED_IMPORTS
 
 
 def exported(
@@ -241,7 +241,7 @@ def imported_modules(tree: ast.Module) -> dict[str, str]:
                     alias.name if alias.asname else alias.name.split(".")[0]
                 )
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            if node.module.split(".")[0] not in ALLOWED_IMPORTS | KERNEL_IMPORTS:
+            if unreachable(node.module, ALLOWED_IMPORTS | KERNEL_MODULES):
                 continue  # never loaded here: the file breaks the rule where it imports it
             for alias in node.names:
                 if isinstance(value := member(node.module, alias.name), ModuleType):
@@ -284,10 +284,32 @@ def unreachable(module: str, allowed: frozenset[str]) -> Said | None:
     return said("a submodule outside the contract's list: {modules}", modules=", ".join(inside))
 
 
-def hidden(attribute: str) -> bool:
-    """Whether reading `attribute` of an object reaches past it (`DUNDERS`, `HIDDEN`)."""
-    special = attribute.startswith("__") and attribute.endswith("__")
-    return attribute not in DUNDERS if special else attribute in HIDDEN
+def special(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def hidden(attribute: str) -> Said | None:
+    """Why reading `attribute` of an object reaches past it (`DUNDERS`, `HIDDEN`); None when it
+    does not."""
+    if special(attribute) and attribute not in DUNDERS:
+        return said("reads .{name}, a special attribute the rule does not list", name=attribute)
+    if attribute in HIDDEN:
+        return said("reads .{name}, a frame's or a generator's", name=attribute)
+    return None
+
+
+def class_scope(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a class body, with those of its `if`, `for`, `with`, `try` and `match`
+    blocks: all that run in the class's own scope (not a function's or a nested class's)."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, ast.stmt):
+                yield from class_scope([child])
+            elif isinstance(child, ast.ExceptHandler | ast.match_case):
+                yield from class_scope(child.body)
 
 
 class Reader(ast.NodeVisitor):
@@ -297,6 +319,8 @@ class Reader(ast.NodeVisitor):
         self.allowed, self.shared = allowed, shared
         self.builtins_read = builtins_read & BY_NAME
         self.named = builtins_read & NAMED  # `getattr` and its kin, read as the builtins
+        self.type_read = builtins_read & {"type"}  # `type`, read as the builtin
+        self.annotating = False  # reading an annotation (`type[A]`, `x: type = int`)
         self.modules: dict[str, str] = {}  # local name -> the dotted module it is bound to
         self.own: dict[str, str] = {}  # local name -> the stem of the submission's file it is
         self.classes: set[str] = set()  # names bound by a class statement alone, here or there
@@ -337,6 +361,8 @@ class Reader(ast.NodeVisitor):
     def read_own_import(self, node: ast.ImportFrom) -> None:
         """`from .stem import name`: a module that file binds is a module here too;
         `from . import stem`: the submission's own module."""
+        if node.level > 1:
+            raise RuleBroken(node, said("imports from outside the submission's folder"))
         for alias in node.names:
             bound = alias.asname or alias.name
             if node.module is None:
@@ -362,7 +388,9 @@ class Reader(ast.NodeVisitor):
             raise RuleBroken(node, said("reads {name}, which {reason}", name=name, reason=reason))
         if not isinstance(value := member(module, attribute), ModuleType):
             return None
-        if reason := unreachable(value.__name__, self.allowed):
+        if (reason := unreachable(value.__name__, self.allowed)) and value.__name__ == name:
+            raise RuleBroken(node, said("reads {name}, {reason}", name=name, reason=reason))
+        if reason:
             what = said(
                 "reads {name}, which is the module {module}, {reason}",
                 name=name,
@@ -398,8 +426,8 @@ class Reader(ast.NodeVisitor):
     # -- what the file reads -----------------------------------------------------------------
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if hidden(node.attr):
-            raise RuleBroken(node, said("reads .{name}, a hidden attribute", name=node.attr))
+        if why := hidden(node.attr):
+            raise RuleBroken(node, why)
         if not isinstance(node.ctx, ast.Load) and node.attr == "__class__":
             raise RuleBroken(
                 node, said("changes {name}, an object's class", name=ast.unparse(node))
@@ -417,6 +445,14 @@ class Reader(ast.NodeVisitor):
             return  # a name of the submission's own module, not a module (checked)
         self.generic_visit(node)
 
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if not isinstance(node.ctx, ast.Load) and self.library_rooted(node.value):
+            raise RuleBroken(node, said("changes {name}, a library's", name=ast.unparse(node)))
+        if self.annotating and isinstance(node.value, ast.Name) and node.value.id == "type":
+            self.visit(node.slice)  # `type[A]`, an annotation's (elsewhere it calls like type)
+            return
+        self.generic_visit(node)
+
     def visit_Name(self, node: ast.Name) -> None:
         if (node.id in self.modules or node.id in self.own) and not isinstance(node.ctx, ast.Del):
             raise self.as_value(node, node.id)
@@ -424,12 +460,14 @@ class Reader(ast.NodeVisitor):
             raise RuleBroken(
                 node, said("reads {name}, which finds names at run time", name=node.id)
             )
-        if node.id.startswith("__") and node.id.endswith("__") and node.id not in NAME_DUNDERS:
+        if special(node.id) and node.id not in NAME_DUNDERS | DUNDERS:
             what = said("uses {name}, a special name the rule does not list", name=node.id)
             raise RuleBroken(node, what)
-        if node.id in self.named or node.id == "type":
-            what = said("reads {name} other than as the rule allows a call of it", name=node.id)
+        if node.id in self.named:
+            what = said("reads {name} other than called with a literal name", name=node.id)
             raise RuleBroken(node, what)
+        if node.id in self.type_read and isinstance(node.ctx, ast.Load) and not self.annotating:
+            raise RuleBroken(node, said("reads type other than as type(x)"))
         if node.id in self.placed_names:
             self.require_placed(node, self.placed_names[node.id])
 
@@ -452,20 +490,43 @@ class Reader(ast.NodeVisitor):
         if by_name or by_module:
             self.placed.add(id(node))
 
+    def visit_arg(self, node: ast.arg) -> None:
+        self.annotation(node.annotation)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.annotation(node.annotation)
+        for child in (node.target, node.value):
+            if child is not None:
+                self.visit(child)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for child in [*node.decorator_list, node.args, *node.body]:
+            self.visit(child)
+        self.annotation(node.returns)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def annotation(self, node: ast.expr | None) -> None:
+        """Read an annotation, where `type` may stand as a value (`x: type = int`)."""
+        if node is not None:
+            self.annotating, outer = True, self.annotating
+            try:
+                self.visit(node)
+            finally:
+                self.annotating = outer
+
     def visit_match_case(self, node: ast.match_case) -> None:
         for pattern in ast.walk(node.pattern):
             for attribute in getattr(pattern, "kwd_attrs", []):
-                if hidden(attribute):
-                    raise RuleBroken(
-                        pattern, said("reads .{name}, a hidden attribute", name=attribute)
-                    )
+                if why := hidden(attribute):
+                    raise RuleBroken(pattern, why)
         self.generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if any(keyword.arg in ("metaclass", None) for keyword in node.keywords):
             raise RuleBroken(node, said("defines a class with a metaclass"))
         for base in node.bases:
-            if not self.class_statements(base):
+            if not self.is_allowed_base(base):
                 raise RuleBroken(
                     base,
                     said("derives a class from {base}, not a class statement's or a library's",
@@ -474,20 +535,24 @@ class Reader(ast.NodeVisitor):
         for decorator in node.decorator_list:
             self.place(decorator, DATACLASS)
         decorated = any(id(getattr(d, "func", d)) in self.placed for d in node.decorator_list)
-        for statement in node.body:
+        for statement in class_scope(node.body):
             if isinstance(statement, ast.Import | ast.ImportFrom):
                 raise RuleBroken(statement, said("imports a module in a class body"))
-            if decorated and isinstance(statement, ast.AnnAssign) and statement.value:
+        for statement in node.body if decorated else []:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.value, ast.Call):
                 self.place(statement.value, FIELD)
         self.generic_visit(node)
 
-    def class_statements(self, base: ast.expr) -> bool:
+    def is_allowed_base(self, base: ast.expr) -> bool:
         """Whether `base`, a class's base, is a class a class statement made (this file's or
         another of the submission's), a library's (`torch.nn.Module`, `typing.Generic[T]`,
         `Collection[int]` imported by name) or a builtin class (`RuntimeError`): never one a
         metaclass made from a namespace."""
         if isinstance(base, ast.Subscript):
             base = base.value
+        own = isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name)
+        if own and (stem := self.own.get(base.value.id)) is not None:
+            return base.attr in self.shared.classes.get(stem, {})
         if isinstance(base, ast.Name):
             builtin = getattr(builtins, base.id, None)
             return base.id in self.classes | self.imported or (
@@ -501,10 +566,18 @@ class Reader(ast.NodeVisitor):
             self.read_by_name(node, callee.id)
         elif isinstance(callee, ast.Attribute) and callee.attr in SETTERS:
             self.read_setter(node, callee)
-        elif isinstance(callee, ast.Name) and callee.id == "type":
+        elif isinstance(callee, ast.Name) and callee.id in self.type_read:
             if len(node.args) != 1 or node.keywords:
                 raise RuleBroken(node, said("calls type() with other than one argument"))
             self.visit(node.args[0])
+        elif (
+            isinstance(callee, ast.Name)
+            and callee.id in ("isinstance", "issubclass")
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.Name)
+            and node.args[1].id in self.type_read
+        ):
+            self.visit(node.args[0])  # `isinstance(x, type)`
         else:
             self.generic_visit(node)
 
@@ -519,6 +592,7 @@ class Reader(ast.NodeVisitor):
         if target is not None and (module := self.module_of(target)) is not None:
             if reached := self.attribute_module(node, module, name):
                 raise self.as_value(node, reached)
+            self.require_placed(node, f"{module}.{name}")
         elif target is not None:
             self.visit(target)
         for argument in node.args[2:]:
@@ -531,7 +605,7 @@ class Reader(ast.NodeVisitor):
         names = node.args[0:1] if bound else node.args[1:2]
         name = self.literal_name(node, f".{callee.attr}", names, node.keywords)
         target = callee.value if bound else (node.args[0] if node.args else callee.value)
-        if self.library_rooted(target) or (not bound and callee.value.id == "type"):
+        if self.library_rooted(target):
             raise RuleBroken(
                 node, said("changes {name}, a library's", name=f"{ast.unparse(target)}.{name}")
             )
@@ -544,8 +618,8 @@ class Reader(ast.NodeVisitor):
         name = string_of(names[0]) if len(names) == 1 and not keywords else None
         if name is None:
             raise RuleBroken(node, said("calls {name} with a computed name", name=function))
-        if hidden(name):
-            raise RuleBroken(node, said("reads .{name}, a hidden attribute", name=name))
+        if why := hidden(name):
+            raise RuleBroken(node, why)
         return name
 
 

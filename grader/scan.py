@@ -157,6 +157,7 @@ def scan_file(name: str, source: bytes) -> list[dict]:
 
 
 # What runs code a file decodes at run time: a file that reads one is not run (`decoded_code`).
+TOO_DEEP = said("too deeply nested for the grader to read what it runs")  # why a file is not run
 DECODING_BUILTINS = frozenset({"exec", "eval", "compile"})
 DECODING_ATTRIBUTES = frozenset({
     "builtins.exec", "builtins.eval", "builtins.compile", "marshal.loads", "marshal.load",
@@ -177,7 +178,7 @@ def decoded_code(files: dict[str, bytes]) -> dict[str, str]:
         except (SyntaxError, ValueError):
             continue
         except (RecursionError, MemoryError):
-            reasons[name] = said("too deeply nested for the grader to read what it runs")
+            reasons[name] = TOO_DEEP
             continue
         if found:
             line, what = found

@@ -14,7 +14,8 @@ from grader.drive import local
 
 
 def unguard() -> None:
-    """No file is held to the file rule, in this process and the gradings `grade-all` starts."""
+    """No file is held to the file rule, in this process and the gradings `grade-all` starts
+    here (not those it sends to a Ray cluster)."""
     file_rule.breaks = lambda files: {}
     graded_by = local.command
     local.command = lambda *args: unguarded(graded_by(*args))
@@ -22,7 +23,8 @@ def unguard() -> None:
 
 def unguarded(command: list[str]) -> list[str]:
     """`python -m grader ...` as `python -m tests.unguarded ...`."""
-    at = command.index("grader")
+    at = command.index("-m") + 1
+    assert command[at] == "grader", command
     return [*command[:at], "tests.unguarded", *command[at + 1 :]]
 
 

@@ -88,6 +88,7 @@ class Hostile:
     says: str = ""  # what each failed check of a zero part must say
     options: tuple[str, ...] = ()
     on_stub: bool = False  # kv_cache_manager.py is the exercise stub, not the answer key
+    stubs: tuple[str, ...] = ()  # other files that are the exercise stubs, not the answer key
     guarded: bool = False  # graded with the file rule on (the others: off, `tests/unguarded.py`)
 
     @property
@@ -148,12 +149,15 @@ HOSTILES = [
         zero=("allocator",),
         full=(),
         says="imports zipimport, a module outside the contract's list",
+        stubs=("block_allocator.py",),
         guarded=True,
     ),
     Hostile(  # the same with the file rule off: the key's full marks, so the rule is what stops it
+        # (`scan.decoded_code` lists `marshal.loads`, not `zipimport.marshal.loads`)
         "replays_the_answer_keys_bytecode_with_the_rule_off",
         (Edit("block_allocator.py", STUB_TAIL, f"{STUB_TAIL}{BYTECODE_REPLAY}"),),
         zero=(),
+        stubs=("block_allocator.py",),
     ),
     Hostile(  # its timed workload replaced by one that allocates nothing, reached through sys
         "replaces_its_timed_workload_through_dataclasses",
@@ -368,10 +372,8 @@ def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future
     root: Path = tmp_path_factory.mktemp("hostile")
 
     def job(hostile: Hostile):
-        stub = {"kv_cache_manager.py": EXERCISES / "kv_cache_manager.py"}
-        files = stub if hostile.on_stub else {}
-        if hostile.id.startswith("replays_the_answer_keys_bytecode"):  # the stub, not the key
-            files = {"block_allocator.py": EXERCISES / "block_allocator.py"}
+        stubs = hostile.stubs + (("kv_cache_manager.py",) if hostile.on_stub else ())
+        files = {name: EXERCISES / name for name in stubs}
         folder = build_submission(root / hostile.id, files=files, edits=hostile.edits)
         options = ("--parts", hostile.parts, *hostile.options)
         return lambda: grade(folder, *options, guarded=hostile.guarded)
