@@ -80,7 +80,7 @@ REFUSED = {
     ),
     **dict.fromkeys(
         ["dataclasses.fields", "dataclasses.Field"],
-        said("hands out the fields dataclasses builds code from"),
+        said("hands out the fields {module} builds code from", module="dataclasses"),
     ),
 }  # fmt: skip
 # The special attributes (`__name__`) a file may read of any object: those of Python's protocols
@@ -467,7 +467,9 @@ class Reader(ast.NodeVisitor):
             what = said("reads {name} other than called with a literal name", name=node.id)
             raise RuleBroken(node, what)
         if node.id in self.type_read and isinstance(node.ctx, ast.Load) and not self.annotating:
-            raise RuleBroken(node, said("reads type other than as type(x)"))
+            raise RuleBroken(
+                node, said("reads {name} other than as {form}", name="type", form="type(x)")
+            )
         if node.id in self.placed_names:
             self.require_placed(node, self.placed_names[node.id])
 
@@ -568,7 +570,8 @@ class Reader(ast.NodeVisitor):
             self.read_setter(node, callee)
         elif isinstance(callee, ast.Name) and callee.id in self.type_read:
             if len(node.args) != 1 or node.keywords:
-                raise RuleBroken(node, said("calls type() with other than one argument"))
+                what = said("calls {name} with other than one argument", name="type()")
+                raise RuleBroken(node, what)
             self.visit(node.args[0])
         elif (
             isinstance(callee, ast.Name)
