@@ -33,7 +33,9 @@ can be patched from inside; this rule is decided where the candidate's code neve
 
 import ast
 import builtins
+import contextlib
 import importlib
+import importlib.util
 import symtable
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -41,7 +43,14 @@ from functools import cache
 from types import ModuleType
 
 from grader.said import Said, said
-from grader.scan import ALLOWED_IMPORTS, FRAMES, KERNEL_FILE, TOO_DEEP, builtin_reads
+from grader.scan import (
+    ALLOWED_IMPORTS,
+    FRAMES,
+    KERNEL_FILE,
+    TOO_DEEP,
+    builtin_reads,
+    import_aliases,
+)
 
 KERNEL_MODULES = frozenset({"triton"})  # the kernel's file may also import these
 # The submodules a file may reach of these packages (each with its own submodules); of the other
@@ -232,20 +241,18 @@ def defined_classes(tree: ast.Module) -> dict[str, str]:
 
 
 def imported_modules(tree: ast.Module) -> dict[str, str]:
-    """The names `tree`'s absolute imports bind to modules, and the dotted module of each."""
+    """The names `tree`'s absolute imports bind to modules, and the name of each module (its
+    own: `from typing import sys` binds `sys`). Nothing of a module the rule refuses is looked
+    up: the file breaks the rule where it imports it."""
     modules = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                modules[alias.asname or alias.name.split(".")[0]] = (
-                    alias.name if alias.asname else alias.name.split(".")[0]
-                )
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            if unreachable(node.module, ALLOWED_IMPORTS | KERNEL_MODULES):
-                continue  # never loaded here: the file breaks the rule where it imports it
-            for alias in node.names:
-                if isinstance(value := member(node.module, alias.name), ModuleType):
-                    modules[alias.asname or alias.name] = value.__name__
+    for local, dotted in import_aliases(tree).items():
+        parent, _, attribute = dotted.rpartition(".")
+        if not parent:
+            modules[local] = dotted
+        elif not unreachable(parent, ALLOWED_IMPORTS | KERNEL_MODULES) and (
+            module := module_named(parent, attribute)
+        ):
+            modules[local] = module
     return modules
 
 
@@ -259,12 +266,17 @@ def loaded(dotted: str) -> ModuleType | None:
         return None
 
 
-def member(module: str, attribute: str) -> object:
-    """`module.attribute` as the worker would find it, whatever this process has imported so
-    far: a submodule that importing `module` does not load (`torch.nn.utils.prune`) is loaded;
-    None where there is none."""
+def module_named(module: str, attribute: str) -> str | None:
+    """The name of the module `module.attribute` is, if it is one, as the worker would find it
+    whatever this process has imported so far: a submodule that importing `module` does not load
+    (`torch.nn.utils.prune`) is known by its spec, and not imported here."""
     value = getattr(loaded(module), attribute, None)
-    return loaded(f"{module}.{attribute}") if value is None else value
+    if isinstance(value, ModuleType):
+        return value.__name__
+    with contextlib.suppress(ImportError, ValueError):
+        if value is None and importlib.util.find_spec(f"{module}.{attribute}") is not None:
+            return f"{module}.{attribute}"
+    return None
 
 
 def unreachable(module: str, allowed: frozenset[str]) -> Said | None:
@@ -321,7 +333,7 @@ class Reader(ast.NodeVisitor):
         self.named = builtins_read & NAMED  # `getattr` and its kin, read as the builtins
         self.type_read = builtins_read & {"type"}  # `type`, read as the builtin
         self.annotating = False  # reading an annotation (`type[A]`, `x: type = int`)
-        self.modules: dict[str, str] = {}  # local name -> the dotted module it is bound to
+        self.modules: dict[str, str] = {}  # local name -> the module it is bound to
         self.own: dict[str, str] = {}  # local name -> the stem of the submission's file it is
         self.classes: set[str] = set()  # names bound by a class statement alone, here or there
         self.imported: set[str] = set()  # names bound by a library's `from m import name`
@@ -330,6 +342,7 @@ class Reader(ast.NodeVisitor):
 
     def read(self, tree: ast.Module) -> None:
         self.classes = set(defined_classes(tree))
+        self.modules = imported_modules(tree)
         for node in ast.walk(tree):  # every import first: a module's name is known wherever read
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self.read_import(node)
@@ -341,8 +354,6 @@ class Reader(ast.NodeVisitor):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 self.require_module(node, alias.name)
-                bound = alias.name if alias.asname else alias.name.split(".")[0]
-                self.modules[alias.asname or bound] = bound
             return
         if any(alias.name == "*" for alias in node.names):
             raise RuleBroken(node, said("imports * from {module}", module=node.module or "."))
@@ -351,12 +362,11 @@ class Reader(ast.NodeVisitor):
             return
         self.require_module(node, node.module or "")
         for alias in node.names:
+            bound = alias.asname or alias.name
             if (dotted := f"{node.module}.{alias.name}") in PLACES:
-                self.placed_names[alias.asname or alias.name] = dotted
-            if module := self.attribute_module(node, node.module, alias.name):
-                self.modules[alias.asname or alias.name] = module
-            else:
-                self.imported.add(alias.asname or alias.name)
+                self.placed_names[bound] = dotted
+            if self.attribute_module(node, node.module, alias.name) is None:
+                self.imported.add(bound)
 
     def read_own_import(self, node: ast.ImportFrom) -> None:
         """`from .stem import name`: a module that file binds is a module here too;
@@ -386,19 +396,19 @@ class Reader(ast.NodeVisitor):
             raise RuleBroken(node, said("reads {name}, not a public name", name=name))
         if reason := REFUSED.get(name):
             raise RuleBroken(node, said("reads {name}, which {reason}", name=name, reason=reason))
-        if not isinstance(value := member(module, attribute), ModuleType):
+        if (reached := module_named(module, attribute)) is None:
             return None
-        if (reason := unreachable(value.__name__, self.allowed)) and value.__name__ == name:
+        if (reason := unreachable(reached, self.allowed)) and reached == name:
             raise RuleBroken(node, said("reads {name}, {reason}", name=name, reason=reason))
         if reason:
             what = said(
                 "reads {name}, which is the module {module}, {reason}",
                 name=name,
-                module=value.__name__,
+                module=reached,
                 reason=reason,
             )
             raise RuleBroken(node, what)
-        return value.__name__
+        return reached
 
     def module_of(self, node: ast.expr) -> str | None:
         """The dotted module `node` reads (`torch.nn` for `torch.nn`), checking each step; None
