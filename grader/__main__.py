@@ -17,6 +17,7 @@ import gc
 import importlib
 import resource
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from grader import interrupt, seal_key
@@ -28,7 +29,7 @@ from grader.report.messages import text_in
 from grader.said import message_of, said
 from grader.sandbox import isolation
 from grader.sandbox.process import Limits
-from grader.scoring.profiles import PROFILES
+from grader.scoring.profiles import PROFILES, Profile
 from grader.scoring.rubric import load_rubric
 from grader.text import clean
 
@@ -96,7 +97,7 @@ def grade_submission(args: argparse.Namespace) -> int:
     )
     options = Options(
         parts=args.parts,
-        profile=PROFILES[args.profile],
+        profile=with_shrinks(PROFILES[args.profile], args.shrinks),
         seed=args.seed,
         limits=limits,
         rubric=rubric,
@@ -117,6 +118,11 @@ def grade_submission(args: argparse.Namespace) -> int:
         write_all(report, out, key)
         print_summary(report, out)
     return 0
+
+
+def with_shrinks(profile: Profile, shrinks: int | None) -> Profile:
+    """`profile`, with `--shrinks` in place of its own where given."""
+    return profile if shrinks is None else replace(profile, shrinks=shrinks)
 
 
 def check_report_folder(out: Path, submission: Path) -> None:

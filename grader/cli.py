@@ -25,6 +25,13 @@ def positive_number(text: str) -> float:
     return value
 
 
+def count(text: str) -> int:
+    """A number of steps: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number, 0 or more")
+    return int(text)
+
+
 def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
         prog="python -m grader",
@@ -44,6 +51,10 @@ def parser() -> argparse.ArgumentParser:
                           "for a hiring decision (about 1 min 45 s; a slow submission or a busy "
                           "machine takes longer)")  # fmt: skip
     cli.add_argument("--seed", type=int, help="a private seed: a fresh set of hidden examples")
+    cli.add_argument("--shrinks", type=count,
+                     help="how many smaller counterexamples a failed check steps through "
+                          "(default: the profile's, 25 for quick and 100 for full): fewer ends "
+                          "sooner, with the same score and a larger counterexample")  # fmt: skip
     cli.add_argument("--lang", choices=("en", "zh"), default="en",
                      help="language of the candidate-facing text (summary and report)")  # fmt: skip
     cli.add_argument("--rubric", type=Path,

@@ -458,6 +458,7 @@ def environment(options: Options) -> dict:
         "hypothesis": hypothesis.__version__,
         "pytest": pytest.__version__,
         "profile": options.profile.name,
+        "shrinks": options.profile.shrinks,
         "seed": options.seed,
         "parts": list(options.parts),
     }

@@ -35,6 +35,9 @@ EXERCISES = KIT_ROOT / "exercises"
 FIXTURES = Path(__file__).resolve().parent / "submissions"
 CHECKS_DIR = KIT_ROOT / "grader" / "checks"
 GRADED_PARTS = tuple(part for part in PARTS if part != "kernel")  # the CPU-quick parts
+# The options of a grading whose test reads its verdicts, not its counterexamples: no failure is
+# shrunk (`--shrinks`: the same score, found sooner).
+VERDICTS_ONLY = ("--shrinks", "0")
 CUT_SHORT = "time budget"  # in the message of a check cut short by --part-timeout
 NEEDS_CUDA = "needs a CUDA device"  # the message of the kernel checks skipped without one
 CONCURRENT_GRADINGS = 2  # per test module: mostly one busy process each; make test runs a

@@ -29,6 +29,23 @@ def new_allocator(submission, num_blocks: int):
     return submission.module("block_allocator").BlockAllocator(num_blocks)
 
 
+def unheld_id(held: set[int], num_blocks: int) -> st.SearchStrategy[int]:
+    """A block of the pool that is not held (-1 where every one is), drawn by its place among
+    those: the pool is never listed, so a draw from 100,000 blocks costs what one from 10 does."""
+    taken = sorted(held)
+
+    def nth_unheld(place: int) -> int:
+        block = place
+        for held_block in taken:  # each held block at or below it moves it one up
+            if held_block > block:
+                break
+            block += 1
+        return block
+
+    unheld = num_blocks - len(taken)
+    return st.integers(0, unheld - 1).map(nth_unheld) if unheld else st.just(-1)
+
+
 def drain(allocator, held: Held) -> None:
     """All free ids must be exactly the ones not held; they are freed again afterwards."""
     transcript, num_blocks = held.transcript, held.num_blocks
@@ -305,12 +322,11 @@ class AllocatorMachine(RuleBasedStateMachine):
         held_set = self.held.ids()
         held = sorted(held_set)
         good = data.draw(st.lists(st.sampled_from(held), unique=True) if held else st.just([]))
-        unheld = [i for i in range(self.num_blocks) if i not in held_set]
         bad = data.draw(
             st.one_of(
                 st.integers(self.num_blocks, self.num_blocks + 3),
                 st.integers(-3, -1),
-                st.sampled_from(unheld or [-1]),
+                unheld_id(held_set, self.num_blocks),
                 st.sampled_from(good or [-1]),  # a duplicate
             ),
             label="bad id",

@@ -11,11 +11,12 @@ others: over all the mutants, the points lost outside their parts stay within
 `cascade.CASCADE_LIMIT` of those lost in them (`python -m tests.end_to_end.cascade` prints the
 figure mutant by mutant).
 
-The grader shrinks every failure of a random property by a fixed amount of work (the profile's
-`shrinks`), not of seconds, so these gradings run under the parts' own time budgets: a busy
-machine makes them slower, not different (short of the 300 s safety net per failure). A check
-cut short by a budget says "the part's time budget ... is spent" and does not count as catching
-the mutant (one test cuts a search short on purpose).
+These tests read verdicts, not counterexamples, so a mutant is graded with `--shrinks 0`: the
+same scores, found without shrinking a failure. Those whose counterexamples test_counterexamples.py
+runs (`replayed`) are graded as a candidate's are, their failures shrunk by a fixed amount of work
+(the profile's `shrinks`), not of seconds: a busy machine makes them slower, not different (short
+of the 300 s safety net per failure). A check cut short by a budget says "the part's time budget
+... is spent" and does not count as catching the mutant (one test cuts a search short on purpose).
 """
 
 from concurrent.futures import Future
@@ -28,6 +29,7 @@ from grader.scoring.plugin import check_names
 from tests.end_to_end.cascade import CASCADE_LIMIT, cascade, losses, reached, table
 from tests.grading import (
     CUT_SHORT,
+    VERDICTS_ONLY,
     Edit,
     Graded,
     build_submission,
@@ -45,10 +47,12 @@ class Mutant:
     part: str  # the part that must lose points
     edits: tuple[Edit, ...]
     timing_only: bool = False  # correct but slow: only the part's timing checks may fail
+    replayed: bool = False  # test_counterexamples.py runs its counterexamples: they are shrunk
 
     @property
     def options(self) -> tuple[str, ...]:
-        return ("--parts", ",".join(reached({edit.file for edit in self.edits})))
+        parts = ("--parts", ",".join(reached({edit.file for edit in self.edits})))
+        return parts if self.replayed else (*parts, *VERDICTS_ONLY)
 
 
 def allocator(*changes: tuple[str, str]) -> tuple[Edit, ...]:
@@ -167,7 +171,7 @@ MUTANTS = [
         ('raise ValueError(f"cannot allocate a negative number of blocks ({n})")', "return []"))),
     Mutant("allocate_past_free_count_gives_a_partial_list", "allocator", allocator(
         (OOM_CHECK, "        n = min(n, len(self._free))\n"))),
-    Mutant("allocate_returns_a_duplicate", "allocator", allocator(
+    Mutant("allocate_returns_a_duplicate", "allocator", replayed=True, edits=allocator(
         (POP_ITEMS, f"{POP_ITEMS}{TAKE_THE_FIRST_TWICE}"))),
     Mutant("allocate_returns_an_id_already_held", "allocator", allocator(
         (POP_ITEMS, f"{POP_ITEMS}{KEEP_THE_FIRST_FREE}"))),
@@ -181,7 +185,7 @@ MUTANTS = [
         ("if not 0 <= block_id < self.num_blocks:", "if block_id >= self.num_blocks:"))),
     Mutant("free_frees_the_valid_ids_before_raising", "allocator", allocator(
         (FREE_CHECKS, FREE_ONE_BY_ONE))),
-    Mutant("free_list_with_pop0", "allocator", timing_only=True, edits=allocator(
+    Mutant("free_list_with_pop0", "allocator", timing_only=True, replayed=True, edits=allocator(
         ("dict.fromkeys(range(num_blocks - 1, -1, -1))", "list(range(num_blocks))"),
         ("self._free.popitem()[0]", "self._free.pop(0)"),
         ("self._free[block_id] = None", "self._free.append(block_id)"))),
@@ -196,7 +200,7 @@ MUTANTS = [
     Mutant("prefill_keeps_the_blocks_it_got_before_an_oom", "decode", manager(
         (PREFILL, "for _ in range(cdiv(req.seq_len, self.block_size)):\n"
                   "            req.block_table.extend(self.allocator.allocate(1))"))),
-    Mutant("decode_uses_the_tutorial_rule", "decode", manager(
+    Mutant("decode_uses_the_tutorial_rule", "decode", replayed=True, edits=manager(
         ("if req.seq_len % self.block_size == 0:",
          "if (req.seq_len + 1) % self.block_size == 1:"))),
     Mutant("decode_increments_before_an_oom", "decode", manager(
@@ -206,7 +210,7 @@ MUTANTS = [
     Mutant("free_does_not_clear_the_table", "decode", manager(
         ("        req.block_table.clear()\n", ""))),
     # Part 3: the gather and the slot mapping.
-    Mutant("gather_does_not_slice", "gather", manager(
+    Mutant("gather_does_not_slice", "gather", replayed=True, edits=manager(
         ("        return rows[: req.seq_len]\n", "        return rows\n"))),
     Mutant("slot_mapping_without_block_size", "gather", manager(
         ("blocks[:, None] * self.block_size + torch.arange", "blocks[:, None] + torch.arange"))),
@@ -216,17 +220,18 @@ MUTANTS = [
         (GATHER, GATHER_PER_TOKEN))),
     # Part 6: reference counts, fork and copy-on-write.
     Mutant("incref_of_a_free_block_accepted", "sharing", allocator((INCREF_CHECK, ""))),
-    Mutant("ref_count_off_by_one_after_incref", "sharing", allocator(
+    Mutant("ref_count_off_by_one_after_incref", "sharing", replayed=True, edits=allocator(
         ("self._ref_counts[block_id] += 1", "self._ref_counts[block_id] += 2"))),
     Mutant("free_ignores_other_references", "sharing", allocator(
         ("self._ref_counts[block_id] -= count", "self._ref_counts[block_id] = 0"))),
     Mutant("fork_without_incref", "sharing", manager((FORK_INCREF, ""))),
     Mutant("copy_on_write_missing", "sharing", manager((COPY_ON_WRITE, ""))),
-    Mutant("copy_on_write_copies_nothing", "sharing", manager((COPY_ROWS, ""))),
+    Mutant("copy_on_write_copies_nothing", "sharing", replayed=True, edits=manager(
+        (COPY_ROWS, ""))),
     Mutant("copy_on_write_keeps_the_old_reference", "sharing", manager(
         ("        self.allocator.free([shared_block])\n", ""))),
     # Part 7: automatic prefix caching.
-    Mutant("prefix_key_without_the_chain", "caching", prefix_cache(
+    Mutant("prefix_key_without_the_chain", "caching", replayed=True, edits=prefix_cache(
         (CHAINED_HASH, "self.hash = hash(tokens)"),
         (CHAINED_EQUALITY, "            return True\n"))),
     Mutant("prefix_last_prompt_token_cached", "caching", prefix_cache(
@@ -235,13 +240,14 @@ MUTANTS = [
         ("range(0, len(tokens) - len(tokens) % size, size)", "range(0, len(tokens), size)"))),
     Mutant("prefix_hit_stays_evictable", "caching", prefix_cache(
         ("        if self._holders[block] == 0:\n            del self._idle[block]\n", ""))),
-    Mutant("prefix_evicts_the_most_recently_idle", "caching", prefix_cache(
+    Mutant("prefix_evicts_the_most_recently_idle", "caching", replayed=True, edits=prefix_cache(
         ("self._idle.popitem(last=False)", "self._idle.popitem()"))),
     Mutant("prefix_frees_head_first", "caching", prefix_cache(
         ("for block in reversed(request.table):", "for block in request.table:"))),
     Mutant("prefix_oom_evicts_before_failing", "caching", prefix_cache(
         (PROMPT_OOM, EVICT_ALL_IDLE))),
-    Mutant("prefix_eviction_scans_the_cache", "caching", timing_only=True, edits=prefix_cache(
+    Mutant("prefix_eviction_scans_the_cache", "caching", timing_only=True, replayed=True,
+           edits=prefix_cache(
         ("block, _ = self._idle.popitem(last=False)",
          "block = list(self._idle)[0]\n            del self._idle[block]"))),
 ]
@@ -259,8 +265,9 @@ def graded(
 ) -> dict[str, Future[Graded]]:
     """Every selected mutant (all of them for the cascade test) graded on every CPU part it
     reaches, two at a time (keyed by id; test_counterexamples.py reads some of the same
-    gradings), and each mutant of the time budget test graded on its part with a tight budget
-    (keyed by id + "-cut")."""
+    gradings), each mutant of the time budget test graded on its part with a tight budget
+    (keyed by id + "-cut"), and each of the shrinking test graded again without shrinking
+    (keyed by id + "-unshrunk")."""
     root: Path = tmp_path_factory.mktemp("mutants")
 
     def job(mutant: Mutant):
@@ -275,6 +282,12 @@ def graded(
     mutants = MUTANTS if cascade_test else selected(request, "mutant")
     jobs = {m.id: job(m) for m in mutants}
     jobs |= {f"{m.id}-cut": cut_short(m) for m in selected(request, "shrinking")}
+    jobs |= {
+        f"{m.id}-unshrunk": lambda m=m: grade_shared(
+            shared_gradings, m.id, (*m.options, *VERDICTS_ONLY), edits=m.edits
+        )
+        for m in selected(request, "unshrunk")
+    }
     return concurrently(jobs)
 
 
@@ -310,6 +323,28 @@ def test_a_search_cut_short_by_the_time_budget_fails_as_timed_out(
     assert cut, f"the time budget cut nothing short\n{result.describe(shrinking.part)}"
     wrong = [check["id"] for check in cut if not check["message"].startswith("timed out")]
     assert not wrong, f"checks cut short that say otherwise\n{result.describe(shrinking.part)}"
+
+
+@pytest.mark.parametrize(
+    "unshrunk", [MUTANTS_BY_ID["allocate_returns_a_duplicate"]], ids=lambda mutant: mutant.id
+)
+def test_shrinking_changes_no_verdict(unshrunk: Mutant, graded: dict[str, Future[Graded]]) -> None:
+    """`--shrinks 0` gives every check the status and points that the profile's shrinking gives
+    (timings aside, which vary from run to run): only the counterexamples differ."""
+    assert unshrunk.replayed, f"{unshrunk.id} is graded without shrinking already"
+    gradings = [graded[unshrunk.id].result(), graded[f"{unshrunk.id}-unshrunk"].result()]
+    assert [grading.report["environment"]["shrinks"] for grading in gradings] == [25, 0]
+    with_shrinking, without = (
+        {
+            check["id"]: (check["status"], check["points"])
+            for part in grading.report["parts"].values()
+            for check in part["checks"]
+            if check["severity"] != "speed"
+        }
+        for grading in gradings
+    )
+    assert without == with_shrinking
+    assert "failed" in {status for status, _ in with_shrinking.values()}
 
 
 def test_bugs_stay_in_their_part(graded: dict[str, Future[Graded]]) -> None:

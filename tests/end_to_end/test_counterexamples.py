@@ -26,7 +26,6 @@ from grader.parts import PARTS
 from tests.end_to_end.test_buggy import MUTANTS_BY_ID
 from tests.end_to_end.test_kernel import BUGGY
 from tests.end_to_end.test_scheduler import MUTANTS as SCHEDULER_MUTANTS
-from tests.end_to_end.test_scheduler import OPTIONS as SCHEDULER_OPTIONS
 from tests.grading import SOLUTIONS, Edit, concurrently, grade_shared
 from tests.replay import ForkedRuns, Ran, assert_pastes_into_the_repl, kit
 
@@ -46,15 +45,19 @@ class Mutant:
 
 def of_test_buggy(mutant_id: str, part: str) -> Mutant:
     mutant = MUTANTS_BY_ID[mutant_id]
+    assert mutant.replayed, f"test_buggy.py shrinks no failure of {mutant_id}: mark it replayed"
     return Mutant(mutant_id, part, mutant.options, mutant.edits)
 
 
 def of_test_scheduler(mutant_id: str) -> Mutant:
-    return Mutant(mutant_id, "scheduler", SCHEDULER_OPTIONS, SCHEDULERS[mutant_id].edits)
+    mutant = SCHEDULERS[mutant_id]
+    assert mutant.replayed, f"test_scheduler.py shrinks no failure of {mutant_id}: mark it replayed"
+    return Mutant(mutant_id, "scheduler", mutant.options, mutant.edits)
 
 
 def of_test_kernel(buggy_id: str, limit: int) -> Mutant:
     buggy = KERNELS[buggy_id]
+    assert buggy.replayed, f"test_kernel.py shrinks no failure of {buggy_id}: mark it replayed"
     return Mutant(buggy.id, "kernel", buggy.options, buggy.edits, buggy.files, limit)
 
 

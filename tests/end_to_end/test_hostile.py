@@ -31,6 +31,7 @@ from tests.grading import (
     EXERCISES,
     KIT_ROOT,
     SOLUTIONS,
+    VERDICTS_ONLY,
     Edit,
     Graded,
     build_submission,
@@ -368,14 +369,15 @@ ATTACKS = {
 
 @pytest.fixture(scope="module")
 def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future[Graded]]:
-    """Every selected hostile, and both twins of each selected attack, graded two at a time."""
+    """Every selected hostile, and both twins of each selected attack, graded two at a time; their
+    tests read verdicts and messages, not counterexamples (`VERDICTS_ONLY`)."""
     root: Path = tmp_path_factory.mktemp("hostile")
 
     def job(hostile: Hostile):
         stubs = hostile.stubs + (("kv_cache_manager.py",) if hostile.on_stub else ())
         files = {name: EXERCISES / name for name in stubs}
         folder = build_submission(root / hostile.id, files=files, edits=hostile.edits)
-        options = ("--parts", hostile.parts, *hostile.options)
+        options = ("--parts", hostile.parts, *hostile.options, *VERDICTS_ONLY)
         return lambda: grade(folder, *options, guarded=hostile.guarded)
 
     hostiles = selected(request, "hostile")

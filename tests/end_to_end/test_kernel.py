@@ -27,6 +27,7 @@ from tests.grading import (
     FIXTURES,
     NEEDS_CUDA,
     SOLUTIONS,
+    VERDICTS_ONLY,
     Edit,
     Graded,
     concurrently,
@@ -69,6 +70,7 @@ class Buggy:
     says: tuple[str, ...] = ()  # what every kernel check must fail saying (each of them)
     scores_nothing: bool = False  # its kernel part must score 0
     uncaught: str = ""  # why no kernel check catches it yet: its test is an expected failure
+    replayed: bool = False  # test_counterexamples.py runs its counterexamples: they are shrunk
 
     @property
     def files(self) -> dict[str, Path]:
@@ -81,7 +83,8 @@ class Buggy:
     @property
     def options(self) -> tuple[str, ...]:
         parts = f"{PART},{UNTOUCHED}" if self.wild else PART
-        return ("--parts", parts, *(("--part-timeout", CRASH_CAP) if self.crashes else ()))
+        capped = ("--part-timeout", CRASH_CAP) if self.crashes else ()
+        return ("--parts", parts, *capped, *(() if self.replayed else VERDICTS_ONLY))
 
 
 def kernel(old: str, new: str) -> tuple[Edit, ...]:
@@ -101,7 +104,7 @@ BUGGY = [
     # The tail slots' NaN is loaded, and reaches the output through `p * v` with p == 0.
     Buggy("unmasked_loads_of_the_tail", kernel(TILE_MASK, "tile_mask = dim_mask[None, :]")),
     # Right for MHA and MQA only: under GQA query head h reads kv head h % num_kv_heads.
-    Buggy("gqa_head_mapping_by_modulo", kernel(
+    Buggy("gqa_head_mapping_by_modulo", replayed=True, edits=kernel(
         "kv_head = head // group_size", "kv_head = head % (tl.num_programs(1) // group_size)")),
     Buggy("default_scale_one_over_head_dim", kernel(
         "scale = head_dim**-0.5 if scale is None", "scale = 1.0 / head_dim if scale is None")),
@@ -115,7 +118,7 @@ BUGGY = [
         "m_new = tl.maximum(tl.max(scores, axis=0), m_i)",
         "m_new = tl.where(j == 0, tl.max(scores, axis=0), m_i)")),
     # 0 / 0 for a sequence of length 0.
-    Buggy("nan_for_an_empty_sequence", kernel(
+    Buggy("nan_for_an_empty_sequence", replayed=True, edits=kernel(
         "out = acc / tl.where(l_i > 0, l_i, 1.0)", "out = acc / l_i")),
     # The padded lanes count as real: head dim 80 loads 128 lanes of each row and stores 128,
     # over the next head's output and, for the last head, past the end of the output.

@@ -17,6 +17,7 @@ import pytest
 from grader import grade
 from grader.grade import score_parts, with_failures
 from grader.scoring.plugin import CheckResult
+from grader.scoring.profiles import PROFILES
 
 FULL_KIT = "runs only in the full kit: the answer key it is compared with is absent"
 CUDA = "needs a CUDA device"
@@ -175,7 +176,7 @@ def test_an_engine_check_that_passed_or_a_report_without_one_blames_nothing() ->
 
 
 def test_the_environment_says_which_kit_graded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    options = SimpleNamespace(profile=SimpleNamespace(name="quick"), seed=None, parts=("gather",))
+    options = SimpleNamespace(profile=PROFILES["quick"], seed=None, parts=("gather",))
     solutions = tmp_path / "solutions"
     solutions.mkdir()
     (solutions / "block_allocator.py").write_text("class BlockAllocator: ...\n")

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from grader import interrupt
-from grader.__main__ import GRADER_MEMORY_BYTES, check_report_folder, main
+from grader.__main__ import GRADER_MEMORY_BYTES, check_report_folder, main, with_shrinks
 from grader.cli import parser
 from grader.drive import command as drive_command
 from grader.report.i18n import tr
+from grader.scoring.profiles import PROFILES
 from tests.grader.report.english import english_words
 from tests.grading import EXERCISES
 
@@ -122,6 +123,19 @@ def test_a_limit_must_be_a_number_above_0(
     with pytest.raises(SystemExit):
         parser().parse_args(["exercises", option, value])
     assert f"{option}: {value!r}: give a number above 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["-1", "2.5", "", "lots"])
+def test_shrinks_must_be_a_whole_number(value: str, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        parser().parse_args(["exercises", "--shrinks", value])
+    assert f"--shrinks: {value!r}: give a whole number, 0 or more" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("given", "shrinks"), [([], 25), (["--shrinks", "0"], 0)])
+def test_shrinks_replaces_the_profiles_own(given: list[str], shrinks: int) -> None:
+    args = parser().parse_args(["exercises", *given])
+    assert with_shrinks(PROFILES[args.profile], args.shrinks).shrinks == shrinks
 
 
 @pytest.mark.parametrize("command", [parser, drive_command.parser], ids=["grade", "grade-all"])
