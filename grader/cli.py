@@ -25,11 +25,16 @@ def positive_number(text: str) -> float:
     return value
 
 
-def count(text: str) -> int:
-    """A number of steps: a whole number, 0 or more."""
-    if not text.isdigit():
+def whole_number(text: str) -> int:
+    """A number of steps: 0 or more, in ASCII digits."""
+    if not (text.isascii() and text.isdigit()):
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number, 0 or more")
     return int(text)
+
+
+def profile_shrinks() -> str:
+    """Each profile's own number of shrinks, as `--help` says it: "25 for quick, ..."."""
+    return ", ".join(f"{profile.shrinks} for {name}" for name, profile in PROFILES.items())
 
 
 def parser() -> argparse.ArgumentParser:
@@ -51,10 +56,11 @@ def parser() -> argparse.ArgumentParser:
                           "for a hiring decision (about 1 min 45 s; a slow submission or a busy "
                           "machine takes longer)")  # fmt: skip
     cli.add_argument("--seed", type=int, help="a private seed: a fresh set of hidden examples")
-    cli.add_argument("--shrinks", type=count,
-                     help="how many smaller counterexamples a failed check steps through "
-                          "(default: the profile's, 25 for quick and 100 for full): fewer ends "
-                          "sooner, with the same score and a larger counterexample")  # fmt: skip
+    cli.add_argument("--shrinks", type=whole_number,
+                     help="how many steps a failure is shrunk by, each to a smaller "
+                          f"counterexample (default: the profile's, {profile_shrinks()}): fewer "
+                          "ends sooner, with the same verdicts unless shrinking meets a hang, a "
+                          "crash or a spent budget")  # fmt: skip
     cli.add_argument("--lang", choices=("en", "zh"), default="en",
                      help="language of the candidate-facing text (summary and report)")  # fmt: skip
     cli.add_argument("--rubric", type=Path,

@@ -31,6 +31,9 @@ from grader.seal_key import key_id
 
 KIT_FOLDERS = ("grader", "kernels", "solutions", "full_kit")  # the kit's own code and data
 KIT_FILES = ("pyproject.toml",)  # the pins: another Hypothesis draws other examples
+# What a score depends on: a drive resumes and merges only reports graded with the same. The
+# limits and `--shrinks` are not among them: they bound the work a grading may take, not what its
+# checks ask (`environment` records the shrinks).
 SETTINGS = ("kit", "profile", "seed", "rubric", "parts")
 # What a drive adds to a report.json after grading (its standing in the drive): outside the seal,
 # computed anew by every drive, never read as evidence.

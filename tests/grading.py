@@ -35,8 +35,8 @@ EXERCISES = KIT_ROOT / "exercises"
 FIXTURES = Path(__file__).resolve().parent / "submissions"
 CHECKS_DIR = KIT_ROOT / "grader" / "checks"
 GRADED_PARTS = tuple(part for part in PARTS if part != "kernel")  # the CPU-quick parts
-# The options of a grading whose test reads its verdicts, not its counterexamples: no failure is
-# shrunk (`--shrinks`: the same score, found sooner).
+# Added to a grading's options where its tests read verdicts and messages, not how small a
+# counterexample is: no failure is shrunk (`--shrinks`: the same verdicts, found sooner).
 VERDICTS_ONLY = ("--shrinks", "0")
 CUT_SHORT = "time budget"  # in the message of a check cut short by --part-timeout
 NEEDS_CUDA = "needs a CUDA device"  # the message of the kernel checks skipped without one
@@ -223,6 +223,12 @@ def grade_shared(
         graded = grade(build_submission(shared / key / name, files=files, edits=edits), *options)
         saved.write_text(json.dumps(asdict(graded)))
         return graded
+
+
+def mutant_options(options: Sequence[str], replayed: bool) -> tuple[str, ...]:
+    """A mutant's grading options: `options`, and `VERDICTS_ONLY` unless test_counterexamples.py
+    runs its counterexamples (`replayed`), which are then shrunk as a candidate's are."""
+    return tuple(options) if replayed else (*options, *VERDICTS_ONLY)
 
 
 def concurrently(jobs: Mapping[str, Callable[[], T]]) -> dict[str, Future[T]]:

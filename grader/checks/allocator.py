@@ -29,21 +29,23 @@ def new_allocator(submission, num_blocks: int):
     return submission.module("block_allocator").BlockAllocator(num_blocks)
 
 
-def unheld_id(held: set[int], num_blocks: int) -> st.SearchStrategy[int]:
-    """A block of the pool that is not held (-1 where every one is), drawn by its place among
-    those: the pool is never listed, so a draw from 100,000 blocks costs what one from 10 does."""
-    taken = sorted(held)
+def nth_unheld(place: int, held: list[int]) -> int:
+    """The id at `place` among the pool's ids not in `held` (sorted), in increasing order."""
+    block = place
+    for held_block in held:  # each held id at or below it moves it one up
+        if held_block > block:
+            break
+        block += 1
+    return block
 
-    def nth_unheld(place: int) -> int:
-        block = place
-        for held_block in taken:  # each held block at or below it moves it one up
-            if held_block > block:
-                break
-            block += 1
-        return block
 
-    unheld = num_blocks - len(taken)
-    return st.integers(0, unheld - 1).map(nth_unheld) if unheld else st.just(-1)
+def unheld_id(held: list[int], num_blocks: int) -> st.SearchStrategy[int]:
+    """An id of the pool that `held` (sorted, every id in the pool) does not hold, or -1 where it
+    holds them all, drawn by its place among the unheld ids: O(held) a draw, not O(pool)."""
+    unheld = num_blocks - len(held)
+    if not unheld:
+        return st.just(-1)
+    return st.integers(0, unheld - 1).map(lambda place: nth_unheld(place, held))
 
 
 def drain(allocator, held: Held) -> None:
@@ -319,14 +321,13 @@ class AllocatorMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def free_with_a_bad_id(self, data):
-        held_set = self.held.ids()
-        held = sorted(held_set)
+        held = sorted(self.held.ids())
         good = data.draw(st.lists(st.sampled_from(held), unique=True) if held else st.just([]))
         bad = data.draw(
             st.one_of(
                 st.integers(self.num_blocks, self.num_blocks + 3),
                 st.integers(-3, -1),
-                unheld_id(held_set, self.num_blocks),
+                unheld_id(held, self.num_blocks),
                 st.sampled_from(good or [-1]),  # a duplicate
             ),
             label="bad id",

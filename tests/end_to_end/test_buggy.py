@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from grader.scoring.plugin import check_names
+from grader.scoring.profiles import PROFILES
 from tests.end_to_end.cascade import CASCADE_LIMIT, cascade, losses, reached, table
 from tests.grading import (
     CUT_SHORT,
@@ -37,6 +38,7 @@ from tests.grading import (
     grade,
     grade_shared,
     module_items,
+    mutant_options,
 )
 from tests.grading import selected_params as selected
 
@@ -51,8 +53,8 @@ class Mutant:
 
     @property
     def options(self) -> tuple[str, ...]:
-        parts = ("--parts", ",".join(reached({edit.file for edit in self.edits})))
-        return parts if self.replayed else (*parts, *VERDICTS_ONLY)
+        parts = ",".join(reached({edit.file for edit in self.edits}))
+        return mutant_options(("--parts", parts), self.replayed)
 
 
 def allocator(*changes: tuple[str, str]) -> tuple[Edit, ...]:
@@ -277,16 +279,17 @@ def graded(
         folder = build_submission(root / f"{mutant.id}-cut", edits=mutant.edits)
         return lambda: grade(folder, "--parts", mutant.part, "--part-timeout", "4")
 
+    unshrunk = selected(request, "unshrunk")
     cascade_test = any(item.originalname == test_bugs_stay_in_their_part.__name__
                        for item in module_items(request))  # fmt: skip
-    mutants = MUTANTS if cascade_test else selected(request, "mutant")
+    mutants = MUTANTS if cascade_test else selected(request, "mutant") + unshrunk
     jobs = {m.id: job(m) for m in mutants}
     jobs |= {f"{m.id}-cut": cut_short(m) for m in selected(request, "shrinking")}
     jobs |= {
         f"{m.id}-unshrunk": lambda m=m: grade_shared(
             shared_gradings, m.id, (*m.options, *VERDICTS_ONLY), edits=m.edits
         )
-        for m in selected(request, "unshrunk")
+        for m in unshrunk
     }
     return concurrently(jobs)
 
@@ -333,18 +336,29 @@ def test_shrinking_changes_no_verdict(unshrunk: Mutant, graded: dict[str, Future
     (timings aside, which vary from run to run): only the counterexamples differ."""
     assert unshrunk.replayed, f"{unshrunk.id} is graded without shrinking already"
     gradings = [graded[unshrunk.id].result(), graded[f"{unshrunk.id}-unshrunk"].result()]
-    assert [grading.report["environment"]["shrinks"] for grading in gradings] == [25, 0]
-    with_shrinking, without = (
-        {
-            check["id"]: (check["status"], check["points"])
+    shrinks = [grading.report["environment"]["shrinks"] for grading in gradings]
+    assert shrinks == [PROFILES["quick"].shrinks, 0]
+    shrunk, not_shrunk = (
+        [
+            check
             for part in grading.report["parts"].values()
             for check in part["checks"]
             if check["severity"] != "speed"
-        }
+        ]
         for grading in gradings
     )
-    assert without == with_shrinking
-    assert "failed" in {status for status, _ in with_shrinking.values()}
+
+    def verdicts(checks: list[dict]) -> list[tuple[str, str, float]]:
+        return [(check["id"], check["status"], check["points"]) for check in checks]
+
+    assert verdicts(not_shrunk) == verdicts(shrunk)
+    assert "failed" in {check["status"] for check in shrunk}
+    counterexamples = [
+        [check["counterexample"] for check in checks] for checks in (shrunk, not_shrunk)
+    ]
+    assert counterexamples[0] != counterexamples[1], (
+        "was --shrinks 0 ignored? no counterexample differs"
+    )
 
 
 def test_bugs_stay_in_their_part(graded: dict[str, Future[Graded]]) -> None:

@@ -45,19 +45,16 @@ class Mutant:
 
 def of_test_buggy(mutant_id: str, part: str) -> Mutant:
     mutant = MUTANTS_BY_ID[mutant_id]
-    assert mutant.replayed, f"test_buggy.py shrinks no failure of {mutant_id}: mark it replayed"
     return Mutant(mutant_id, part, mutant.options, mutant.edits)
 
 
 def of_test_scheduler(mutant_id: str) -> Mutant:
     mutant = SCHEDULERS[mutant_id]
-    assert mutant.replayed, f"test_scheduler.py shrinks no failure of {mutant_id}: mark it replayed"
     return Mutant(mutant_id, "scheduler", mutant.options, mutant.edits)
 
 
 def of_test_kernel(buggy_id: str, limit: int) -> Mutant:
     buggy = KERNELS[buggy_id]
-    assert buggy.replayed, f"test_kernel.py shrinks no failure of {buggy_id}: mark it replayed"
     return Mutant(buggy.id, "kernel", buggy.options, buggy.edits, buggy.files, limit)
 
 
@@ -130,6 +127,17 @@ def replayed(tmp_path_factory, shared_gradings: Path) -> dict[str, Future[list[R
 
 def test_every_part_has_a_mutant() -> None:
     assert {mutant.part for mutant in MUTANTS} == set(PARTS)
+
+
+def test_the_mutants_replayed_here_are_those_their_tests_grade_with_shrinking() -> None:
+    """Their tests grade each mutant once, with this module (`grade_shared`): those replayed here
+    with the profile's shrinking, the others with none (`tests.grading.mutant_options`)."""
+    replayed = {
+        mutant.id
+        for mutant in [*MUTANTS_BY_ID.values(), *KERNELS.values(), *SCHEDULERS.values()]
+        if mutant.replayed
+    }
+    assert replayed == {mutant.id for mutant in MUTANTS}
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[mutant.id for mutant in MUTANTS])

@@ -27,13 +27,13 @@ from tests.grading import (
     FIXTURES,
     NEEDS_CUDA,
     SOLUTIONS,
-    VERDICTS_ONLY,
     Edit,
     Graded,
     concurrently,
     grade,
     grade_shared,
     module_items,
+    mutant_options,
 )
 from tests.grading import selected_params as selected
 
@@ -84,7 +84,7 @@ class Buggy:
     def options(self) -> tuple[str, ...]:
         parts = f"{PART},{UNTOUCHED}" if self.wild else PART
         capped = ("--part-timeout", CRASH_CAP) if self.crashes else ()
-        return ("--parts", parts, *capped, *(() if self.replayed else VERDICTS_ONLY))
+        return mutant_options(("--parts", parts, *capped), self.replayed)
 
 
 def kernel(old: str, new: str) -> tuple[Edit, ...]:

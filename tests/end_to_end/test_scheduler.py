@@ -13,13 +13,13 @@ import pytest
 from tests.grading import (
     CUT_SHORT,
     EXERCISES,
-    VERDICTS_ONLY,
     Edit,
     Graded,
     build_submission,
     concurrently,
     grade,
     grade_shared,
+    mutant_options,
 )
 from tests.grading import selected_params as selected
 
@@ -45,7 +45,7 @@ class Mutant:
 
     @property
     def options(self) -> tuple[str, ...]:
-        return OPTIONS if self.replayed else (*OPTIONS, *VERDICTS_ONLY)
+        return mutant_options(OPTIONS, self.replayed)
 
 
 def scheduler(*changes: tuple[str, str]) -> tuple[Edit, ...]:

@@ -125,7 +125,7 @@ def test_a_limit_must_be_a_number_above_0(
     assert f"{option}: {value!r}: give a number above 0" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("value", ["-1", "2.5", "", "lots"])
+@pytest.mark.parametrize("value", ["-1", "2.5", "", "lots", "²", "١٢"])
 def test_shrinks_must_be_a_whole_number(value: str, capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         parser().parse_args(["exercises", "--shrinks", value])

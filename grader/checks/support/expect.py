@@ -179,7 +179,7 @@ class Held:
             return self.codes[block][0]
         if not 0 <= block < self.num_blocks:
             return repr(block)
-        place = block - sum(held < block for held in self.codes)
+        place = block - sum(0 <= held < block for held in self.codes)
         return f"sorted(set(range({self.num_blocks})) - {self.set_code()})[{place}]"
 
     def shown(self, ids: list[int]) -> Shown:

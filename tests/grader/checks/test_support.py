@@ -59,6 +59,18 @@ def test_held_ids_are_shown_by_where_they_were_handed_out() -> None:
     assert held.set_code() == "set()"
 
 
+def test_a_free_id_is_shown_by_its_place_among_the_free_ids_of_the_pool() -> None:
+    """Its place counts only the held ids in the pool: one out of range (an allocator that handed
+    out -1 or 8) is left out of `set(range(8))` as well."""
+    transcript = Transcript("pkg")
+    handed_out = [-1, 2, 8, 5]
+    transcript.record("allocator.allocate(4)", "-> [-1, 2, 8, 5]", value=handed_out)
+    held = Held(transcript, 8)
+    held.add(handed_out)
+    for block in (0, 1, 3, 4, 6, 7):
+        assert eval(held.code(block), {"ids": handed_out}) == block
+
+
 def test_a_failed_expectation_ends_the_script_and_fails_with_the_message() -> None:
     transcript = Transcript("pkg")
     written = []
