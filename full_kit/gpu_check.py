@@ -80,7 +80,8 @@ class Log:
 
 def probe_worker(log: Log) -> dict:
     """The smallest of `PROBE_LIMITS_GB` under which a worker-like process can use CUDA."""
-    from grader.sandbox.process import memory_rlimit, worker_environment
+    from grader.sandbox.launch import worker_environment
+    from grader.sandbox.process import memory_rlimit
 
     failures = {}
     for limit_gb in PROBE_LIMITS_GB:

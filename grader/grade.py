@@ -1,13 +1,14 @@
 """One grading run: read the submission, run the checks in-process, score, write the reports.
 
 The candidate's code runs only in the workers the checks start (`grader/sandbox/`), each in
-namespaces of its own where the system allows (the report's `isolation` says how they ran); this
-process imports none of it and builds the report from what its own checks concluded, after every
-worker is gone. The engine checks, each one long call in a worker of its own, run in threads
-beside the parts. The whole grading has a time budget (the profile's, or `--submission-timeout`):
-once it is spent, every call fails as timed out, so a report comes in bounded time whatever the
-submission does. Whatever happens half-way, a report is made, with the failure as a visible error
-(Ctrl-C aside: `interrupt.py`).
+namespaces of its own where the system allows (the report's `isolation` says how they ran),
+forked from the grading's zygotes where they can be (`zygotes.py`); this process imports none
+of it and builds the report from what its own checks concluded, after every worker is gone. The
+engine checks, each one long call in a worker of its own, run in threads beside the parts. The
+whole grading has a time budget (the profile's, or `--submission-timeout`): once it is spent,
+every call fails as timed out, so a report comes in bounded time whatever the submission does.
+Whatever happens half-way, a report is made, with the failure as a visible error (Ctrl-C aside:
+`interrupt.py`).
 
 A bug costs points in its own part: where the candidate's allocator fails part 1, the parts that
 reach it through the manager and lost points there are graded again with the kit's allocator, and
@@ -52,6 +53,7 @@ from grader.sandbox.process import (
     Limits,
     Stoppable,
 )
+from grader.sandbox.zygotes import Zygotes
 from grader.scoring.batching import static_batching
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
@@ -125,7 +127,7 @@ def answer_key_files() -> dict[str, bytes] | None:
 
 
 def device_environment(part: str | None = None) -> dict[str, str]:
-    """What a worker of `part` adds to its environment (`process.worker_environment`) to say
+    """What a worker of `part` adds to its environment (`launch.worker_environment`) to say
     where it runs Triton: natively on CUDA, else under the interpreter on CPU. Only the kernel
     part and the engine check (`part` None) see the GPU; the other parts run on the CPU, under
     the address-space limit (`process.memory_rlimit`)."""
@@ -134,12 +136,12 @@ def device_environment(part: str | None = None) -> dict[str, str]:
     return {} if part in ("kernel", None) else NO_CUDA
 
 
-def run_checks(intake: Intake, options: Options) -> GradingPlugin:
+def run_checks(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> GradingPlugin:
     """Run the check modules of the chosen parts in this process, with the grading plugin; where
     the candidate's allocator fails part 1, grade the parts built on it that lost points again
     with the kit's (`rescore_on_the_kit_allocator`), so that an allocator bug costs points in
     part 1 only."""
-    plugin = new_plugin(intake, options)
+    plugin = new_plugin(intake, options, zygotes=zygotes)
     run_modules(plugin, part_modules(options.parts), options)
     try:
         rescore_on_the_kit_allocator(plugin, intake, options)
@@ -246,7 +248,7 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
         plugin.part_notes.update(dict.fromkeys(parts, OWN_ALLOCATOR_NOTE))
         return
     step_line(options.lang, "progress_again", parts=", ".join(parts), file=KIT_ALLOCATOR)
-    again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,))
+    again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,), zygotes=plugin.zygotes)
     modules = [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].regraded]
     run_modules(again, modules, options)
     for part in parts:
@@ -295,7 +297,7 @@ def allocator_fails(plugin: GradingPlugin, intake: Intake, options: Options) -> 
     does not count): as `plugin` graded it, or, if the allocator part is not chosen, in a run of
     those checks alone, unreported, that stops at the first failure."""
     if ALLOCATOR not in options.parts:
-        plugin = new_plugin(intake, options, quiet=True)
+        plugin = new_plugin(intake, options, quiet=True, zygotes=plugin.zygotes)
         run_modules(plugin, [CHECKS_DIR / f"{ALLOCATOR_RULES}.py"], options, "-x")
     return not all_passed(plugin, ALLOCATOR_RULES)
 
@@ -508,7 +510,7 @@ class EngineCheck:
 
 
 def start_engine_checks(
-    intake: Intake, options: Options, threads: ThreadPoolExecutor
+    intake: Intake, options: Options, threads: ThreadPoolExecutor, zygotes: Zygotes
 ) -> list[EngineCheck]:
     """The engine check (every engine part chosen) and the prefix-caching check (part 7
     chosen), each started in `threads` where the parts it `needs` are chosen: they read none of
@@ -526,7 +528,8 @@ def start_engine_checks(
         if needs <= set(options.parts):
             sandboxes = Stoppable()
             future = threads.submit(run, files, options.limits, device_environment(part),
-                                    options.isolation, sandboxes, options.deadline)  # fmt: skip
+                                    options.isolation, sandboxes, options.deadline,
+                                    zygotes)  # fmt: skip
             checks.append(EngineCheck(key, needs, progress, failed, future, sandboxes))
     return checks
 
@@ -613,23 +616,27 @@ def grade(intake: Intake, options: Options) -> dict:
     threads = ThreadPoolExecutor(
         2, thread_name_prefix="engine-check", initializer=interrupt.leave_to_the_main_thread
     )
+    zygotes = Zygotes(options.isolation, options.limits.import_seconds)
     engine_checks: list[EngineCheck] = []
     try:
-        engine_checks += start_engine_checks(intake, options, threads)
-        return graded(intake, options, engine_checks, started)
-    finally:  # on Ctrl-C too: no engine check outlives the grading
+        engine_checks += start_engine_checks(intake, options, threads, zygotes)
+        return graded(intake, options, zygotes, engine_checks, started)
+    finally:  # on Ctrl-C too: no engine check or worker outlives the grading
         for check in engine_checks:
             check.sandboxes.stop()
         threads.shutdown()
+        zygotes.close()
 
 
 def graded(
     intake: Intake,
     options: Options,
+    zygotes: Zygotes,
     engine_checks: list[EngineCheck],
     started: float,
 ) -> dict:
-    """`grade`'s report, the `engine_checks` running beside the parts."""
+    """`grade`'s report, its workers forked from `zygotes`, the `engine_checks` running beside
+    the parts."""
     errors: list[str] = []
     report = {
         "score": 0.0,
@@ -655,7 +662,7 @@ def graded(
         "provenance": provenance.of(options.rubric, intake.sha256()),  # sealed when written
     }
     try:
-        plugin = run_checks(intake, options)
+        plugin = run_checks(intake, options, zygotes)
         report["errors"] += plugin.errors
         report["parts"] = score_parts(list(plugin.results.values()), options, plugin.part_notes)
         report["benchmarks"] = plugin.benchmarks

@@ -35,6 +35,7 @@ from grader.sandbox.process import (
 )
 from grader.sandbox.proxy import RemoteError, Submission
 from grader.sandbox.tools import engine, prefix_engine
+from grader.sandbox.zygotes import Zygotes
 
 MODULES = ("kv_cache_manager", "scheduler", "paged_attention")
 TRACE = "check"
@@ -52,6 +53,7 @@ def run_integration(
     isolation: Isolation | None = None,
     sandboxes: Stoppable | None = None,
     submission_deadline: float = math.inf,
+    zygotes: Zygotes | None = None,
 ) -> dict:
     """`{"status": "passed" | "failed" | "skipped", "message": str, "figures": {...}}`. Its
     worker joins `sandboxes`, where another thread may stop it."""
@@ -65,8 +67,9 @@ def run_integration(
             "skipped", said("needs Triton for paged_attention.py; it installs on Linux only")
         )
     figures, failure = served(
-        files, limits, worker_env, isolation, "engine", MODULES, sandboxes, submission_deadline
-    )
+        files, limits, worker_env, isolation, "engine", MODULES, sandboxes, submission_deadline,
+        zygotes,
+    )  # fmt: skip
     if failure:
         return failure
     try:
@@ -119,13 +122,15 @@ def served(
     modules: tuple[str, ...],
     sandboxes: Stoppable | None = None,
     submission_deadline: float = math.inf,
+    zygotes: Zygotes | None = None,
 ) -> tuple[Any, dict | None]:
-    """`tool.serve(*modules, TRACE)` in a sandboxed worker on `files` (added to `sandboxes`),
-    within the submission's budget too: (its figures, None), or (None, the failed outcome) where
-    the candidate's code failed or the engine stopped."""
+    """`tool.serve(*modules, TRACE)` in a sandboxed worker on `files` (added to `sandboxes`;
+    forked from one of `zygotes` where it can be), within the submission's budget too: (its
+    figures, None), or (None, the failed outcome) where the candidate's code failed or the engine
+    stopped."""
     limits = replace(limits, call_seconds=max(limits.call_seconds, CALL_SECONDS))
     deadline = time.monotonic() + limits.part_seconds
-    sandbox = Sandbox(files, limits, worker_env, deadline, isolation)
+    sandbox = Sandbox(files, limits, worker_env, deadline, isolation, zygotes=zygotes)
     sandbox.submission_deadline = submission_deadline
     if sandboxes is not None:
         sandboxes.add(sandbox)
@@ -173,6 +178,7 @@ def run_prefix_integration(
     isolation: Isolation | None = None,
     sandboxes: Stoppable | None = None,
     submission_deadline: float = math.inf,
+    zygotes: Zygotes | None = None,
 ) -> dict:
     """The prefix-caching check (part 7), as `run_integration`'s outcome: the candidate's
     `prefix_cache.py` alone in the worker (added to `sandboxes`), the verdict here
@@ -190,6 +196,7 @@ def run_prefix_integration(
         (PREFIX_MODULE,),
         sandboxes,
         submission_deadline,
+        zygotes,
     )
     if failure:
         return failure

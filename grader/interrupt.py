@@ -3,7 +3,7 @@
 SIGINT raises KeyboardInterrupt in the grading process wherever it is. Inside the checks, pytest
 catches it, closes every worker as it tears the fixtures down (`Sandbox.close`), and returns
 `ExitCode.INTERRUPTED`, which `grade.run_modules` raises again as KeyboardInterrupt; a worker
-that outlives that dies with the grading process (`process.die_with_the_grader`). No report is
+that outlives that dies with the grading process (`launch.die_with_the_grader`). No report is
 written: `python -m grader` prints one line and exits with `EXIT_STATUS`. Once the checks are
 done, the report is written and its summary printed `held` from Ctrl-C, so that a report is
 written whole or not at all, and the line never says otherwise.

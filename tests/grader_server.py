@@ -1,6 +1,8 @@
 """Gradings forked from a warm grader: the tests' `python -m grader ARGS`, each run in a child
 forked from one process that has imported the grader (torch, pytest, hypothesis) once, which
-saves about 1.6 s of CPU a grading. `GraderServer` starts and asks it (`tests/grading.py`, for
+saves about 1.6 s of CPU a grading, and made the scheduling simulation every full-kit report
+shows (`grade.simulation`, the same for every submission), about 1.9 s more where the
+scheduler's part is graded. `GraderServer` starts and asks it (`tests/grading.py`, for
 the gradings that leave the environment as it is); `serve` is the server,
 `python -m tests.grader_server NAME` from the kit's root, as `python -m grader` runs.
 
@@ -162,7 +164,7 @@ def grading(connection: socket.socket) -> int:
 def fork_grading(connection: socket.socket, server: int) -> None:
     """In the child forked by `server`: say its pid, grade, answer the exit status, and exit
     with it (Python's exit steps skipped: the grader registers none)."""
-    from grader.sandbox.process import die_with_the_grader
+    from grader.sandbox.launch import die_with_the_grader
 
     status = 1
     try:
@@ -181,7 +183,8 @@ def fork_grading(connection: socket.socket, server: int) -> None:
 
 
 def import_quietly() -> None:
-    """The grading imports, done once; what they print fails the start."""
+    """The grading imports, and the scheduling simulation every full-kit report shows, done
+    once; what they print fails the start."""
     with tempfile.TemporaryFile() as printed:
         saved = os.dup(1), os.dup(2)
         os.dup2(printed.fileno(), 1)
@@ -189,6 +192,9 @@ def import_quietly() -> None:
         try:
             for module in GRADING_IMPORTS:
                 importlib.import_module(module)
+            grade = importlib.import_module("grader.grade")
+            if grade.has_simulator():  # the same for every report: made once, not per grading
+                grade.simulation()
         finally:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -21,7 +21,7 @@ from grader.drive import resume
 from grader.report.compare import ReportError, load
 from grader.report.leaderboard import Outcome
 from grader.said import said
-from grader.sandbox.process import die_with_the_grader
+from grader.sandbox.launch import die_with_the_grader
 
 LOG_LINES = 4  # of a failed grading's output, shown in its row
 RUNNING: set[subprocess.Popen] = set()  # the gradings under way, stopped on Ctrl-C

@@ -22,6 +22,10 @@ allows, 0.10 and later: `probe` prefers such a one). It sees only its own proces
 network, and neither the kit (masked wherever a bound folder holds it), nor the grader's files,
 nor any other worker.
 
+A zygote (`zygote.py`) runs in such a sandbox too, keeping CAP_SYS_ADMIN (`privileges`) to give
+each worker it forks fresh namespaces, a `/tmp` and a read-only `/proc` of its own; that worker
+gives up every capability before it runs anything.
+
 `probe` checks once per grading process that such a sandbox can be made (user namespaces may be
 disabled; macOS and Windows have none): where it cannot, workers run unisolated and every report
 says so (`Isolation.describe`).
@@ -179,29 +183,38 @@ def mapped(uid: int) -> bool:
     return any(inside <= uid < inside + count for inside, _, count in ranges)
 
 
-def privileges() -> list[str]:
+def privileges(zygote: bool = False) -> list[str]:
     """Every namespace and no capability, run by an ordinary user. Run by root, no user namespace
     (it would map the worker to root) and only the two capabilities that let it become `NOBODY`;
     run by the root of a user namespace that has no `NOBODY` (`unshare --map-root-user`), a user
-    namespace where the worker is `NOBODY` (mapped to that root, who is no one else's root)."""
+    namespace where the worker is `NOBODY` (mapped to that root, who is no one else's root). A
+    `zygote` (`zygote.py`) keeps CAP_SYS_ADMIN too, to give each worker it forks namespaces of
+    its own; the worker drops it, with every other, before it runs anything."""
+    keep = ["--cap-add", "CAP_SYS_ADMIN"] if zygote else []
     if os.geteuid() != 0:
-        return ["--unshare-all", "--cap-drop", "ALL"]
+        return ["--unshare-all", "--cap-drop", "ALL", *keep]
     if worker_user() is not None:
         return [*NAMESPACES_AS_ROOT, "--cap-drop", "ALL",
-                "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # fmt: skip
+                "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", *keep]  # fmt: skip
     return ["--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY),
-            "--cap-drop", "ALL"]  # fmt: skip
+            "--cap-drop", "ALL", *keep]  # fmt: skip
 
 
 def command(
-    isolation: Isolation, home: Path, site: list[str], argv: list[str], gpu: bool = False
+    isolation: Isolation,
+    home: Path,
+    site: list[str],
+    argv: list[str],
+    gpu: bool = False,
+    zygote: bool = False,
 ) -> list[str]:
     """`argv` (written with the inside paths: `HOME`, `SITE`/N, `TMP`) run in a sandbox that sees
-    `home` read-only at `HOME` and the folders `site` at `SITE`/0, `SITE`/1, ..."""
+    `home` read-only at `HOME` and the folders `site` at `SITE`/0, `SITE`/1, ...; a `zygote`'s
+    keeps the capability that makes namespaces (`privileges`)."""
     binds = [*system_binds(), "--ro-bind", str(home), HOME, *site_binds(site)]
     args = [
         isolation.bwrap,
-        *privileges(),
+        *privileges(zygote),
         "--die-with-parent",
         "--new-session",
         *open_parents(binds),

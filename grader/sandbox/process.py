@@ -16,7 +16,6 @@ message. The failure repeats for the rest of the check; the next check starts a 
 """
 
 import contextlib
-import ctypes
 import json
 import math
 import os
@@ -26,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -37,21 +35,25 @@ from typing import Any
 from grader.said import Said, from_record, message_of, said
 from grader.sandbox import isolation, seccomp
 from grader.sandbox.isolation import Isolation, probe
+from grader.sandbox.launch import (
+    TOOLS,
+    WORKER_FILES,
+    die_with_the_grader,
+    open_to,
+    site_packages,
+    worker_environment,
+)
+from grader.sandbox.zygotes import (
+    ANSWER_KEY,
+    CANDIDATE,
+    ForkedWorker,
+    Zygote,
+    ZygoteGone,
+    Zygotes,
+    uses_torch,
+)
 from grader.text import clean
 
-HERE = Path(__file__).resolve().parent
-WORKER_FILES = tuple(  # copied beside it
-    HERE / f"{name}.py"
-    for name in ("worker", "wire", "seccomp", "kit_server", "watchers", "workloads")
-)
-# The kit's modules a part runs a candidate's code on, as the candidate's worker gets them:
-# stand-ins whose objects the kit's worker serves (`kit_server.py`).
-STAND_INS = HERE / "stand_ins"
-# The kit's standalone helpers (torch only, no kit imports) that checks may run in the worker
-# (`Submission.tool`): each is copied into the worker's folder, never imported from the kit.
-TOOLS = {
-    name: HERE / "tools" / f"{name}.py" for name in ("gpu_timing", "engine", "prefix_engine")
-}  # prefix_engine loads engine, its model, from beside it
 LOG_TAIL_BYTES = 3000
 REPLY_BYTES = 64 << 20  # the largest reply a worker may send
 # The most values a reply may hold, counted in its bytes before it is decoded (an honest one of
@@ -197,38 +199,6 @@ def described(failure: SubmissionFailure) -> Said:
     return said("failed: {failure}", failure=message)
 
 
-def worker_environment(home: str, extra: dict[str, str]) -> dict[str, str]:
-    """A worker's whole environment: a minimal one (no PYTHONPATH, no CI, no tokens; one thread;
-    a fixed hash seed), with `extra` on top (the part's device, `grade.device_environment`)."""
-    env = {
-        "PATH": os.defpath,
-        "HOME": home,
-        "TMPDIR": home,
-        "LANG": "C.UTF-8",
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "TRITON_CACHE_DIR": f"{home}/.triton",
-    }
-    if "CUDA_VISIBLE_DEVICES" in os.environ:
-        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
-    return env | extra
-
-
-# Resolved here, once: `preexec_fn` runs between fork and exec, where loading a library can
-# deadlock in a threaded parent (torch's).
-PRCTL = ctypes.CDLL(None).prctl if sys.platform == "linux" else None
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_the_grader() -> None:
-    """In the worker, before it runs anything: be killed when the grading process dies
-    (Linux's parent-death signal), so that a grader stopped by Ctrl-C leaves no worker spinning."""
-    if PRCTL is not None:
-        PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 NO_CUDA = {"CUDA_VISIBLE_DEVICES": ""}  # a worker's environment without the GPU
 
 
@@ -252,12 +222,6 @@ def memory_rlimit(extra_env: dict[str, str]) -> int:
     return resource.RLIMIT_DATA if uses_cuda(extra_env) else resource.RLIMIT_AS
 
 
-def site_packages() -> list[str]:
-    """Where this interpreter's third-party packages (torch, triton) live, without `.pth` files."""
-    paths = sysconfig.get_paths()
-    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
-
-
 def hang_key(message: dict) -> tuple:
     """What a request asks for, whatever its arguments: its operation, the type of the object it
     reaches (sent beside the handle: the worker ignores it), and the names it reaches (a batch:
@@ -267,14 +231,6 @@ def hang_key(message: dict) -> tuple:
     named = ("type", "module", "tool", "name")
     listed = tuple(tuple(message.get(field, ())) for field in ("names", "modules"))
     return (message["op"], *(message.get(field) for field in named), *listed)
-
-
-def open_to(home: Path) -> None:
-    """Let a worker that is not its owner (`isolation.worker_user`) read `home`: any user may
-    enter it (not list it) and read what is in it, whatever the grader's umask."""
-    for path in home.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    home.chmod(0o711)
 
 
 class Sandbox:
@@ -296,6 +252,8 @@ class Sandbox:
         remembers_hangs: bool = True,
         kit_files: dict[str, bytes] | None = None,
         serves_kit: bool = False,
+        zygotes: Zygotes | None = None,
+        answer_key: bool = False,
     ) -> None:
         self.files = files
         self.limits = limits
@@ -316,11 +274,14 @@ class Sandbox:
         self.cpu_mark: float | None = None  # `cpu_seconds` at the end of the last timed call
         # The kit's worker that serves the stand-ins among `files` (`kit_server.py`): the answer
         # key's `kit_files`, started and stopped with this one.
+        self.zygotes = zygotes  # the grading's, to fork from (`zygote`)
+        self.answer_key = answer_key  # whether its files are the answer key's
         self.kit = (
-            Sandbox(kit_files, limits, extra_env, deadline, isolation, serves_kit=True)
+            Sandbox(kit_files, limits, extra_env, deadline, isolation, serves_kit=True,
+                    zygotes=zygotes)
             if kit_files
             else None
-        )
+        )  # fmt: skip
         self.serves_kit = serves_kit  # whether this is such a worker
         self.cancelled = False  # by `cancel`: no request is sent again
 
@@ -333,15 +294,21 @@ class Sandbox:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def start(self, channel: tuple[int, int] | None = None) -> None:
+    def start(self, channel: tuple[int, int] | None = None, first: dict | None = None) -> None:
         """Start the worker, talking on pipes to this process or, for the kit's worker, on
-        `channel` (its stdin and stdout: pipes to the candidate's worker)."""
+        `channel` (its stdin and stdout: pipes to the candidate's worker): forked from its
+        side's zygote where it may be (`zygote`), else as a process of its own. `first`: the
+        request it starts for."""
+        zygote = self.zygote(first)
+        if zygote is not None:
+            try:
+                self.fork_from(zygote, channel)
+            except ZygoteGone:
+                self.close()
+            else:
+                return self.started()
         self.home = Path(tempfile.mkdtemp(prefix="grader-worker-"))
-        package = self.home / "package" / "submission"
-        package.mkdir(parents=True)
-        (package / "__init__.py").write_bytes(b"")
-        for name, content in self.files.items():
-            (package / name).write_bytes(content)
+        self.write_package()
         for folder, paths in (("kit", WORKER_FILES), ("tools", TOOLS.values())):
             (self.home / folder).mkdir()
             for path in paths:
@@ -372,12 +339,71 @@ class Sandbox:
         finally:
             for fd in kit_link:
                 os.close(fd)
-        if channel is None:  # `send` never waits past a deadline
+        return self.started()
+
+    def started(self) -> None:
+        if self.process.stdin is not None:  # `send` never waits past a deadline
             os.set_blocking(self.process.stdin.fileno(), False)
         if self.cancelled:  # `cancel` ran while it started
             self.kill()
         self.chunks = []
         self.pending_release = []
+
+    def write_package(self) -> None:
+        """The worker's copy of its files, as the package its worker imports them from."""
+        package = self.home / "package" / "submission"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_bytes(b"")
+        for name, content in self.files.items():
+            (package / name).write_bytes(content)
+
+    def zygote(self, first: dict | None) -> Zygote | None:
+        """The zygote this worker is forked from: its side's (the answer key's for the reference
+        and the kit's worker), where the grading keeps zygotes, the worker may start no process
+        (`may_not_fork`) and it uses torch: a file of its imports it (`zygotes.uses_torch`), or
+        it starts for a kit tool or a kernel's launch (`first`)."""
+        if self.zygotes is None or not may_not_fork(self.extra_env):
+            return None
+        requests = first.get("requests", [first]) if first else []
+        launches = any(request.get("op") in ("tool", "launch") for request in requests)
+        if not launches and not uses_torch(self.files):
+            return None
+        side = ANSWER_KEY if self.answer_key or self.serves_kit else CANDIDATE
+        return self.zygotes.get(side, self.extra_env)
+
+    def fork_from(self, zygote: Zygote, channel: tuple[int, int] | None) -> None:
+        """The worker, forked by `zygote` in its sandbox, its files in a folder of its own
+        there; raises `ZygoteGone` where the zygote does not fork it."""
+        self.home, inside = zygote.new_folder()
+        self.write_package()
+        if zygote.user is not None:
+            open_to(self.home)
+        self.log = tempfile.TemporaryFile(prefix="grader-worker-log-")  # noqa: SIM115 (close())
+        kit_link = self.start_kit() if self.kit is not None else ()
+        pipes = () if channel else (os.pipe(), os.pipe())
+        ends = channel or (pipes[0][0], pipes[1][1])
+        memory = "AS" if memory_rlimit(self.extra_env) == resource.RLIMIT_AS else "DATA"
+        message = {
+            "folder": inside,
+            "config": self.config(f"{inside}/package", zygote.site, zygote.tools, None, ()),
+            "env": worker_environment(self.cwd, self.extra_env),
+            "limits": {"memory": self.limits.memory_bytes, "memory_kind": memory,
+                       "file": self.limits.file_bytes},
+        }  # fmt: skip
+        streams = (None, None)
+        try:
+            if pipes:
+                streams = (os.fdopen(pipes[0][1], "wb", 0), os.fdopen(pipes[1][0], "rb", 0))
+            self.process = zygote.start(message, [*ends, self.log.fileno(), *kit_link], *streams)
+        except BaseException:
+            for stream in streams:
+                if stream is not None:
+                    stream.close()
+            self.log.close()
+            raise
+        finally:
+            for fd in (*kit_link, *([] if channel else ends)):
+                os.close(fd)
 
     def start_kit(self) -> tuple[int, int]:
         """Start the kit's worker on two new pipes; the ends this worker gets (read, write)."""
@@ -408,21 +434,33 @@ class Sandbox:
             root, inside_site = str(self.home), site_packages()
         tools = {name: f"{root}/tools/{path.name}" for name, path in TOOLS.items()
                  if (self.home / "tools" / path.name).is_file()}  # fmt: skip
-        config = {
-            "site": inside_site,
-            "package_parent": f"{root}/package",
-            "tools": tools,
-            "user": isolation.worker_user() if self.isolation.isolated else None,
-            "no_children": may_not_fork(self.extra_env),
-            "kit_link": list(kit_link),
-            "kit_modules": [Path(name).stem for name in self.files] if self.serves_kit else [],
-        }
+        user = isolation.worker_user() if self.isolation.isolated else None
+        config = self.config(f"{root}/package", inside_site, tools, user, kit_link)
         python = isolation.runtime() if self.isolation.isolated else sys.executable
         argv = [python, "-S", "-s", "-P", f"{root}/kit/worker.py", json.dumps(config)]
         if not self.isolation.isolated:
             return argv
         gpu = uses_cuda(self.extra_env)
         return isolation.command(self.isolation, self.home, site, argv, gpu=gpu)
+
+    def config(
+        self,
+        package_parent: str,
+        site: list[str],
+        tools: dict[str, str],
+        user: int | None,
+        kit_link: tuple[int, ...],
+    ) -> dict:
+        """What the worker is told (`worker.py`), with the paths it sees."""
+        return {
+            "site": site,
+            "package_parent": package_parent,
+            "tools": tools,
+            "user": user,
+            "no_children": may_not_fork(self.extra_env),
+            "kit_link": list(kit_link),
+            "kit_modules": [Path(name).stem for name in self.files] if self.serves_kit else [],
+        }
 
     def apply_limits(self) -> None:
         """In the child, before it runs the worker (or bubblewrap, which passes them on). Its data
@@ -454,7 +492,9 @@ class Sandbox:
         """Kill the worker's process group, if it has a worker (read once: `cancel` may run in
         another thread while the one it serves closes it)."""
         process = self.process
-        if process is not None:
+        if isinstance(process, ForkedWorker):
+            process.kill()
+        elif process is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
 
@@ -480,7 +520,7 @@ class Sandbox:
         if self.remembers_hangs and len(self.part_hangs) >= HANGS_PER_PART:
             raise NotCalled(PART_HUNG)
         if self.process is None:
-            self.start()
+            self.start(first=message)
         if self.pending_release:
             message = message | {"release": self.pending_release}
             self.pending_release = []

@@ -131,7 +131,7 @@ class Submission:
     def tool(self, tool: str, function: str, *args: Any, modules: tuple[str, ...] = (),
              watch: str | None = None, seconds: float | None = None,
              **kwargs: Any) -> Any:  # fmt: skip
-        """`function(*modules, *args, **kwargs)` of the kit's helper `tool` (`process.TOOLS`),
+        """`function(*modules, *args, **kwargs)` of the kit's helper `tool` (`launch.TOOLS`),
         run in the worker on the submission's `modules` (imported there first), within `seconds`
         (default: the per-call limit). With `watch`, the name of a candidate's function the tool
         calls: `(Triton kernel launches during the call, the aten ops that function ran outside

@@ -1,11 +1,12 @@
 """The sandboxed worker: the only process that imports and runs a candidate's code.
 
-The grader starts it as `python -S -s -P worker.py CONFIG_JSON` (`process.py`), inside its own
-namespaces (`isolation.py`), so neither site-packages' `.pth` files nor the kit's folders are
-on its import path. Where it starts as root it first becomes the user it is told (`become`),
-and where it is told so it forbids itself new processes (`seccomp.py`). Then it adds just the
-folders torch and triton live in, and the folder holding its private copy of the submission,
-imported as the package `submission`.
+The grader starts it as `python -S -s -P worker.py CONFIG_JSON` (`process.py`), or a zygote
+forks it and calls `serve` (`zygote.py`), inside its own namespaces (`isolation.py`), so
+neither site-packages' `.pth` files nor the kit's folders are on its import path. Where it
+starts as root it first becomes the user it is told (`become`), and where it is told so it
+forbids itself new processes (`seccomp.py`). Then it adds just the folders torch and triton
+live in, and the folder holding its private copy of the submission, imported as the package
+`submission`.
 
 It answers one JSON request per line on stdin with one JSON reply per line on the channel that
 was its stdout; the candidate's own prints go to stderr (a log file the grader reads on a crash).
@@ -94,7 +95,7 @@ class Worker:
         self.next_handle = 1
 
     def tool(self, name: str) -> Any:
-        """One of the kit's standalone helper modules (`process.TOOLS`), loaded from its copy."""
+        """One of the kit's standalone helper modules (`launch.TOOLS`), loaded from its copy."""
         if name not in self.tools:
             spec = importlib.util.spec_from_file_location(f"kit_tool_{name}", self.tool_paths[name])
             module = importlib.util.module_from_spec(spec)
@@ -315,6 +316,12 @@ def main() -> None:
     config = json.loads(sys.argv[1])
     if config["user"] is not None:
         become(config["user"])
+    serve(config)
+
+
+def serve(config: dict) -> None:
+    """Answer the grader's requests on stdin, as `config` says, until stdin closes: this
+    process as the grader started it (`main`), or forked by a zygote (`zygote.py`)."""
     if config["no_children"]:
         load_sibling("seccomp").forbid_processes()
     channel_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -322,7 +329,8 @@ def main() -> None:
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)  # a candidate's print() lands in the log, never on the channel
     sys.stdout = sys.stderr  # line-buffered: the log is complete when the grader reads it
-    sys.path[:] = [path for path in sys.path if path] + config["site"]
+    sys.path[:] = [path for path in sys.path if path and path not in config["site"]]
+    sys.path += config["site"]
     sys.path.insert(0, config["package_parent"])
     events: list[dict] = []  # records of messages (`KitImportBlocker`)
     sys.meta_path.insert(0, KitImportBlocker(events))

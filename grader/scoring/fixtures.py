@@ -36,8 +36,10 @@ import pytest
 from grader.parts import PARTS
 from grader.said import said
 from grader.sandbox.isolation import Isolation
-from grader.sandbox.process import STAND_INS, Events, Limits, Sandbox
+from grader.sandbox.launch import STAND_INS
+from grader.sandbox.process import Events, Limits, Sandbox
 from grader.sandbox.proxy import Submission
+from grader.sandbox.zygotes import Zygotes
 from grader.scoring.profiles import Profile
 from grader.scoring.timing import RecordBenchmark, implausible
 
@@ -62,6 +64,7 @@ class WorkerFixtures:
     isolation: Isolation | None = None  # None: bubblewrap where a sandbox can be made
     swapped: tuple[str, ...] = ()  # answer-key files in place of the candidate's, in every part
     submission_deadline: float = math.inf  # when the grading's budget is spent (monotonic)
+    zygotes: Zygotes | None = None  # the grading's, its workers forked from them (`zygotes.py`)
     events: dict[str, Events] = field(default_factory=dict)  # the workers' integrity events
     benchmarks: list[dict] = field(default_factory=list)
     sections: dict[str, dict] = field(default_factory=dict)
@@ -105,7 +108,8 @@ class WorkerFixtures:
         if key not in workers:
             kit = self.kit_files(part) if role == "candidate" else {}
             sandbox = Sandbox(files, self.limits, env, deadline, self.isolation,
-                              remembers_hangs=role == "candidate", kit_files=kit)  # fmt: skip
+                              remembers_hangs=role == "candidate", kit_files=kit,
+                              zygotes=self.zygotes, answer_key=role == "reference")  # fmt: skip
             workers[key] = Submission(sandbox, package)
         workers[key].sandbox.part_deadline = deadline
         workers[key].sandbox.submission_deadline = self.submission_deadline

@@ -614,14 +614,14 @@ def test_batches_cross_a_real_worker_as_handles(tmp_path, monkeypatch, timing_ch
     """The check's worker calls through a real sandboxed worker: the prepared batch comes back as
     a handle and goes back as an argument; the reply passes `parse_reply`, and its rows are the
     ones the grading process rebuilds (the queries replayed here)."""
-    from grader.sandbox import process
+    from grader.sandbox import launch, process
     from grader.sandbox.proxy import Submission
 
     tool = tmp_path / "gpu_timing.py"
     tool.write_text(
         (KIT_ROOT / "grader" / "sandbox" / "tools" / "gpu_timing.py").read_text() + CPU_TOOL_TAIL
     )
-    monkeypatch.setitem(process.TOOLS, "gpu_timing", tool)
+    monkeypatch.setitem(launch.TOOLS, "gpu_timing", tool)
     # The torch baseline as one self-contained file: its input checks inlined.
     checks = (KIT_ROOT / "full_kit" / "decode_inputs.py").read_text()
     baseline = (KIT_ROOT / "full_kit" / "torch_baseline.py").read_text()

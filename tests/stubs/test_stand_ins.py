@@ -7,7 +7,7 @@ import ast
 import pytest
 
 from grader import KIT_ROOT
-from grader.sandbox.process import STAND_INS
+from grader.sandbox.launch import STAND_INS
 
 GIVEN = [("kv_cache_manager.py", "Request"), ("block_allocator.py", "OutOfBlocks")]
 

@@ -1,7 +1,7 @@
 """A tiny serving engine on a submission's parts: proof that they make continuous batching work.
 
 Standalone (stdlib and torch at module level): the grader copies this file into the sandboxed
-worker (`grader.sandbox.process.TOOLS`) and runs `serve` there on the candidate's
+worker (`grader.sandbox.launch.TOOLS`) and runs `serve` there on the candidate's
 `kv_cache_manager`, `scheduler` and `paged_attention` modules, where no kit package is
 importable. `make demo` (`full_kit/demo.py`) runs it on the answer key.
 

@@ -1,7 +1,7 @@
 """GPU timing of a paged-attention decode: the suite, its inputs, and the timed batches.
 
 Standalone (stdlib and torch only): the grader copies this file into the sandboxed worker
-(`grader.sandbox.process.TOOLS`) and runs `prepare_batch` and `run_batch` there on the
+(`grader.sandbox.launch.TOOLS`) and runs `prepare_batch` and `run_batch` there on the
 candidate's `paged_attention` module, where no kit package is importable. The grading process and
 `full_kit.gpu_check` import it too: to rebuild the very inputs a timed call saw, to turn the times
 they measure into a time per call (`per_call_ms`), to choose how many calls a batch makes

@@ -1,7 +1,7 @@
 """The tiny transformer served over a submission's prefix cache (part 7): proof that it reuses KV.
 
 Standalone (stdlib and torch at module level): the grader copies this file into the sandboxed
-worker beside `engine.py` (`grader.sandbox.process.TOOLS`) and runs `serve` there on the
+worker beside `engine.py` (`grader.sandbox.launch.TOOLS`) and runs `serve` there on the
 candidate's `prefix_cache` module, where no kit package is importable. Its model is
 `engine.py`'s `TinyTransformer`, not a copy: in the kit this module imports `engine` as its
 package's sibling; in the worker, where a tool is a module of no package (`from . import engine`

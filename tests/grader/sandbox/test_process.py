@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from grader.sandbox import process
+from grader.sandbox import launch, process
 from grader.sandbox.process import (
     HANGS_PER_PART,
     PART_HUNG,
@@ -244,7 +244,7 @@ def test_a_malformed_batch_reply_fails_the_check_as_a_bad_reply(reply: dict) -> 
 def test_a_kit_tool_runs_on_the_submission_modules_from_its_own_copy(probe, tmp_path, monkeypatch):
     tool = tmp_path / "count_tool.py"
     tool.write_text("def describe(module, scale):\n    return [module.__name__, __name__, scale]\n")
-    monkeypatch.setitem(process.TOOLS, "count", tool)
+    monkeypatch.setitem(launch.TOOLS, "count", tool)
     module_name, tool_name, scale = probe.tool("count", "describe", 3, modules=("probe",))
     assert (module_name, tool_name, scale) == ("submission.probe", "kit_tool_count", 3)
     assert "count.describe(probe, 3)" in probe.transcript.render()
@@ -438,7 +438,7 @@ def test_a_watched_function_reports_the_torch_ops_it_ran(tmp_path, monkeypatch):
     """A kit tool's calls of the candidate's kernel run under the worker's dispatch mode."""
     tool = tmp_path / "calls_tool.py"
     tool.write_text("def run(module, n):\n    return module.attend(n)\n")
-    monkeypatch.setitem(process.TOOLS, "calls", tool)
+    monkeypatch.setitem(launch.TOOLS, "calls", tool)
     attend = b"import torch\n\ndef attend(n):\n    return float((torch.ones(n, n) ** 2).sum())\n"
     limits = Limits(memory_bytes=2 << 30, call_seconds=600.0, import_seconds=600.0)
     worker = Sandbox({"kernel.py": attend}, limits, {}, time.monotonic() + 1200)

@@ -1,0 +1,330 @@
+"""Zygotes: a grading's workers forked from a process that did their imports once (`zygote.py`).
+
+A worker of a CPU part would spend about a second of CPU importing torch and Triton; forked from
+a zygote that imported them, it starts in a hundredth of that. `Zygotes` holds a grading's
+zygotes, started on first use and stopped by `close()`, one per side of the trust boundary and
+environment: the candidate's workers come from one zygote, the answer key's (the reference
+worker and the kit's worker that serves stand-ins, `kit_server.py`) from another, each in a
+sandbox of its own (`isolation.py`), so that no candidate's worker shares a process tree or a
+folder with the answer key. Each forked worker has namespaces of its own besides (`zygote.py`).
+
+Only sandboxed workers that may start no process are forked (`process.may_not_fork`): a worker
+that may use CUDA starts as its own process, as does every worker of an unisolated grading and
+any worker where the zygote is gone or never came up (`Sandbox.start` falls back to that
+whenever a fork fails).
+
+A zygote imports torch as it starts, and only workers that use torch are forked from it
+(`uses_torch`: a file of theirs imports torch or Triton, or they run a kit tool or a kernel):
+one that does not starts afresh, cheaply, so that its address space never holds torch and a
+grading of such workers alone (part 7's) starts no zygote. A zygote that does not answer in
+time is used no more (its workers run on); a worker whose fork fails for any reason starts
+afresh.
+
+This process talks to a zygote on a Unix socket: a request is a JSON datagram with the new
+worker's descriptors attached, the reply the pid of its keeper in the zygote's PID namespace.
+Nothing the zygote says is evidence: the keeper's pid on this machine is found here, among the
+zygote's own children (`/proc`), and the worker's CPU time is read from the kernel.
+"""
+
+import ast
+import contextlib
+import itertools
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from grader.sandbox import isolation
+from grader.sandbox.isolation import Isolation
+from grader.sandbox.launch import (
+    TOOLS,
+    WORKER_FILES,
+    die_with_the_grader,
+    open_to,
+    site_packages,
+    worker_environment,
+)
+
+WAIT_SECONDS = 10.0  # for a killed worker's status
+ANSWER_KEY, CANDIDATE = "answer key", "candidate"  # the two sides, each with its own zygotes
+MESSAGE_BYTES = 1 << 16
+
+
+def uses_torch(files: dict[str, bytes]) -> bool:
+    """Whether a file of `files` imports torch or Triton, anywhere in it (a file that does not
+    parse, not)."""
+    for text in files.values():
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            if any(name.split(".")[0] in ("torch", "triton") for name in names):
+                return True
+    return False
+
+
+class ZygoteGone(Exception):
+    """The zygote did not fork the worker: it starts as its own process instead."""
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started that still run (or wait to be reaped)."""
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+
+
+def innermost_pid(pid: int) -> int | None:
+    """`pid`'s pid in its own PID namespace (None where it has ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return next((int(line.split()[-1]) for line in status.splitlines()
+                 if line.startswith("NSpid:")), None)  # fmt: skip
+
+
+def with_inner_pid(pids: Iterable[int], inner: object) -> int | None:
+    """The first of `pids` whose pid in its own PID namespace is `inner` (None: none is)."""
+    if type(inner) is not int:
+        return None
+    return next((pid for pid in pids if innermost_pid(pid) == inner), None)
+
+
+def descendants(pid: int) -> Iterator[int]:
+    """`pid`'s processes, its children's, and so on, breadth first."""
+    pending = [pid]
+    while pending:
+        parent = pending.pop(0)
+        with contextlib.suppress(OSError, ValueError):
+            found = children(parent)
+            yield from found
+            pending += found
+
+
+class ForkedWorker:
+    """A worker forked by a zygote, with what `Sandbox` uses of a `subprocess.Popen`: its pipes
+    (None where they are not this process's), the `pid` on this machine of its keeper (whose
+    process tree is the worker's, for `Sandbox.cpu_seconds`), and `kill` and `wait`, both through
+    its lifeline, so that no pid is ever signalled that the kernel may have given to another
+    process."""
+
+    def __init__(
+        self, pid: int, lifeline: socket.socket, stdin: BinaryIO | None, stdout: BinaryIO | None
+    ) -> None:
+        self.pid = pid
+        self.lifeline = lifeline
+        self.stdin, self.stdout = stdin, stdout
+        self.returncode: int | None = None
+        self.lock = threading.Lock()  # `kill` may come from another thread while `wait` closes
+
+    def kill(self) -> None:
+        """Let go of the lifeline: the keeper kills the worker (from any thread)."""
+        with self.lock, contextlib.suppress(OSError):
+            self.lifeline.shutdown(socket.SHUT_WR)
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The worker's exit status as bubblewrap gives it (128 + N: killed by signal N), once it
+        ended; `timeout` None waits `WAIT_SECONDS`, then counts a worker whose keeper said nothing
+        as killed."""
+        if self.returncode is not None:
+            return self.returncode
+        seconds = WAIT_SECONDS if timeout is None else timeout
+        if not select.select([self.lifeline], [], [], seconds)[0] and timeout is not None:
+            raise subprocess.TimeoutExpired("worker", timeout)
+        status = b""
+        with self.lock:
+            with contextlib.suppress(OSError):
+                self.lifeline.setblocking(False)
+                status = self.lifeline.recv(16)
+            self.lifeline.close()  # the keeper, which waits for this, ends
+        self.returncode = int(status) if status.isdigit() else 128 + signal.SIGKILL
+        return self.returncode
+
+
+class Zygote:
+    """One zygote in a sandbox of its own; `start` a worker from it, `close` it. Its folder
+    (`home`, at `isolation.HOME` inside) holds the kit's worker files, the tools, and a folder
+    per worker under `workers/`, written before that worker is forked."""
+
+    def __init__(self, isolated: Isolation, extra_env: dict[str, str], seconds: float) -> None:
+        self.lock = threading.Lock()  # one request at a time: the engine checks run in threads
+        self.ids = itertools.count(1)
+        self.broken = False  # it did not answer in time once: no worker is forked from it again
+        self.seconds = seconds
+        self.process: subprocess.Popen | None = None
+        self.home = Path(tempfile.mkdtemp(prefix="grader-zygote-"))
+        for folder, paths in (("kit", (*WORKER_FILES, Path(__file__).with_name("zygote.py"))),
+                              ("tools", TOOLS.values())):  # fmt: skip
+            (self.home / folder).mkdir()
+            for path in paths:
+                if path.is_file():  # the candidate bundle may leave a tool out
+                    shutil.copyfile(path, self.home / folder / path.name)
+        (self.home / "workers" / "probe").mkdir(parents=True)  # its start's probe (`zygote.py`)
+        self.user = isolation.worker_user()
+        if self.user is not None:
+            open_to(self.home)
+        site = site_packages()
+        self.site = [f"{isolation.SITE}/{number}" for number in range(len(site))]
+        self.tools = {name: f"{isolation.HOME}/tools/{path.name}" for name, path in TOOLS.items()
+                      if (self.home / "tools" / path.name).is_file()}  # fmt: skip
+        self.socket, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        config = {"site": self.site, "user": self.user, "control": inside.fileno(),
+                  "tmpfs_bytes": isolation.TMPFS_BYTES}  # fmt: skip
+        argv = [isolation.runtime(), "-S", "-s", "-P", f"{isolation.HOME}/kit/zygote.py",
+                json.dumps(config)]  # fmt: skip
+        self.log = tempfile.TemporaryFile(prefix="grader-zygote-log-")  # noqa: SIM115 (close())
+        try:
+            self.process = subprocess.Popen(
+                isolation.command(isolated, self.home, site, argv, zygote=True),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self.log,
+                cwd=self.home,
+                env=worker_environment(isolation.TMP, extra_env),
+                preexec_fn=die_with_the_grader,
+                start_new_session=True,
+                pass_fds=(inside.fileno(),),
+            )
+        except OSError as error:
+            self.close()
+            raise ZygoteGone(f"the zygote did not start: {error}") from error
+        finally:
+            inside.close()
+        self.pid = self.ready()
+
+    def ready(self) -> int:
+        """The zygote's pid on this machine, once it says it is ready (else `ZygoteGone`)."""
+        line = b""
+        if select.select([self.process.stdout], [], [], self.seconds)[0]:
+            line = self.process.stdout.readline()
+        try:
+            ready = json.loads(line)
+            inner = ready["pid"] if ready["ready"] else None
+        except (ValueError, TypeError, KeyError):
+            inner = None
+        zygote = with_inner_pid(descendants(self.process.pid), inner)
+        if zygote is None:
+            self.close()
+            raise ZygoteGone(f"the zygote did not start: {line[:200]!r}")
+        return zygote
+
+    def new_folder(self) -> tuple[Path, str]:
+        """A fresh folder for a worker's files: here, and as the worker sees it."""
+        with self.lock:
+            number = next(self.ids)
+        folder = self.home / "workers" / str(number)
+        folder.mkdir()
+        return folder, f"{isolation.HOME}/workers/{number}"
+
+    def start(
+        self, message: dict, fds: list[int], stdin: BinaryIO | None, stdout: BinaryIO | None
+    ) -> ForkedWorker:
+        """Fork a worker as `message` says, on `fds` (its stdin, stdout and log, then its
+        kit-link ends; this process keeps `stdin` and `stdout`, the other ends of the first
+        two)."""
+        lifeline, theirs = socket.socketpair()
+        try:
+            with theirs:
+                reply = self.ask(message, [*fds[:3], theirs.fileno(), *fds[3:]])
+            try:
+                keeper = with_inner_pid(children(self.pid), reply.get("pid"))
+            except OSError:  # the zygote ended meanwhile
+                keeper = None
+            if keeper is None:
+                raise ZygoteGone(f"no worker forked: the zygote answered {reply!r:.200}")
+        except BaseException:
+            lifeline.close()  # a keeper that was forked after all kills its worker
+            raise
+        return ForkedWorker(keeper, lifeline, stdin, stdout)
+
+    def ask(self, message: dict, fds: list[int]) -> dict:
+        """The zygote's reply to `message` (a stale reply to an earlier request that timed out
+        is skipped), within the zygote's time; else `ZygoteGone`."""
+        with self.lock:
+            if self.process is None:
+                raise ZygoteGone("the zygote is closed")
+            number = next(self.ids)
+            deadline = time.monotonic() + self.seconds
+            try:
+                socket.send_fds(self.socket, [json.dumps(message | {"id": number}).encode()], fds)
+                while True:
+                    self.socket.settimeout(max(0.0, deadline - time.monotonic()))
+                    data = self.socket.recv(MESSAGE_BYTES)
+                    if not data:
+                        raise ZygoteGone("the zygote closed its socket")
+                    reply = json.loads(data)
+                    if type(reply) is dict and reply.get("id") == number:
+                        return reply
+            except (OSError, ValueError) as error:  # a timeout too
+                self.broken = True
+                raise ZygoteGone(f"the zygote did not answer: {error}") from error
+
+    def close(self) -> None:
+        """Stop the zygote (its workers die with it) and delete its folder."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            self.process.stdout.close()
+            self.process = None
+        self.socket.close()
+        self.log.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class Zygotes:
+    """A grading's zygotes, by side (`CANDIDATE` or `ANSWER_KEY`) and environment, each started
+    when a worker first asks for it; one that fails to start is not tried again."""
+
+    def __init__(self, isolated: Isolation, seconds: float) -> None:
+        self.isolation, self.seconds = isolated, seconds
+        self.zygotes: dict[tuple, Zygote | None] = {}
+        self.locks: dict[tuple, threading.Lock] = {}  # one a key: a start waits for its own side
+        self.lock = threading.Lock()  # over `locks`
+        self.closed = False
+
+    def get(self, side: str, extra_env: dict[str, str]) -> Zygote | None:
+        """The zygote of `side` for workers of `extra_env`, started on first use; None where
+        the grading is not isolated, or that zygote failed to start or to answer."""
+        if not self.isolation.isolated:
+            return None
+        key = (side, tuple(sorted(extra_env.items())))
+        with self.lock:
+            lock = self.locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self.zygotes:
+                try:
+                    made = Zygote(self.isolation, extra_env, self.seconds)
+                except Exception:  # the workers start afresh
+                    made = None
+                with self.lock:
+                    if self.closed and made is not None:
+                        made.close()
+                        made = None
+                    self.zygotes[key] = made
+            zygote = self.zygotes[key]
+        return None if zygote is None or zygote.broken else zygote
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            zygotes, self.zygotes = list(self.zygotes.values()), {}
+        for zygote in zygotes:
+            if zygote is not None:
+                zygote.close()

@@ -1,0 +1,288 @@
+"""Workers forked from a zygote (`zygotes.py`, `zygote.py`): each as alone as a worker started as
+its own process. It sees neither the zygote nor a sibling (no process, file, socket of theirs),
+its CPU time is its own, a crash or a hang of one leaves the zygote forking the next, the grader
+stops one at once through its lifeline, and the answer key's workers come from a zygote of their
+own that a candidate's worker cannot see. Where a zygote cannot serve, workers start afresh."""
+
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox import isolation, seccomp
+from grader.sandbox.process import CallTimedOut, Limits, Sandbox, WorkerCrashed
+from grader.sandbox.proxy import Submission
+from grader.sandbox.zygotes import ForkedWorker, Zygote, ZygoteGone, Zygotes, uses_torch
+
+CPU_PART = {"TRITON_INTERPRET": "1"}  # a CPU part's worker: it may start no process
+MARKER = "answer-key-marker-7f3a"  # in the answer key's file only
+ABSTRACT = "\0grader-zygote-test"
+
+PROBE = b"""
+import ctypes, os, signal, socket, time
+import torch
+
+LISTENING = []
+
+def pids():
+    return os.getpid(), os.getppid()
+
+def processes():
+    return sorted(int(entry) for entry in os.listdir("/proc") if entry.isdigit())
+
+def signal_process(pid, number=0):
+    try:
+        os.kill(pid, number)
+    except OSError as error:
+        return type(error).__name__
+    return "reached"
+
+def read_memory(pid):
+    try:
+        with open(f"/proc/{pid}/mem", "rb") as memory:
+            memory.seek(4096)
+            memory.read(1)
+    except OSError as error:
+        return type(error).__name__
+    return "read"
+
+def attach(pid):
+    libc = ctypes.CDLL(None, use_errno=True)
+    return "refused" if libc.ptrace(16, pid, 0, 0) == -1 else "attached"  # PTRACE_ATTACH
+
+def listen(name):
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(name)
+    server.listen()
+    LISTENING.append(server)
+
+def connect(name):
+    try:
+        socket.socket(socket.AF_UNIX).connect(name)
+    except OSError as error:
+        return type(error).__name__
+    return "connected"
+
+def write(path):
+    with open(path, "w") as file:
+        file.write("x")
+
+def listing(path):
+    return sorted(os.listdir(path))
+
+def spin(seconds):
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+    return "spun"
+
+def crash():
+    os._exit(3)
+
+def exit_soon():
+    import threading
+    spun = spin(0.5)
+    threading.Timer(0.2, os._exit, (0,)).start()
+    return spun
+
+def segfault():
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+def hang():
+    while True:
+        pass
+
+def own_folder():
+    return os.path.dirname(os.path.abspath(__file__))
+
+def read(path):
+    try:
+        with open(path) as file:
+            return file.read()
+    except OSError as error:
+        return type(error).__name__
+"""
+
+
+@pytest.fixture
+def zygotes() -> Iterator[Zygotes]:
+    if not seccomp.supported():
+        pytest.skip("workers are forked only where the seccomp filter runs (Linux, x86-64/arm64)")
+    found = isolation.probe("auto")
+    if not found.isolated:
+        pytest.fail(f"this test needs a sandbox: {found.reason} (make test installs bubblewrap)")
+    made = Zygotes(found, 600.0)
+    yield made
+    made.close()
+
+
+def worker(
+    zygotes: Zygotes, call_seconds: float = 600.0, answer_key: bool = False, **files: bytes
+) -> Sandbox:
+    limits = Limits(memory_bytes=4 << 30, call_seconds=call_seconds, import_seconds=600.0)
+    return Sandbox(files or {"probe.py": PROBE}, limits, CPU_PART, time.monotonic() + 1200,
+                   isolation.probe("auto"), zygotes=zygotes, answer_key=answer_key)  # fmt: skip
+
+
+def probe(sandbox: Sandbox):
+    module = Submission(sandbox, "candidate").module("probe")
+    module.pids()  # started
+    assert isinstance(sandbox.process, ForkedWorker), "the worker was not forked"
+    return module
+
+
+def test_a_forked_worker_sees_neither_the_zygote_nor_a_sibling(zygotes):
+    first, second = worker(zygotes), worker(zygotes)
+    try:
+        one, other = probe(first), probe(second)
+        assert one.pids() == other.pids() == (2, 1)  # each under an init of its own
+        assert one.processes() == [1, 2]  # no zygote, no sibling
+        one.listen(ABSTRACT)
+        assert one.connect(ABSTRACT) == "connected"  # its own socket, by name
+        assert other.connect(ABSTRACT) == "ConnectionRefusedError"  # not a sibling's
+        one.write("/tmp/left-behind")
+        assert one.listing("/tmp") == ["left-behind"]
+        assert other.listing("/tmp") == []  # a /tmp of its own
+        for module in (one, other):  # its own folder alone (.../workers/N/package/submission)
+            assert module.listing("/sandbox/workers") == [Path(module.own_folder()).parts[3]]
+        assert other.signal_process(-1, int(signal.SIGKILL)) == "PermissionError"
+        assert other.signal_process(1) == "PermissionError"  # not even its init
+        assert other.read_memory(1) == "PermissionError"
+        assert other.attach(1) == "refused"
+        assert other.signal_process(2) == "reached"  # itself
+        assert one.pids() == (2, 1)  # the sibling lives on
+        third = worker(zygotes)
+        try:
+            probe(third)  # and the zygote forks the next
+        finally:
+            third.close()
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_forked_workers_cpu_time_is_its_own(zygotes):
+    busy, idle = worker(zygotes), worker(zygotes)
+    try:
+        probe(busy), probe(idle)
+        before = idle.cpu_seconds()
+        assert Submission(busy, "candidate").module("probe").spin(1.0) == "spun"
+        assert busy.cpu_seconds() >= 1.0
+        assert idle.cpu_seconds() - before < 0.5  # a sibling's second is not counted here
+    finally:
+        busy.close()
+        idle.close()
+
+
+def test_a_workers_cpu_time_can_be_read_after_it_ended(zygotes):
+    """The keeper, whose process tree the CPU time is read from, lives until the grader lets go
+    of it: a worker that ends right after its reply (before the grader reads its clock) leaves
+    its time there, and no pid the kernel may give to another process is read."""
+    ending = worker(zygotes)
+    try:
+        module = probe(ending)
+        assert module.exit_soon() == "spun"
+        time.sleep(1.0)  # it has ended
+        assert ending.cpu_seconds() >= 0.5
+    finally:
+        ending.close()
+
+
+def test_a_crash_or_a_hang_leaves_the_zygote_forking_the_next(zygotes):
+    crashing, hanging = worker(zygotes), worker(zygotes, call_seconds=2.0)
+    try:
+        probe(crashing)
+        with pytest.raises(WorkerCrashed, match="exited with status 3"):
+            Submission(crashing, "candidate").module("probe").crash()
+        crashing.next_check()
+        probe(crashing)
+        with pytest.raises(WorkerCrashed, match="killed by signal SIGSEGV"):
+            Submission(crashing, "candidate").module("probe").segfault()
+        probe(hanging)
+        with pytest.raises(CallTimedOut):
+            Submission(hanging, "candidate").module("probe").hang()
+        crashing.next_check()
+        probe(crashing)
+    finally:
+        crashing.close()
+        hanging.close()
+
+
+def test_the_grader_stops_a_forked_worker_at_once_from_another_thread(zygotes):
+    """`Sandbox.cancel` lets go of the lifeline: the keeper kills the worker, and the call it
+    was in (its limit ten minutes away) fails as a crash."""
+    hanging = worker(zygotes)
+    try:
+        module = probe(hanging)
+        threading.Timer(1.0, hanging.cancel).start()
+        with pytest.raises(WorkerCrashed):
+            module.hang()
+    finally:
+        hanging.close()
+
+
+def test_the_answer_keys_workers_come_from_a_zygote_a_candidates_worker_cannot_see(zygotes):
+    candidate = worker(zygotes)
+    key_files = {"probe.py": PROBE, "key.py": f"SECRET = {MARKER!r}\n".encode()}
+    answer_key = worker(zygotes, answer_key=True, **key_files)
+    try:
+        key = probe(answer_key)
+        module = probe(candidate)
+        assert len([made for made in zygotes.zygotes.values() if made is not None]) == 2
+        key_file = f"{key.own_folder()}/key.py"
+        assert MARKER in key.read(key_file)
+        assert module.read(key_file) == "FileNotFoundError"
+    finally:
+        candidate.close()
+        answer_key.close()
+
+
+def test_a_worker_starts_as_its_own_process_where_no_zygote_serves(zygotes, monkeypatch):
+    def gone(*args: object) -> None:
+        raise ZygoteGone("no zygote here")
+
+    monkeypatch.setattr(Zygote, "__init__", gone)
+    sandbox = worker(zygotes)
+    try:
+        assert Submission(sandbox, "candidate").module("probe").pids()[0] > 0
+        assert not isinstance(sandbox.process, ForkedWorker)
+    finally:
+        sandbox.close()
+
+
+def test_a_late_reply_to_an_earlier_request_is_not_taken_for_the_next_ones():
+    zygote = Zygote.__new__(Zygote)
+    zygote.lock, zygote.seconds, zygote.process = threading.Lock(), 30.0, object()
+    zygote.ids = iter(range(7, 100))
+    zygote.socket, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with inside:
+        inside.send(b'{"id": 6, "pid": 111}')  # the answer to a request that timed out
+        inside.send(b'{"id": 7, "pid": 222}')
+        assert zygote.ask({}, [])["pid"] == 222
+    zygote.socket.close()
+
+
+def test_only_a_worker_that_uses_torch_is_forked(zygotes):
+    """A worker whose files import neither torch nor Triton starts afresh (cheaply, with no
+    torch in its address space), and starts no zygote."""
+    plain = worker(zygotes, **{"probe.py": PROBE.replace(b"import torch\n", b"")})
+    try:
+        assert Submission(plain, "candidate").module("probe").pids()[0] > 0
+        assert not isinstance(plain.process, ForkedWorker)
+        assert zygotes.zygotes == {}
+    finally:
+        plain.close()
+    files = {
+        "kernel.py": b"import triton.language as tl\n",
+        "manager.py": b"def f():\n    from torch import nn\n",
+        "allocator.py": b"import os\n",
+        "broken.py": b"def (\n",
+        "deep.py": b"x = " + b"(" * 100_000 + b")" * 100_000 + b"\n",
+    }
+    assert uses_torch({"kernel.py": files["kernel.py"]})
+    assert uses_torch({"manager.py": files["manager.py"]})
+    assert not uses_torch({name: files[name] for name in ("allocator.py", "broken.py", "deep.py")})
