@@ -2,7 +2,7 @@
 a fresh worker, in namespaces of its own, for each start the grader asks for (`zygotes.py`).
 
 A worker costs a second of CPU to start, most of it importing torch; a fork of a process that
-has imported it costs a hundredth of that. The zygote runs in a sandbox like a worker's
+has imported it costs a fiftieth of that. The zygote runs in a sandbox like a worker's
 (`isolation.command`, with `zygote=True`), started as `python -S -s -P zygote.py CONFIG_JSON`;
 it keeps the one capability that makes namespaces (CAP_SYS_ADMIN, and as root the two that
 change a uid) and runs nothing of any candidate's. It imports torch as it starts (nearly every

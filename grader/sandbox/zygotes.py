@@ -1,7 +1,7 @@
 """Zygotes: a grading's workers forked from a process that did their imports once (`zygote.py`).
 
-A worker of a CPU part would spend about a second of CPU importing torch and Triton; forked from
-a zygote that imported them, it starts in a hundredth of that. `Zygotes` holds a grading's
+A worker of a CPU part would spend about a second of CPU importing torch; forked from a zygote
+that imported it, it starts in a fiftieth of that. `Zygotes` holds a grading's
 zygotes, started on first use and stopped by `close()`, one per side of the trust boundary and
 environment: the candidate's workers come from one zygote, the answer key's (the reference
 worker and the kit's worker that serves stand-ins, `kit_server.py`) from another, each in a
