@@ -14,7 +14,8 @@ no answer key: a grading's answer key has a zygote of its own (`zygotes.py`).
 Each start is three processes, as bubblewrap makes them for a worker started afresh:
 
 - the **keeper**, forked by the zygote: it takes the worker's fresh mount, PID, network, IPC and
-  UTS namespaces, a fresh tmpfs at `/tmp`, and a `/sandbox/workers` that holds only the
+  UTS namespaces, a fresh tmpfs at `/tmp`, its own `/dev/pts`, and a `/sandbox/workers` that
+  holds only the
   worker's own folder, read-only; then, holding no capability, it waits on its **lifeline** (a
   socket whose other end the grader holds) and on the init below. When the grader shuts its
   end, the keeper kills the init; when the init ends, the keeper sends its exit status on the
@@ -122,12 +123,13 @@ def drop_capabilities() -> None:
 
 
 def new_namespaces(tmpfs_bytes: int, folder: str) -> None:
-    """In the keeper: fresh namespaces for the worker, a fresh tmpfs at `/tmp`, and `WORKERS`
-    holding only the worker's own `folder`, read-only (the zygote's mounts stay as they are;
-    the worker's PID namespace is its children's)."""
+    """In the keeper: fresh namespaces for the worker, a fresh tmpfs at `/tmp`, pseudo-terminals
+    of its own at `/dev/pts`, and `WORKERS` holding only the worker's own `folder`, read-only
+    (the zygote's mounts stay as they are; the worker's PID namespace is its children's)."""
     checked(libc.unshare(NAMESPACES), "unshare")
     mount("none", "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmpfs_bytes},mode=1777")
+    mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666")
     own = os.open(folder, os.O_PATH | os.O_DIRECTORY)
     hidden = MS_NOSUID | MS_NODEV | MS_NOEXEC
     mount("tmpfs", WORKERS, "tmpfs", hidden, "size=64k,mode=755")

@@ -71,6 +71,9 @@ def write(path):
     with open(path, "w") as file:
         file.write("x")
 
+def open_terminal():
+    return os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+
 def listing(path):
     return sorted(os.listdir(path))
 
@@ -147,6 +150,9 @@ def test_a_forked_worker_sees_neither_the_zygote_nor_a_sibling(zygotes):
         one.write("/tmp/left-behind")
         assert one.listing("/tmp") == ["left-behind"]
         assert other.listing("/tmp") == []  # a /tmp of its own
+        one.open_terminal()
+        assert one.listing("/dev/pts") == ["0", "ptmx"]
+        assert other.listing("/dev/pts") == ["ptmx"]  # no pseudo-terminal of a sibling's
         for module in (one, other):  # its own folder alone (.../workers/N/package/submission)
             assert module.listing("/sandbox/workers") == [Path(module.own_folder()).parts[3]]
         assert other.signal_process(-1, int(signal.SIGKILL)) == "PermissionError"
@@ -279,10 +285,11 @@ def test_only_a_worker_that_uses_torch_is_forked(zygotes):
     files = {
         "kernel.py": b"import triton.language as tl\n",
         "manager.py": b"def f():\n    from torch import nn\n",
-        "allocator.py": b"import os\n",
+        "allocator.py": b"import os\nimport torchvision_like\n",
         "broken.py": b"def (\n",
-        "deep.py": b"x = " + b"(" * 100_000 + b")" * 100_000 + b"\n",
+        "slow_to_parse.py": b"x = f'" + b"{1}" * 100_000 + b"'\n",
     }
     assert uses_torch({"kernel.py": files["kernel.py"]})
     assert uses_torch({"manager.py": files["manager.py"]})
-    assert not uses_torch({name: files[name] for name in ("allocator.py", "broken.py", "deep.py")})
+    others = ("allocator.py", "broken.py", "slow_to_parse.py")
+    assert not uses_torch({name: files[name] for name in others})
