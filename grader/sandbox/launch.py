@@ -4,6 +4,7 @@ third-party packages live, who may read its folder, and its parent-death signal.
 
 import ctypes
 import os
+import shutil
 import signal
 import sys
 import sysconfig
@@ -68,3 +69,20 @@ def open_to(home: Path) -> None:
     for path in home.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     home.chmod(0o711)
+
+
+def copy_kit(home: Path, *extra: Path) -> None:
+    """The kit's files a worker runs, into `home`: the worker's (`WORKER_FILES`, and `extra`) in
+    `kit/`, the tools (`TOOLS`) in `tools/`."""
+    for folder, paths in (("kit", (*WORKER_FILES, *extra)), ("tools", TOOLS.values())):
+        (home / folder).mkdir()
+        for path in paths:
+            if path.is_file():  # the candidate bundle may leave a tool out
+                shutil.copyfile(path, home / folder / path.name)
+
+
+def tool_paths(home: Path, root: str) -> dict[str, str]:
+    """Each tool `copy_kit` copied into `home`, by name, at its path as the worker sees `home`
+    (`root`)."""
+    return {name: f"{root}/tools/{path.name}" for name, path in TOOLS.items()
+            if (home / "tools" / path.name).is_file()}  # fmt: skip

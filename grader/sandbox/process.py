@@ -36,11 +36,11 @@ from grader.said import Said, from_record, message_of, said
 from grader.sandbox import isolation, seccomp
 from grader.sandbox.isolation import Isolation, probe
 from grader.sandbox.launch import (
-    TOOLS,
-    WORKER_FILES,
+    copy_kit,
     die_with_the_grader,
     open_to,
     site_packages,
+    tool_paths,
     worker_environment,
 )
 from grader.sandbox.zygotes import (
@@ -309,11 +309,7 @@ class Sandbox:
                 return self.started()
         self.home = Path(tempfile.mkdtemp(prefix="grader-worker-"))
         self.write_package()
-        for folder, paths in (("kit", WORKER_FILES), ("tools", TOOLS.values())):
-            (self.home / folder).mkdir()
-            for path in paths:
-                if path.is_file():  # the candidate bundle may leave a tool out
-                    shutil.copyfile(path, self.home / folder / path.name)
+        copy_kit(self.home)
         if not self.isolation.isolated:
             (self.home / "cwd").mkdir()
         elif isolation.worker_user() is not None:
@@ -432,8 +428,7 @@ class Sandbox:
             inside_site = [f"{isolation.SITE}/{number}" for number in range(len(site))]
         else:
             root, inside_site = str(self.home), site_packages()
-        tools = {name: f"{root}/tools/{path.name}" for name, path in TOOLS.items()
-                 if (self.home / "tools" / path.name).is_file()}  # fmt: skip
+        tools = tool_paths(self.home, root)
         user = isolation.worker_user() if self.isolation.isolated else None
         config = self.config(f"{root}/package", inside_site, tools, user, kit_link)
         python = isolation.runtime() if self.isolation.isolated else sys.executable

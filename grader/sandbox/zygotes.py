@@ -46,11 +46,11 @@ from typing import BinaryIO
 from grader.sandbox import isolation
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.launch import (
-    TOOLS,
-    WORKER_FILES,
+    copy_kit,
     die_with_the_grader,
     open_to,
     site_packages,
+    tool_paths,
     worker_environment,
 )
 
@@ -163,20 +163,14 @@ class Zygote:
         self.seconds = seconds
         self.process: subprocess.Popen | None = None
         self.home = Path(tempfile.mkdtemp(prefix="grader-zygote-"))
-        for folder, paths in (("kit", (*WORKER_FILES, Path(__file__).with_name("zygote.py"))),
-                              ("tools", TOOLS.values())):  # fmt: skip
-            (self.home / folder).mkdir()
-            for path in paths:
-                if path.is_file():  # the candidate bundle may leave a tool out
-                    shutil.copyfile(path, self.home / folder / path.name)
+        copy_kit(self.home, Path(__file__).with_name("zygote.py"))
         (self.home / "workers" / "probe").mkdir(parents=True)  # its start's probe (`zygote.py`)
         self.user = isolation.worker_user()
         if self.user is not None:
             open_to(self.home)
         site = site_packages()
         self.site = [f"{isolation.SITE}/{number}" for number in range(len(site))]
-        self.tools = {name: f"{isolation.HOME}/tools/{path.name}" for name, path in TOOLS.items()
-                      if (self.home / "tools" / path.name).is_file()}  # fmt: skip
+        self.tools = tool_paths(self.home, isolation.HOME)
         self.socket, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         config = {"site": self.site, "user": self.user, "control": inside.fileno(),
                   "tmpfs_bytes": isolation.TMPFS_BYTES}  # fmt: skip
