@@ -616,7 +616,7 @@ def grade(intake: Intake, options: Options) -> dict:
     threads = ThreadPoolExecutor(
         2, thread_name_prefix="engine-check", initializer=interrupt.leave_to_the_main_thread
     )
-    zygotes = Zygotes(options.isolation, options.limits.import_seconds)
+    zygotes = Zygotes.borrowing(options.isolation, options.limits.import_seconds)
     engine_checks: list[EngineCheck] = []
     try:
         engine_checks += start_engine_checks(intake, options, threads, zygotes)

@@ -2,7 +2,9 @@
 forked from one process that has imported the grader (torch, pytest, hypothesis) once, which
 saves about 1.6 s of CPU a grading, and made the scheduling simulation every full-kit report
 shows (`grade.simulation`, the same for every submission), about 1.9 s more where the
-scheduler's part is graded. `GraderServer` starts and asks it (`tests/grading.py`, for
+scheduler's part is graded; and started the zygotes the gradings fork their workers from
+(`zygotes.WARM`), about 1.5 s of CPU for each of the two a grading would start. `GraderServer`
+starts and asks it (`tests/grading.py`, for
 the gradings that leave the environment as it is); `serve` is the server,
 `python -m tests.grader_server NAME` from the kit's root, as `python -m grader` runs.
 
@@ -39,8 +41,12 @@ import threading
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.fork_server import exit_status
+
+if TYPE_CHECKING:
+    from grader.sandbox.zygotes import Zygotes
 
 # What `python -m grader` imports before it grades (`grader.__main__.grade_submission`).
 GRADING_IMPORTS = (
@@ -209,13 +215,32 @@ def import_quietly() -> None:
         sys.exit(f"the grading imports started Python threads: {threading.enumerate()}")
 
 
+def warm_zygotes() -> "Zygotes":
+    """The zygotes every grading of the default isolation and import time borrows: each side's,
+    for each environment a CPU part's workers are forked in (`grade.device_environment`)."""
+    from grader.grade import device_environment
+    from grader.parts import PARTS
+    from grader.sandbox.isolation import probe
+    from grader.sandbox.process import Limits, may_not_fork
+    from grader.sandbox.zygotes import ANSWER_KEY, CANDIDATE, Zygotes
+
+    warm = Zygotes(probe(), Limits.import_seconds)
+    environments = [device_environment(part) for part in PARTS]
+    for side in (CANDIDATE, ANSWER_KEY):
+        for env in environments:
+            if may_not_fork(env):
+                warm.get(side, env)
+    return warm
+
+
 def serve(name: str) -> None:
     """Listen on the abstract socket `name` and fork a grading for each connection, until stdin
     closes."""
     import_quietly()
-    from grader.sandbox import seccomp
+    from grader.sandbox import seccomp, zygotes
 
     seccomp.supported()  # asked here once, not by each grading (it tries the filter in a process)
+    zygotes.WARM = warm_zygotes()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(f"\0{name}")
     listener.listen()
@@ -226,8 +251,9 @@ def serve(name: str) -> None:
     server = os.getpid()
     while True:
         readable, _, _ = select.select([listener, sys.stdin], [], [])
-        if sys.stdin in readable:
-            return  # the test process is gone (or done)
+        if sys.stdin in readable:  # the test process is gone (or done)
+            zygotes.WARM.close()
+            return
         connection, _ = listener.accept()
         peer, _, _ = struct.unpack("3i", connection.getsockopt(*PEER_CREDENTIALS))
         if peer == os.getppid() and os.fork() == 0:  # only the test process that started it

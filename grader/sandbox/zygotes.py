@@ -20,6 +20,11 @@ grading of such workers alone (part 7's) starts no zygote. A zygote that does no
 time is used no more (its workers run on); a worker whose fork fails for any reason starts
 afresh.
 
+A process that forks gradings (the kit's tests' grader server) may start zygotes before it
+forks them (`WARM`): each grading forked from it borrows those that fit it instead of starting
+its own, and leaves them running. Its candidate's workers then come from a zygote that forked
+other submissions' workers before; none of those can reach it or a sibling (`zygote.py`).
+
 This process talks to a zygote on a Unix socket: a request is a JSON datagram with the new
 worker's descriptors attached, the reply the pid of its keeper in the zygote's PID namespace.
 Nothing the zygote says is evidence: the keeper's pid on this machine is found here, among the
@@ -27,6 +32,7 @@ zygote's own children (`/proc`), and the worker's CPU time is read from the kern
 """
 
 import contextlib
+import fcntl
 import itertools
 import json
 import os
@@ -57,6 +63,7 @@ from grader.sandbox.launch import (
 WAIT_SECONDS = 10.0  # for a killed worker's status
 ANSWER_KEY, CANDIDATE = "answer key", "candidate"  # the two sides, each with its own zygotes
 MESSAGE_BYTES = 1 << 16
+LOCK_POLL_SECONDS = 0.001  # between tries of a lock another grading holds
 
 
 # A line that imports torch or Triton (or, now and then, a string that looks like one: then the
@@ -68,6 +75,12 @@ def uses_torch(files: dict[str, bytes]) -> bool:
     """Whether a file of `files` has a line that imports torch or Triton, read as text: in time
     linear in the files, whatever they hold (a parse can take minutes on a file made for it)."""
     return any(TORCH_IMPORT.search(text) for text in files.values())
+
+
+def environment_key(extra_env: dict[str, str]) -> tuple:
+    """A zygote's whole environment (`extra_env` over the workers' own) as a key: a zygote
+    forks only workers of the environment it started in."""
+    return tuple(sorted(worker_environment(isolation.TMP, extra_env).items()))
 
 
 class ZygoteGone(Exception):
@@ -151,13 +164,37 @@ class ForkedWorker:
         return self.returncode
 
 
+@contextlib.contextmanager
+def locked(path: Path, deadline: float) -> Iterator[None]:
+    """`path` locked (`flock`) for this process against the other processes that hold it; raises
+    `ZygoteGone` where it is still held by another at `deadline`."""
+    with path.open("rb") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ZygoteGone("the zygote is busy past its time") from None
+                time.sleep(LOCK_POLL_SECONDS)
+        yield
+
+
 class Zygote:
     """One zygote in a sandbox of its own; `start` a worker from it, `close` it. Its folder
     (`home`, at `isolation.HOME` inside) holds the kit's worker files, the tools, and a folder
-    per worker under `workers/`, written before that worker is forked."""
+    per worker under `workers/`, written before that worker is forked.
+
+    Processes forked after it started (the gradings a warm process forks, `Zygotes.borrowing`)
+    may use it too: each request is sent and answered under a lock on a file outside the
+    sandbox (no worker can hold it), and a worker's folder and request id carry the pid of the
+    process that asks."""
 
     def __init__(self, isolated: Isolation, extra_env: dict[str, str], seconds: float) -> None:
         self.lock = threading.Lock()  # one request at a time: the engine checks run in threads
+        handle, name = tempfile.mkstemp(prefix="grader-zygote-lock-")
+        os.close(handle)
+        self.lock_path = Path(name)  # one request at a time across the processes that use it
         self.ids = itertools.count(1)
         self.broken = False  # it did not answer in time once: no worker is forked from it again
         self.seconds = seconds
@@ -215,10 +252,10 @@ class Zygote:
     def new_folder(self) -> tuple[Path, str]:
         """A fresh folder for a worker's files: here, and as the worker sees it."""
         with self.lock:
-            number = next(self.ids)
-        folder = self.home / "workers" / str(number)
+            name = f"{os.getpid()}-{next(self.ids)}"
+        folder = self.home / "workers" / name
         folder.mkdir()
-        return folder, f"{isolation.HOME}/workers/{number}"
+        return folder, f"{isolation.HOME}/workers/{name}"
 
     def start(
         self, message: dict, fds: list[int], stdin: BinaryIO | None, stdout: BinaryIO | None
@@ -244,11 +281,11 @@ class Zygote:
     def ask(self, message: dict, fds: list[int]) -> dict:
         """The zygote's reply to `message` (a stale reply to an earlier request that timed out
         is skipped), within the zygote's time; else `ZygoteGone`."""
-        with self.lock:
+        deadline = time.monotonic() + self.seconds
+        with self.lock, locked(self.lock_path, deadline):
             if self.process is None:
                 raise ZygoteGone("the zygote is closed")
-            number = next(self.ids)
-            deadline = time.monotonic() + self.seconds
+            number = f"{os.getpid()}-{next(self.ids)}"
             try:
                 socket.send_fds(self.socket, [json.dumps(message | {"id": number}).encode()], fds)
                 while True:
@@ -273,26 +310,40 @@ class Zygote:
             self.process = None
         self.socket.close()
         self.log.close()
+        self.lock_path.unlink(missing_ok=True)
         shutil.rmtree(self.home, ignore_errors=True)
 
 
 class Zygotes:
     """A grading's zygotes, by side (`CANDIDATE` or `ANSWER_KEY`) and environment, each started
-    when a worker first asks for it; one that fails to start is not tried again."""
+    when a worker first asks for it; one that fails to start is not tried again. Those of
+    `WARM` that fit the grading are borrowed (`borrowing`), not started, and left running."""
 
     def __init__(self, isolated: Isolation, seconds: float) -> None:
         self.isolation, self.seconds = isolated, seconds
         self.zygotes: dict[tuple, Zygote | None] = {}
+        self.borrowed: set[tuple] = set()  # keys of `WARM`'s zygotes: its process closes them
         self.locks: dict[tuple, threading.Lock] = {}  # one a key: a start waits for its own side
         self.lock = threading.Lock()  # over `locks`
         self.closed = False
+
+    @classmethod
+    def borrowing(cls, isolated: Isolation, seconds: float) -> "Zygotes":
+        """A grading's zygotes, with those of `WARM` that run under the same isolation and time
+        (none where this process started none)."""
+        zygotes = cls(isolated, seconds)
+        if WARM is not None and (WARM.isolation, WARM.seconds) == (isolated, seconds):
+            zygotes.zygotes = {key: zygote for key, zygote in WARM.zygotes.items()
+                               if zygote is not None and not zygote.broken}  # fmt: skip
+            zygotes.borrowed = set(zygotes.zygotes)
+        return zygotes
 
     def get(self, side: str, extra_env: dict[str, str]) -> Zygote | None:
         """The zygote of `side` for workers of `extra_env`, started on first use; None where
         the grading is not isolated, or that zygote failed to start or to answer."""
         if not self.isolation.isolated:
             return None
-        key = (side, tuple(sorted(extra_env.items())))
+        key = (side, environment_key(extra_env))
         with self.lock:
             lock = self.locks.setdefault(key, threading.Lock())
         with lock:
@@ -310,9 +361,17 @@ class Zygotes:
         return None if zygote is None or zygote.broken else zygote
 
     def close(self) -> None:
+        """Stop the zygotes this object started (not those it borrowed)."""
         with self.lock:
             self.closed = True
-            zygotes, self.zygotes = list(self.zygotes.values()), {}
+            zygotes = [zygote for key, zygote in self.zygotes.items() if key not in self.borrowed]
+            self.zygotes = {}
         for zygote in zygotes:
             if zygote is not None:
                 zygote.close()
+
+
+# Zygotes started by a process that forks gradings (the kit's tests' grader server), before it
+# forks them: every grading forked from it borrows those that fit it (`Zygotes.borrowing`), so
+# torch is imported once per side for all of them, not twice per grading.
+WARM: Zygotes | None = None

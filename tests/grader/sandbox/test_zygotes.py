@@ -4,8 +4,12 @@ its CPU time is its own, a crash or a hang of one leaves the zygote forking the 
 stops one at once through its lifeline, and the answer key's workers come from a zygote of their
 own that a candidate's worker cannot see. Where a zygote cannot serve, workers start afresh."""
 
+import json
+import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -13,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import KIT_ROOT
 from grader.sandbox import isolation, seccomp
 from grader.sandbox.process import CallTimedOut, Limits, Sandbox, WorkerCrashed
 from grader.sandbox.proxy import Submission
@@ -260,14 +265,85 @@ def test_a_worker_starts_as_its_own_process_where_no_zygote_serves(zygotes, monk
         sandbox.close()
 
 
-def test_a_late_reply_to_an_earlier_request_is_not_taken_for_the_next_ones():
+# A warm process (as the tests' grader server is): it starts a zygote, then forks two gradings
+# that fork their workers from it, at the same time, and then forks one more itself.
+SHARED = """
+import json, os, traceback
+from grader.sandbox import zygotes
+from grader.sandbox.isolation import probe as isolation
+from grader.sandbox.zygotes import CANDIDATE, ForkedWorker, Zygotes
+from tests.grader.sandbox.test_zygotes import CPU_PART, probe, worker
+
+warm = zygotes.WARM = Zygotes(isolation("auto"), 60.0)
+zygote = warm.get(CANDIDATE, CPU_PART)
+go_read, go_write = os.pipe()
+children = []
+for _ in range(2):
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.read(go_read, 1)
+            borrowed = Zygotes.borrowing(warm.isolation, warm.seconds)
+            sandboxes = [worker(borrowed) for _ in range(5)]
+            modules = [probe(sandbox) for sandbox in sandboxes]
+            seen = {"zygote": borrowed.get(CANDIDATE, CPU_PART).pid,
+                    "pids": [module.pids() for module in modules],
+                    "folders": [module.listing("/sandbox/workers") for module in modules],
+                    "lock": modules[0].read(str(zygote.lock_path))}
+            for sandbox in sandboxes:
+                sandbox.close()
+            borrowed.close()
+            os.write(write, json.dumps(seen).encode())
+        except BaseException:
+            traceback.print_exc()
+        os._exit(0)
+    os.close(write)
+    children.append((child, read))
+os.write(go_write, b"go")
+seen = []
+for child, read in children:
+    seen.append(json.loads(os.read(read, 1 << 16)))
+    os.waitpid(child, 0)
+last = worker(warm)
+probe(last)
+last.close()
+print(json.dumps({"zygote": zygote.pid, "alive": zygote.process.poll() is None, "seen": seen}))
+warm.close()
+"""
+
+
+def test_processes_forked_after_a_zygote_started_borrow_it_and_leave_it_running(zygotes):
+    """The gradings a warm process forks (`zygotes.WARM`: the tests' grader server's) fork their
+    workers from its zygote, at the same time, each worker its own and alone, and leave the
+    zygote to serve on; no worker sees the lock they take turns by."""
+    done = subprocess.run([sys.executable, "-c", SHARED], cwd=KIT_ROOT, capture_output=True,
+                          text=True, timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shared = json.loads(done.stdout)
+    assert shared["alive"], "a grading stopped the zygote it borrowed"
+    for seen in shared["seen"]:
+        assert seen["zygote"] == shared["zygote"], "a grading started a zygote of its own"
+        assert seen["pids"] == [[2, 1]] * 5
+        assert all(len(folder) == 1 for folder in seen["folders"])
+        assert seen["lock"] == "FileNotFoundError"
+    folders = [folder for seen in shared["seen"] for folder in seen["folders"]]
+    assert len({tuple(folder) for folder in folders}) == 10, "two workers shared a folder"
+
+
+def test_a_late_reply_to_an_earlier_request_is_not_taken_for_the_next_ones(tmp_path):
+    """Nor a reply to another process's request: a request's id holds the pid of its process."""
     zygote = Zygote.__new__(Zygote)
     zygote.lock, zygote.seconds, zygote.process = threading.Lock(), 30.0, object()
+    zygote.lock_path = tmp_path / "lock"
+    zygote.lock_path.touch()
     zygote.ids = iter(range(7, 100))
     zygote.socket, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.getpid()
     with inside:
-        inside.send(b'{"id": 6, "pid": 111}')  # the answer to a request that timed out
-        inside.send(b'{"id": 7, "pid": 222}')
+        inside.send(f'{{"id": "{pid}-6", "pid": 111}}'.encode())  # to a request that timed out
+        inside.send(f'{{"id": "{pid + 1}-7", "pid": 333}}'.encode())  # to another process's
+        inside.send(f'{{"id": "{pid}-7", "pid": 222}}'.encode())
         assert zygote.ask({}, [])["pid"] == 222
     zygote.socket.close()
 
