@@ -2,7 +2,8 @@
 
 The candidate's code runs only in the workers the checks start (`grader/sandbox/`), each in
 namespaces of its own where the system allows (the report's `isolation` says how they ran),
-forked from the grading's zygotes where they can be (`zygotes.py`); this process imports none
+forked from zygotes where they can be (the grading's, or those it borrows from the process that
+forked it: `zygotes.py`); this process imports none
 of it and builds the report from what its own checks concluded, after every worker is gone. The
 engine checks, each one long call in a worker of its own, run in threads beside the parts. The
 whole grading has a time budget (the profile's, or `--submission-timeout`): once it is spent,
@@ -26,6 +27,7 @@ import math
 import os
 import platform
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -39,6 +41,7 @@ import pytest
 import torch
 
 from grader import ANSWER_KEY, KIT_ROOT, file_rule, interrupt, kernel_rule, provenance, scan
+from grader.beside import Beside, LineStream
 from grader.intake import Intake
 from grader.integration import run_integration, run_prefix_integration
 from grader.parts import ENGINE_PARTS, PARTS
@@ -52,8 +55,9 @@ from grader.sandbox.process import (
     ImportFailed,
     Limits,
     Stoppable,
+    may_not_fork,
 )
-from grader.sandbox.zygotes import Zygotes
+from grader.sandbox.zygotes import SIDES, Zygotes
 from grader.scoring.batching import static_batching
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
@@ -136,13 +140,22 @@ def device_environment(part: str | None = None) -> dict[str, str]:
     return {} if part in ("kernel", None) else NO_CUDA
 
 
-def run_checks(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> GradingPlugin:
-    """Run the check modules of the chosen parts in this process, with the grading plugin; where
-    the candidate's allocator fails part 1, grade the parts built on it that lost points again
-    with the kit's (`rescore_on_the_kit_allocator`), so that an allocator bug costs points in
-    part 1 only."""
-    plugin = new_plugin(intake, options, zygotes=zygotes)
-    run_modules(plugin, part_modules(options.parts), options)
+def run_checks(
+    intake: Intake,
+    options: Options,
+    zygotes: Zygotes | None = None,
+    beside: Beside | None = None,
+) -> GradingPlugin:
+    """Run the check modules of the chosen parts with the grading plugin: here, those that the
+    grading process `beside` does not grade, then take its results as if graded here
+    (`take_beside`); where the candidate's allocator fails part 1, grade the parts built on it
+    that lost points again with the kit's (`rescore_on_the_kit_allocator`), so that an
+    allocator bug costs points in part 1 only."""
+    theirs = beside.parts if beside is not None else ()
+    plugin = new_plugin(intake, options, zygotes=zygotes, beside=beside)
+    run_modules(plugin, part_modules(part for part in options.parts if part not in theirs), options)
+    if beside is not None:
+        take_beside(plugin, beside, intake, options)
     try:
         rescore_on_the_kit_allocator(plugin, intake, options)
     except Exception:  # the first grading stands, with the failure shown
@@ -153,6 +166,87 @@ def run_checks(intake: Intake, options: Options, zygotes: Zygotes | None = None)
             )
         )
     return plugin
+
+
+def split_parts(parts: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`parts` in two groups of about equal cost (`Part.cost`: the dearest first, each to the
+    cheaper group so far), each in the parts' order: the cheaper one for this process, which
+    also runs the engine checks, the other for the process beside; with one part, no other."""
+    groups: tuple[list[str], list[str]] = ([], [])
+    for part in sorted(parts, key=lambda part: -PARTS[part].cost):
+        min(groups, key=cost).append(part)
+    here, there = sorted(groups, key=cost)
+    if not here:
+        return tuple(parts), ()
+    return tuple(p for p in parts if p in here), tuple(p for p in parts if p in there)
+
+
+def cost(parts: Iterable[str]) -> float:
+    return sum(PARTS[part].cost for part in parts)
+
+
+def fork_beside(intake: Intake, options: Options, zygotes: Zygotes) -> Beside | None:
+    """The grading process beside this one (`beside.py`), grading its share of the parts
+    (`split_parts`) with `options`, its workers forked from `zygotes`, each side's started here
+    first for it to borrow; None where there is one part, or where this process runs a thread
+    of Python's (a fork copies only the thread that makes it: the parts are then graded here)."""
+    _, theirs = split_parts(options.parts)
+    if not theirs or threading.active_count() > 1:
+        return None
+    environments = [device_environment(part) for part in options.parts]
+    zygotes.start((side, env) for side in SIDES for env in environments if may_not_fork(env))
+
+    def grade_their_parts(stream: LineStream) -> dict:
+        own = replace(options, parts=theirs, live=False)
+        lent = zygotes.lent()
+        try:
+            plugin = new_plugin(intake, own, zygotes=lent, stream=stream)
+            run_modules(plugin, part_modules(theirs), own)
+        finally:
+            lent.close()
+        return outcome_of(plugin)
+
+    return Beside.fork(grade_their_parts, theirs)
+
+
+def outcome_of(plugin: GradingPlugin) -> dict:
+    """What `plugin`'s checks left that a report reads, as plain data (`take_beside`)."""
+    return {
+        "results": plugin.results,
+        "benchmarks": plugin.benchmarks,
+        "sections": plugin.sections,
+        "events": plugin.events,
+        "part_notes": plugin.part_notes,
+        "errors": plugin.errors,
+    }
+
+
+def take_beside(plugin: GradingPlugin, beside: Beside, intake: Intake, options: Options) -> None:
+    """The parts `beside` graded, in `plugin` as if graded here, in the parts' order (the same
+    report either way); where that process failed, they are graded here after all, saying
+    why."""
+
+    def show(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        outcome = beside.outcome(options.deadline, show)
+    except RuntimeError as error:
+        step_line(options.lang, "progress_beside_failed", parts=", ".join(beside.parts),
+                  error=str(error).splitlines()[-1])  # fmt: skip
+        again = new_plugin(intake, replace(options, parts=beside.parts), zygotes=plugin.zygotes)
+        run_modules(again, part_modules(beside.parts), options)
+        outcome = outcome_of(again)
+    order = {part: index for index, part in enumerate(PARTS)}
+    results = plugin.results | outcome["results"]
+    plugin.results = dict(sorted(results.items(), key=lambda item: order[item[1].part]))
+    plugin.benchmarks = sorted(plugin.benchmarks + outcome["benchmarks"],
+                               key=lambda bench: order[bench["part"]])  # fmt: skip
+    plugin.sections |= outcome["sections"]
+    events = plugin.events | outcome["events"]
+    plugin.events = {part: events[part] for part in PARTS if part in events}
+    plugin.part_notes |= outcome["part_notes"]
+    plugin.errors += outcome["errors"]
 
 
 def new_plugin(intake: Intake, options: Options, **fields: Any) -> GradingPlugin:
@@ -618,10 +712,15 @@ def grade(intake: Intake, options: Options) -> dict:
     )
     zygotes = Zygotes.borrowing(options.isolation, options.limits.import_seconds)
     engine_checks: list[EngineCheck] = []
+    beside = None
     try:
+        beside = fork_beside(intake, options, zygotes)  # before any thread starts
         engine_checks += start_engine_checks(intake, options, threads, zygotes)
-        return graded(intake, options, zygotes, engine_checks, started)
-    finally:  # on Ctrl-C too: no engine check or worker outlives the grading
+        return graded(intake, options, zygotes, engine_checks, started, beside)
+    finally:  # on Ctrl-C too: no engine check or worker outlives the grading (a forked worker
+        # dies when the lifeline this process holds closes, whoever's zygote forked it)
+        if beside is not None:
+            beside.stop()
         for check in engine_checks:
             check.sandboxes.stop()
         threads.shutdown()
@@ -634,9 +733,10 @@ def graded(
     zygotes: Zygotes,
     engine_checks: list[EngineCheck],
     started: float,
+    beside: Beside | None = None,
 ) -> dict:
     """`grade`'s report, its workers forked from `zygotes`, the `engine_checks` running beside
-    the parts."""
+    the parts, and some parts graded by the process `beside`."""
     errors: list[str] = []
     report = {
         "score": 0.0,
@@ -662,7 +762,7 @@ def graded(
         "provenance": provenance.of(options.rubric, intake.sha256()),  # sealed when written
     }
     try:
-        plugin = run_checks(intake, options, zygotes)
+        plugin = run_checks(intake, options, zygotes, beside)
         report["errors"] += plugin.errors
         report["parts"] = score_parts(list(plugin.results.values()), options, plugin.part_notes)
         report["benchmarks"] = plugin.benchmarks

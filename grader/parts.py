@@ -27,6 +27,7 @@ class Part:
     regraded: tuple[str, ...] = ()  # its check modules graded again on the kit's allocator, where
     # the candidate's fails part 1 and they lost points
     engine: bool = False  # the engine check serves a trace through it
+    cost: float = 1.0  # its checks' seconds on the answer key: splits a grading's parts
 
     def titled(self, lang: str) -> str:
         return self.title_zh if lang == "zh" else self.title

@@ -33,10 +33,10 @@ theirs), and its CPU time, read by the grader from the kernel, is its own.
 
 It answers requests on a Unix socket (`control`, a descriptor it inherits), one datagram each:
 
-    {"id": n, "folder": its folder, "config": {...}, "env": {...},
+    {"id": its id, "folder": its folder, "config": {...}, "env": {...},
      "limits": {"memory", "memory_kind", "file"}}
         with the worker's stdin, stdout, log, lifeline and kit-link descriptors attached
-                                            -> {"id": n, "pid": the keeper's pid}
+                                            -> {"id": its id, "pid": the keeper's pid}
 
 Like `worker.py`, this file imports nothing from the kit by name. The grading process never
 imports it.

@@ -1,12 +1,12 @@
 """Zygotes: a grading's workers forked from a process that did their imports once (`zygote.py`).
 
 A worker of a CPU part would spend about a second of CPU importing torch; forked from a zygote
-that imported it, it starts in a fiftieth of that. `Zygotes` holds a grading's
-zygotes, started on first use and stopped by `close()`, one per side of the trust boundary and
-environment: the candidate's workers come from one zygote, the answer key's (the reference
-worker and the kit's worker that serves stand-ins, `kit_server.py`) from another, each in a
-sandbox of its own (`isolation.py`), so that no candidate's worker shares a process tree or a
-folder with the answer key. Each forked worker has namespaces of its own besides (`zygote.py`).
+that imported it, it starts in a fiftieth of that. `Zygotes` holds a grading's zygotes,
+started on first use (or borrowed, below) and stopped by `close()`, one per side of the trust
+boundary and environment: the candidate's workers come from one zygote, the answer key's (the
+reference worker and the kit's worker that serves stand-ins, `kit_server.py`) from another, each
+in a sandbox of its own (`isolation.py`), so that no candidate's worker shares a process tree or
+a folder with the answer key. Each forked worker has namespaces of its own besides (`zygote.py`).
 
 Only sandboxed workers that may start no process are forked (`process.may_not_fork`): a worker
 that may use CUDA starts as its own process, as does every worker of an unisolated grading and
@@ -17,8 +17,8 @@ A zygote imports torch as it starts, and only workers that use torch are forked 
 (`uses_torch`: a file of theirs imports torch or Triton, or they run a kit tool or a kernel):
 one that does not starts afresh, cheaply, so that its address space never holds torch and a
 grading of such workers alone (part 7's) starts no zygote. A zygote that does not answer in
-time is used no more (its workers run on); a worker whose fork fails for any reason starts
-afresh.
+time is used no more by the grading that saw it (its workers run on); a worker whose fork fails
+for any reason starts afresh.
 
 A process that forks gradings (the kit's tests' grader server) may start zygotes before it
 forks them (`WARM`): each grading forked from it borrows those that fit it instead of starting
@@ -37,6 +37,7 @@ import itertools
 import json
 import os
 import re
+import secrets
 import select
 import shutil
 import signal
@@ -62,8 +63,9 @@ from grader.sandbox.launch import (
 
 WAIT_SECONDS = 10.0  # for a killed worker's status
 ANSWER_KEY, CANDIDATE = "answer key", "candidate"  # the two sides, each with its own zygotes
+SIDES = (CANDIDATE, ANSWER_KEY)
 MESSAGE_BYTES = 1 << 16
-LOCK_POLL_SECONDS = 0.001  # between tries of a lock another grading holds
+LOCK_POLL_SECONDS, MAX_LOCK_POLL_SECONDS = 0.001, 0.05  # between tries of a held lock
 
 
 # A line that imports torch or Triton (or, now and then, a string that looks like one: then the
@@ -165,10 +167,16 @@ class ForkedWorker:
 
 
 @contextlib.contextmanager
-def locked(path: Path, deadline: float) -> Iterator[None]:
-    """`path` locked (`flock`) for this process against the other processes that hold it; raises
-    `ZygoteGone` where it is still held by another at `deadline`."""
-    with path.open("rb") as lock:
+def locked(file: BinaryIO, deadline: float) -> Iterator[None]:
+    """`file` locked (`flock`, on a description of its own: it excludes this process's other
+    threads and every other process) until the block ends; raises `ZygoteGone` where another
+    still holds it at `deadline`."""
+    try:
+        lock = open(f"/proc/self/fd/{file.fileno()}", "rb")  # noqa: SIM115 (closed below)
+    except OSError as error:
+        raise ZygoteGone(f"the zygote's lock is gone: {error}") from error
+    with lock:
+        pause = LOCK_POLL_SECONDS
         while True:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -176,8 +184,12 @@ def locked(path: Path, deadline: float) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise ZygoteGone("the zygote is busy past its time") from None
-                time.sleep(LOCK_POLL_SECONDS)
-        yield
+                time.sleep(pause)
+                pause = min(2 * pause, MAX_LOCK_POLL_SECONDS)
+        try:
+            yield
+        finally:  # now, not when the last copy of the description closes (a child may hold one)
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 class Zygote:
@@ -186,17 +198,18 @@ class Zygote:
     per worker under `workers/`, written before that worker is forked.
 
     Processes forked after it started (the gradings a warm process forks, `Zygotes.borrowing`)
-    may use it too: each request is sent and answered under a lock on a file outside the
-    sandbox (no worker can hold it), and a worker's folder and request id carry the pid of the
-    process that asks."""
+    may use it too: each request is sent and answered under a lock on a file that has no name
+    (no worker can open it), and each worker's folder and request id is drawn at random."""
 
-    def __init__(self, isolated: Isolation, extra_env: dict[str, str], seconds: float) -> None:
+    def __init__(
+        self, isolated: Isolation, extra_env: dict[str, str], seconds: float, wait: bool = True
+    ) -> None:
+        """Start the zygote and, if `wait`, wait until it is `ready` (else the caller does)."""
         self.lock = threading.Lock()  # one request at a time: the engine checks run in threads
-        handle, name = tempfile.mkstemp(prefix="grader-zygote-lock-")
-        os.close(handle)
-        self.lock_path = Path(name)  # one request at a time across the processes that use it
-        self.ids = itertools.count(1)
-        self.broken = False  # it did not answer in time once: no worker is forked from it again
+        # One request at a time across the processes that use it (`locked`).
+        self.lock_file = tempfile.TemporaryFile(prefix="grader-zygote-lock-")  # noqa: SIM115
+        self.ids = (secrets.token_hex(8) for _ in itertools.count())  # no process draws another's
+        self.broken = False  # it did not answer in time: this process forks no worker from it
         self.seconds = seconds
         self.process: subprocess.Popen | None = None
         self.home = Path(tempfile.mkdtemp(prefix="grader-zygote-"))
@@ -231,7 +244,7 @@ class Zygote:
             raise ZygoteGone(f"the zygote did not start: {error}") from error
         finally:
             inside.close()
-        self.pid = self.ready()
+        self.pid = self.ready() if wait else 0
 
     def ready(self) -> int:
         """The zygote's pid on this machine, once it says it is ready (else `ZygoteGone`)."""
@@ -250,12 +263,13 @@ class Zygote:
         return zygote
 
     def new_folder(self) -> tuple[Path, str]:
-        """A fresh folder for a worker's files: here, and as the worker sees it."""
-        with self.lock:
-            name = f"{os.getpid()}-{next(self.ids)}"
-        folder = self.home / "workers" / name
-        folder.mkdir()
-        return folder, f"{isolation.HOME}/workers/{name}"
+        """A fresh folder for a worker's files, of a random name: here, and as the worker sees
+        it; `ZygoteGone` where none can be made."""
+        try:
+            folder = Path(tempfile.mkdtemp(prefix="", dir=self.home / "workers"))
+        except OSError as error:
+            raise ZygoteGone(f"no folder for a worker: {error}") from error
+        return folder, f"{isolation.HOME}/workers/{folder.name}"
 
     def start(
         self, message: dict, fds: list[int], stdin: BinaryIO | None, stdout: BinaryIO | None
@@ -279,13 +293,15 @@ class Zygote:
         return ForkedWorker(keeper, lifeline, stdin, stdout)
 
     def ask(self, message: dict, fds: list[int]) -> dict:
-        """The zygote's reply to `message` (a stale reply to an earlier request that timed out
-        is skipped), within the zygote's time; else `ZygoteGone`."""
-        deadline = time.monotonic() + self.seconds
-        with self.lock, locked(self.lock_path, deadline):
+        """The zygote's reply to `message` (a stale reply, to an earlier request of any process
+        that timed out, is skipped), within the zygote's time from when this process's turn
+        came; else `ZygoteGone`. A zygote busy with other processes' requests past that time is
+        not broken."""
+        with self.lock, locked(self.lock_file, time.monotonic() + self.seconds):
             if self.process is None:
                 raise ZygoteGone("the zygote is closed")
-            number = f"{os.getpid()}-{next(self.ids)}"
+            number = next(self.ids)
+            deadline = time.monotonic() + self.seconds
             try:
                 socket.send_fds(self.socket, [json.dumps(message | {"id": number}).encode()], fds)
                 while True:
@@ -310,7 +326,7 @@ class Zygote:
             self.process = None
         self.socket.close()
         self.log.close()
-        self.lock_path.unlink(missing_ok=True)
+        self.lock_file.close()
         shutil.rmtree(self.home, ignore_errors=True)
 
 
@@ -328,15 +344,45 @@ class Zygotes:
         self.closed = False
 
     @classmethod
-    def borrowing(cls, isolated: Isolation, seconds: float) -> "Zygotes":
-        """A grading's zygotes, with those of `WARM` that run under the same isolation and time
-        (none where this process started none)."""
-        zygotes = cls(isolated, seconds)
-        if WARM is not None and (WARM.isolation, WARM.seconds) == (isolated, seconds):
-            zygotes.zygotes = {key: zygote for key, zygote in WARM.zygotes.items()
+    def borrowing(
+        cls, isolated: Isolation, seconds: float, lender: "Zygotes | None" = None
+    ) -> "Zygotes":
+        """A grading's zygotes, with those of `lender` (`WARM` where none is given) that run
+        under the same isolation and time."""
+        zygotes, lender = cls(isolated, seconds), lender or WARM
+        if lender is not None and (lender.isolation, lender.seconds) == (isolated, seconds):
+            zygotes.zygotes = {key: zygote for key, zygote in lender.zygotes.items()
                                if zygote is not None and not zygote.broken}  # fmt: skip
             zygotes.borrowed = set(zygotes.zygotes)
         return zygotes
+
+    def lent(self) -> "Zygotes":
+        """These zygotes, for a grading process forked from this one (`grader/beside.py`): all
+        borrowed there, none closed by it."""
+        return self.borrowing(self.isolation, self.seconds, lender=self)
+
+    def start(self, wanted: Iterable[tuple[str, dict[str, str]]]) -> None:
+        """Start now, side by side, the zygotes of `wanted` (a side and a part's environment)
+        not started yet, so that a process forked next borrows them (`lent`); one that fails to
+        start is not tried again, as in `get`."""
+        if not self.isolation.isolated:
+            return
+        started: dict[tuple, Zygote | None] = {}
+        for side, extra_env in wanted:
+            key = (side, environment_key(extra_env))
+            if key not in self.zygotes and key not in started:
+                try:
+                    started[key] = Zygote(self.isolation, extra_env, self.seconds, wait=False)
+                except Exception:
+                    started[key] = None
+        for key, zygote in started.items():
+            if zygote is not None:
+                try:
+                    zygote.pid = zygote.ready()
+                except Exception:
+                    zygote = None
+            with self.lock:
+                self.zygotes[key] = zygote
 
     def get(self, side: str, extra_env: dict[str, str]) -> Zygote | None:
         """The zygote of `side` for workers of `extra_env`, started on first use; None where

@@ -2,9 +2,10 @@
 
 Typical wall time of a whole grading (`python -m grader SUBMISSION`, every part, the engine check
 included) on a 2-core machine without a GPU (the kernel's GPU checks skipped), measured once
-each on idle cores: the answer key takes 45 s with `quick` and 2 min 45 s with `full`; the stubs
-take 11 s. A slow submission takes longer (its timing rounds, its calls up to `--call-timeout`),
-as does one whose failures take long to shrink: each part's checks stop at its budget
+each on idle cores, the parts split between two processes (`grader/beside.py`): the answer key
+takes 30 s with `quick` and 1 min 45 s with `full`; the stubs take 6 s. A slow submission takes
+longer (its timing rounds, its calls up to `--call-timeout`), as does one whose failures take
+long to shrink: each part's checks stop at its budget
 (`--part-timeout`), and the whole grading at the profile's (`budget_seconds`).
 
 The grade never depends on the environment: hypothesis loads its `ci` profile by itself whenever

@@ -13,6 +13,9 @@ a check has run for `SLOW_CHECK_SECONDS`, and at least every `HEARTBEAT_SECONDS`
 then the part's final line. A `quiet` grading prints none. The words are `grader/report/i18n.py`'s,
 in the grading's `lang`.
 
+The parts a second grading process grades (`grader/beside.py`) write their lines there, whole:
+the timer thread shows them here as they come, each on a line of its own.
+
 Between pytest's hooks the lines are refreshed by a timer thread, which only formats and writes
 them, under `lock`: the checks, their workers and every hook stay on pytest's thread (a worker's
 parent-death signal follows the thread that started it). The lines go to a duplicate of the
@@ -35,6 +38,7 @@ from typing import Any, Protocol, TextIO
 import pytest
 
 from grader import interrupt
+from grader.beside import Beside
 from grader.report.i18n import tr
 
 TICK_SECONDS = 1.0  # how often the timer thread looks at the running check
@@ -163,6 +167,7 @@ class ProgressLines:
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopped: threading.Event = field(default_factory=threading.Event)
     ticker: threading.Thread | None = None
+    beside: Beside | None = None  # the grading process beside, whose lines the timer shows too
 
     def expect(self, nodeid: str, check: Verdict) -> None:
         """Count `check` (pytest's `nodeid`) among its part's, at collection."""
@@ -227,6 +232,8 @@ class ProgressLines:
         """Between hooks: refresh the running check's line on a terminal; elsewhere print it when
         the check has become slow, or when the part has been silent too long."""
         with self.lock:
+            if self.beside is not None and not self.quiet:
+                self.beside.relay(lambda line: self.show(line, end=True))
             running = self.running
             if running is None or self.quiet:
                 return

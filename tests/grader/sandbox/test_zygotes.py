@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +22,14 @@ from grader import KIT_ROOT
 from grader.sandbox import isolation, seccomp
 from grader.sandbox.process import CallTimedOut, Limits, Sandbox, WorkerCrashed
 from grader.sandbox.proxy import Submission
-from grader.sandbox.zygotes import ForkedWorker, Zygote, ZygoteGone, Zygotes, uses_torch
+from grader.sandbox.zygotes import (
+    ForkedWorker,
+    Zygote,
+    ZygoteGone,
+    Zygotes,
+    environment_key,
+    uses_torch,
+)
 
 CPU_PART = {"TRITON_INTERPRET": "1"}  # a CPU part's worker: it may start no process
 MARKER = "answer-key-marker-7f3a"  # in the answer key's file only
@@ -265,6 +273,14 @@ def test_a_worker_starts_as_its_own_process_where_no_zygote_serves(zygotes, monk
         sandbox.close()
 
 
+HOLD_LOCK = """
+import fcntl, sys
+with open(sys.argv[1], "rb") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
 # A warm process (as the tests' grader server is): it starts a zygote, then forks two gradings
 # that fork their workers from it, at the same time, and then forks one more itself.
 SHARED = """
@@ -274,8 +290,9 @@ from grader.sandbox.isolation import probe as isolation
 from grader.sandbox.zygotes import CANDIDATE, ForkedWorker, Zygotes
 from tests.grader.sandbox.test_zygotes import CPU_PART, probe, worker
 
-warm = zygotes.WARM = Zygotes(isolation("auto"), 60.0)
+warm = zygotes.WARM = Zygotes(isolation("auto"), 600.0)
 zygote = warm.get(CANDIDATE, CPU_PART)
+lock = f"/proc/{os.getpid()}/fd/{zygote.lock_file.fileno()}"  # the lock, as this process opens it
 go_read, go_write = os.pipe()
 children = []
 for _ in range(2):
@@ -290,7 +307,7 @@ for _ in range(2):
             seen = {"zygote": borrowed.get(CANDIDATE, CPU_PART).pid,
                     "pids": [module.pids() for module in modules],
                     "folders": [module.listing("/sandbox/workers") for module in modules],
-                    "lock": modules[0].read(str(zygote.lock_path))}
+                    "lock": modules[0].read(lock)}
             for sandbox in sandboxes:
                 sandbox.close()
             borrowed.close()
@@ -331,21 +348,61 @@ def test_processes_forked_after_a_zygote_started_borrow_it_and_leave_it_running(
     assert len({tuple(folder) for folder in folders}) == 10, "two workers shared a folder"
 
 
-def test_a_late_reply_to_an_earlier_request_is_not_taken_for_the_next_ones(tmp_path):
-    """Nor a reply to another process's request: a request's id holds the pid of its process."""
+def test_a_zygote_forks_only_workers_of_the_environment_it_started_in(monkeypatch):
+    """Its key is the workers' whole environment, not only a part's own variables: a grading
+    that sees another GPU, say, starts a zygote of its own rather than borrow one."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    plain = environment_key(CPU_PART)
+    assert plain != environment_key({})
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert environment_key(CPU_PART) != plain
+
+
+def bare_zygote(seconds: float) -> tuple[Zygote, socket.socket]:
+    """A `Zygote` with no process behind it, and the other end of its control socket."""
     zygote = Zygote.__new__(Zygote)
-    zygote.lock, zygote.seconds, zygote.process = threading.Lock(), 30.0, object()
-    zygote.lock_path = tmp_path / "lock"
-    zygote.lock_path.touch()
-    zygote.ids = iter(range(7, 100))
+    zygote.lock, zygote.seconds, zygote.process = threading.Lock(), seconds, object()
+    zygote.lock_file = tempfile.TemporaryFile()  # noqa: SIM115 (the test closes it)
+    zygote.broken = False
+    zygote.ids = iter(["b1"])
     zygote.socket, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.getpid()
+    return zygote, inside
+
+
+def test_a_late_reply_to_an_earlier_request_is_not_taken_for_the_next_ones():
+    """Nor a reply to another process's request: each has an id of its own."""
+    zygote, inside = bare_zygote(30.0)
     with inside:
-        inside.send(f'{{"id": "{pid}-6", "pid": 111}}'.encode())  # to a request that timed out
-        inside.send(f'{{"id": "{pid + 1}-7", "pid": 333}}'.encode())  # to another process's
-        inside.send(f'{{"id": "{pid}-7", "pid": 222}}'.encode())
+        inside.send(b'{"id": "a1", "pid": 111}')  # to a request that timed out
+        inside.send(b'{"id": "f9", "pid": 333}')  # to another process's
+        inside.send(b'{"id": "b1", "pid": 222}')
         assert zygote.ask({}, [])["pid"] == 222
     zygote.socket.close()
+    zygote.lock_file.close()
+
+
+def test_a_process_waits_its_turn_and_a_busy_zygote_is_not_broken():
+    """Another process that holds the zygote's lock (a grading asking for its worker) makes
+    this one wait; past the zygote's time it starts its worker afresh, and the zygote, busy but
+    not broken, serves its next request."""
+    zygote, inside = bare_zygote(1.0)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, f"/proc/{os.getpid()}/fd/{zygote.lock_file.fileno()}"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        with pytest.raises(ZygoteGone, match="busy"):
+            zygote.ask({}, [])
+        assert not zygote.broken
+    finally:
+        holder.kill()
+        holder.wait()
+    with inside:
+        inside.send(b'{"id": "b1", "pid": 222}')  # its first request's id: none was sent
+        assert zygote.ask({}, [])["pid"] == 222
+    zygote.socket.close()
+    zygote.lock_file.close()
 
 
 def test_only_a_worker_that_uses_torch_is_forked(zygotes):

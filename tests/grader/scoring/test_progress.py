@@ -244,6 +244,38 @@ def test_a_part_cut_short_has_its_terminal_line_ended() -> None:
     assert output(lines).endswith(f"{CLEAR_TO_END}\n")
 
 
+class Relaying:
+    """The grading process beside, as `ProgressLines` sees it: lines to show at its next tick."""
+
+    def __init__(self, *lines: str) -> None:
+        self.pending = list(lines)
+
+    def relay(self, show) -> None:
+        lines, self.pending = self.pending, []
+        for line in lines:
+            show(line)
+
+
+def test_the_lines_of_the_parts_graded_beside_show_between_this_process_s_own() -> None:
+    """Each on a line of its own: on a terminal, in place of the running line, which the same
+    tick draws again below it."""
+    beside = "  caching    11 checks: 11 passed, 0 failed  7.1 s"
+    for live in (False, True):
+        first, second = check("decode", "first"), check("decode", "second")
+        lines = plugin_with(first, second, live=live, beside=Relaying(beside))
+        lines.pytest_runtest_logstart(first.id, None)
+        lines.clock.now += HEARTBEAT_SECONDS
+        lines.tick()
+        lines.tick()  # nothing more from beside
+        written = "".join(lines.stream.writes)
+        running = "  decode      0/2 checks: 0 passed, 0 failed  15.0 s  running first (15 s)"
+        if live:
+            redrawn = f"\r{running}{CLEAR_TO_END}"
+            assert lines.stream.writes[1:] == [f"\r{beside}{CLEAR_TO_END}", "\n", redrawn, redrawn]
+        else:
+            assert written == f"{beside}\n{running}\n"
+
+
 # -- the timer thread --------------------------------------------------------------------------
 
 

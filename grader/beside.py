@@ -1,0 +1,158 @@
+"""Parts graded beside: some of a grading's parts run in a second grading process, forked from
+this one before it starts a thread, so that a grading keeps two cores busy (`grade.run_checks`).
+
+    beside = Beside.fork(run)            # run() in the child: its parts' checks, quietly
+    ...                                  # this process grades the other parts meanwhile
+    beside.relay(show)                   # the child's progress lines, as they come
+    outcome = beside.outcome(deadline)   # what its checks concluded, once it has ended
+
+The child runs the kit's own checks, with the grading's options, on the grading's files, its
+workers forked from the grading's zygotes (`Zygotes.lent`): it is the grading process in two, and
+runs no candidate code itself any more than this one does. It writes lines on a pipe: its
+progress lines (`P` and the line), then its outcome (`R` and a pickle, base64), a dict of the
+plain data and messages its checks left; a child that fails writes `E` and its traceback. This
+process unpickles only what its own fork wrote: a worker's replies were parsed and checked in
+the child as they are here, and never reach this pipe as they came.
+
+The child dies with this process (`launch.die_with_the_grader`), and `stop` kills it; Ctrl-C
+reaches both (one process group), and each stops as a grading does (`interrupt.py`).
+"""
+
+import base64
+import contextlib
+import os
+import pickle
+import select
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from grader.sandbox.launch import die_with_the_grader
+
+GRACE_SECONDS = 60.0  # past the grading's deadline, for the child to end before it is killed
+
+
+class LineStream:
+    """The child's progress stream (what `ProgressLines` writes to): each line a `P` line on the
+    pipe."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            send(self.fd, b"P " + line.encode())
+
+    def flush(self) -> None:
+        pass
+
+
+def send(fd: int, line: bytes) -> None:
+    """`line` and a newline, written whole on `fd`."""
+    data = memoryview(line + b"\n")
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+@dataclass
+class Beside:
+    """The child grading process, from this side: its pid, the read end of its pipe, the parts
+    it grades."""
+
+    pid: int
+    fd: int
+    parts: tuple[str, ...]
+    pending: bytes = b""  # read, not yet a whole line
+    result: bytes | None = None  # its `R` or `E` line
+    ended: bool = False  # its pipe is at its end
+    lines: list[str] = field(default_factory=list)  # progress lines read, not yet shown
+    status: int | None = None  # its exit status, once reaped
+
+    @classmethod
+    def fork(cls, run: Callable[[LineStream], dict], parts: tuple[str, ...]) -> "Beside":
+        """Fork the child, which calls `run` with its progress stream and sends what it returns:
+        the outcome of grading `parts`. Call it while this process has no thread: the child
+        has only the one that forks."""
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            serve(run, write)
+        os.close(write)
+        return cls(pid, read, parts)
+
+    def read(self, seconds: float) -> None:
+        """Read what the child wrote within `seconds`: its progress lines into `lines`, its
+        outcome into `result`."""
+        if self.ended or not select.select([self.fd], [], [], max(0.0, seconds))[0]:
+            return
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            self.ended = True
+            return
+        *whole, self.pending = (self.pending + chunk).split(b"\n")
+        for line in whole:
+            if line.startswith(b"P "):
+                self.lines.append(line[2:].decode(errors="replace"))
+            else:
+                self.result = line
+
+    def relay(self, show: Callable[[str], None], seconds: float = 0.0) -> None:
+        """Show each progress line the child wrote within `seconds`."""
+        self.read(seconds)
+        lines, self.lines = self.lines, []
+        for line in lines:
+            show(line)
+
+    def outcome(self, deadline: float, show: Callable[[str], None]) -> dict:
+        """What the child's checks concluded, once it has ended, showing its progress lines
+        meanwhile; raises `RuntimeError` where it failed, or had not ended `GRACE_SECONDS` after
+        `deadline` (monotonic; it is then killed)."""
+        while not self.ended:
+            if time.monotonic() > deadline + GRACE_SECONDS:
+                self.stop()
+                raise RuntimeError("the grading process beside did not end in time")
+            self.relay(show, seconds=1.0)
+        status = self.stop()
+        if self.result is None or not self.result.startswith((b"R ", b"E ")):
+            raise RuntimeError(f"the grading process beside ended with status {status}")
+        data = base64.b64decode(self.result[2:])
+        if self.result.startswith(b"E "):
+            raise RuntimeError(f"the grading process beside failed:\n{data.decode()}")
+        return pickle.loads(data)  # this process's own fork wrote it
+
+    def stop(self) -> int:
+        """Kill the child unless its pipe has ended, reap it, and close the pipe (once); its
+        exit status."""
+        if self.status is None:
+            if not self.ended:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+            self.status = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+            os.close(self.fd)
+            self.ended = True
+        return self.status
+
+
+def serve(run: Callable[[LineStream], dict], fd: int) -> None:
+    """In the child: `run`, its outcome sent on `fd`. Never returns; a Ctrl-C ends it with no
+    outcome, as it ends the grading."""
+    status = 1
+    try:
+        die_with_the_grader()
+        outcome = run(LineStream(fd))
+        send(fd, b"R " + base64.b64encode(pickle.dumps(outcome)))
+        status = 0
+    except KeyboardInterrupt:
+        status = 130
+    except BaseException:
+        with contextlib.suppress(OSError):
+            send(fd, b"E " + base64.b64encode(traceback.format_exc().encode()))
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(status)

@@ -1,0 +1,81 @@
+"""The grading process beside (`grader/beside.py`): its progress lines come through as it writes
+them, its outcome once it ends; a child that fails, dies or hangs is reported, never waited for
+past its time; and the parts split into two groups of about equal cost, each part in one."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from grader import KIT_ROOT
+from grader.grade import split_parts
+from grader.parts import PARTS
+
+# Each case forks from a process of its own with no thread (as `grade` does), not from pytest's.
+CASES = """
+import json, os, sys, time
+from grader.beside import Beside
+
+def fine(stream):
+    stream.write("  allocator   1/2 checks\\n  allocator   2 checks\\n")
+    return {"results": {"a": 1}, "text": "x" * 200_000}
+
+def fails(stream):
+    raise ValueError("a check module did not import")
+
+def dies(stream):
+    os._exit(3)
+
+def hangs(stream):
+    time.sleep(600)
+
+run = {"fine": fine, "fails": fails, "dies": dies, "hangs": hangs}[sys.argv[1]]
+beside = Beside.fork(run, ("caching",))
+shown = []
+deadline = time.monotonic() - 59.0 if sys.argv[1] == "hangs" else time.monotonic() + 60
+try:
+    outcome = beside.outcome(deadline, shown.append)
+    print(json.dumps({"shown": shown, "results": outcome["results"], "size": len(outcome["text"])}))
+except RuntimeError as error:
+    print(json.dumps({"shown": shown, "error": str(error), "status": beside.stop()}))
+"""
+
+
+def case(name: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", CASES, name], cwd=KIT_ROOT, capture_output=True,
+                          text=True, timeout=300, check=True)  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def test_the_lines_and_the_outcome_come_through_whole():
+    fine = case("fine")
+    assert fine["shown"] == ["  allocator   1/2 checks", "  allocator   2 checks"]
+    assert fine["results"] == {"a": 1}
+    assert fine["size"] == 200_000  # more than a pipe holds: read while it is written
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("fails", "ValueError: a check module did not import"),
+        ("dies", "ended with status 3"),
+        ("hangs", "did not end in time"),
+    ],
+)
+def test_a_child_that_fails_dies_or_hangs_is_reported(name: str, said: str):
+    outcome = case(name)
+    assert said in outcome["error"]
+    assert outcome["shown"] == []
+
+
+def test_the_parts_split_in_two_of_about_equal_cost():
+    parts = tuple(PARTS)
+    here, there = split_parts(parts)
+    assert sorted(here + there) == sorted(parts)
+    assert here == tuple(part for part in parts if part in here)  # each in the parts' order
+    cost = {name: sum(PARTS[part].cost for part in group) for name, group in
+            (("here", here), ("there", there))}  # fmt: skip
+    assert cost["here"] <= cost["there"] <= cost["here"] + max(p.cost for p in PARTS.values())
+    assert split_parts(("caching",)) == (("caching",), ())
+    assert split_parts(("decode", "caching")) == (("decode",), ("caching",))
