@@ -3,13 +3,14 @@
 The candidate's code runs only in the workers the checks start (`grader/sandbox/`), each in
 namespaces of its own where the system allows (the report's `isolation` says how they ran),
 forked from zygotes where they can be (the grading's, or those it borrows from the process that
-forked it: `zygotes.py`); this process imports none
-of it and builds the report from what its own checks concluded, after every worker is gone. The
-engine checks, each one long call in a worker of its own, run in threads beside the parts. The
-whole grading has a time budget (the profile's, or `--submission-timeout`): once it is spent,
-every call fails as timed out, so a report comes in bounded time whatever the submission does.
-Whatever happens half-way, a report is made, with the failure as a visible error (Ctrl-C aside:
-`interrupt.py`).
+forked it: `zygotes.py`); this process imports none of it and builds the report from what its
+own checks concluded, after every worker is gone. The parts are split between this process and
+a second, forked from it, that sends back what its checks concluded (`beside.py`,
+`fork_beside`); the engine checks, each one long call in a worker of its own, run in threads
+beside the parts. The whole grading has a time budget (the profile's, or
+`--submission-timeout`): once it is spent, every call fails as timed out, so a report comes in
+bounded time whatever the submission does. Whatever happens half-way, a report is made, with
+the failure as a visible error (Ctrl-C aside: `interrupt.py`).
 
 A bug costs points in its own part: where the candidate's allocator fails part 1, the parts that
 reach it through the manager and lost points there are graded again with the kit's allocator, and
@@ -30,7 +31,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -41,10 +42,10 @@ import pytest
 import torch
 
 from grader import ANSWER_KEY, KIT_ROOT, file_rule, interrupt, kernel_rule, provenance, scan
-from grader.beside import Beside, LineStream
+from grader.beside import EXIT_SECONDS, Beside, LineStream
 from grader.intake import Intake
 from grader.integration import run_integration, run_prefix_integration
-from grader.parts import ENGINE_PARTS, PARTS
+from grader.parts import ENGINE_PARTS, PARTS, SUBMISSION_FILES
 from grader.said import recorded, said
 from grader.sandbox import seccomp
 from grader.sandbox.isolation import Isolation
@@ -56,8 +57,9 @@ from grader.sandbox.process import (
     Limits,
     Stoppable,
     may_not_fork,
+    uses_cuda,
 )
-from grader.sandbox.zygotes import SIDES, Zygotes
+from grader.sandbox.zygotes import CANDIDATE, SIDES, Zygotes
 from grader.scoring.batching import static_batching
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
@@ -168,17 +170,45 @@ def run_checks(
     return plugin
 
 
-def split_parts(parts: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """`parts` in two groups of about equal cost (`Part.cost`: the dearest first, each to the
-    cheaper group so far), each in the parts' order: the cheaper one for this process, which
-    also runs the engine checks, the other for the process beside; with one part, no other."""
-    groups: tuple[list[str], list[str]] = ([], [])
-    for part in sorted(parts, key=lambda part: -PARTS[part].cost):
-        min(groups, key=cost).append(part)
-    here, there = sorted(groups, key=cost)
-    if not here:
-        return tuple(parts), ()
-    return tuple(p for p in parts if p in here), tuple(p for p in parts if p in there)
+def split_parts(
+    parts: tuple[str, ...],
+    worker: Callable[[str], Hashable] | None = None,
+    here_only: Iterable[str] = (),
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`parts` in two groups, each in the order given: this process's and the process beside's
+    (empty where nothing is left for it). Parts whose checks run in the same candidate's worker
+    (`worker`: by default `worker_of` a whole submission, with the answer key) stay together,
+    so that the worker carries from one to the next what it carries in one process (its
+    modules' state, the calls that hung); those of `here_only` stay here. The rest go dearest
+    first (`Part.cost`), each to the cheaper group; this process, which runs the engine checks
+    too, keeps the cheaper one."""
+    worker = worker or functools.partial(worker_of, files=SUBMISSION_FILES, swaps=True)
+    units: dict[Hashable, list[str]] = {}
+    for part in parts:
+        units.setdefault(worker(part), []).append(part)
+    here_only = set(here_only)
+    pinned = [unit for unit in units.values() if here_only.intersection(unit)]
+    groups: tuple[list[str], list[str]] = ([part for unit in pinned for part in unit], [])
+    for unit in sorted(units.values(), key=lambda unit: -cost(unit)):
+        if unit not in pinned:
+            min(groups, key=cost).extend(unit)
+    mine, theirs = groups if pinned else sorted(groups, key=cost)
+    if not mine:
+        mine, theirs = theirs, mine
+    return tuple(p for p in parts if p in mine), tuple(p for p in parts if p in theirs)
+
+
+def worker_of(part: str, files: Iterable[str], swaps: bool) -> tuple[str, ...]:
+    """What the candidate's worker that `part`'s checks run in holds (`WorkerFixtures.files_for`)
+    of a submission of `files`: its own files where it is graded `alone`; the files, with
+    stand-ins for those it builds on, where it has some and the kit `swaps` them in (it ships
+    the answer key); else all the files, as the other parts' worker does."""
+    names = sorted(files)
+    if PARTS[part].alone:
+        return tuple(name for name in names if name in PARTS[part].files)
+    if swaps and PARTS[part].swapped:
+        return (*names, "with stand-ins for", *PARTS[part].swapped)
+    return tuple(names)
 
 
 def cost(parts: Iterable[str]) -> float:
@@ -187,14 +217,24 @@ def cost(parts: Iterable[str]) -> float:
 
 def fork_beside(intake: Intake, options: Options, zygotes: Zygotes) -> Beside | None:
     """The grading process beside this one (`beside.py`), grading its share of the parts
-    (`split_parts`) with `options`, its workers forked from `zygotes`, each side's started here
-    first for it to borrow; None where there is one part, or where this process runs a thread
-    of Python's (a fork copies only the thread that makes it: the parts are then graded here)."""
-    _, theirs = split_parts(options.parts)
-    if not theirs or threading.active_count() > 1:
+    (`split_parts`; a part whose checks use CUDA in this process stays here: a fork cannot) with
+    `options`, its workers forked from `zygotes`, each side's started here first for it to
+    borrow. None, the parts all graded here, where nothing is left for it, where the system is
+    not Linux (a fork's death signal), where this process runs a thread of Python's (a fork
+    copies only the thread that makes it), or where the fork fails."""
+    environments = {part: device_environment(part) for part in options.parts}
+    swaps = answer_key_files() is not None
+
+    def worker(part: str) -> tuple:
+        return worker_of(part, intake.files, swaps), tuple(sorted(environments[part].items()))
+
+    on_cuda = [part for part, env in environments.items() if uses_cuda(env)]
+    _, theirs = split_parts(options.parts, worker, here_only=on_cuda)
+    if not theirs or sys.platform != "linux" or threading.active_count() > 1:
         return None
-    environments = [device_environment(part) for part in options.parts]
-    zygotes.start((side, env) for side in SIDES for env in environments if may_not_fork(env))
+    sides = SIDES if swaps else (CANDIDATE,)
+    zygotes.start((side, env) for side in sides for env in environments.values()
+                  if may_not_fork(env))  # fmt: skip
 
     def grade_their_parts(stream: LineStream) -> dict:
         own = replace(options, parts=theirs, live=False)
@@ -206,7 +246,10 @@ def fork_beside(intake: Intake, options: Options, zygotes: Zygotes) -> Beside | 
             lent.close()
         return outcome_of(plugin)
 
-    return Beside.fork(grade_their_parts, theirs)
+    try:
+        return Beside.fork(grade_their_parts, theirs)
+    except OSError:  # no pipe or no fork: every part graded here
+        return None
 
 
 def outcome_of(plugin: GradingPlugin) -> dict:
@@ -222,29 +265,35 @@ def outcome_of(plugin: GradingPlugin) -> dict:
 
 
 def take_beside(plugin: GradingPlugin, beside: Beside, intake: Intake, options: Options) -> None:
-    """The parts `beside` graded, in `plugin` as if graded here, in the parts' order (the same
-    report either way); where that process failed, they are graded here after all, saying
-    why."""
+    """The parts `beside` graded, in `plugin` as if graded here, in the order `options` gives
+    them; where that process failed, they are graded here after all, and the report's errors
+    say why (their checks then have what is left of the grading's budget)."""
 
     def show(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     try:
         outcome = beside.outcome(options.deadline, show)
-    except RuntimeError as error:
-        step_line(options.lang, "progress_beside_failed", parts=", ".join(beside.parts),
-                  error=str(error).splitlines()[-1])  # fmt: skip
+    except Exception as error:
+        beside.stop()  # if it still runs, before its parts are graded here
+        why = said(
+            "the grading process beside failed, so {parts} were graded in this one: {error}",
+            parts=", ".join(beside.parts),
+            error=str(error).strip().splitlines()[-1] if str(error).strip() else repr(error),
+        )
+        step_line(options.lang, "progress_beside_failed", parts=", ".join(beside.parts))
         again = new_plugin(intake, replace(options, parts=beside.parts), zygotes=plugin.zygotes)
         run_modules(again, part_modules(beside.parts), options)
         outcome = outcome_of(again)
-    order = {part: index for index, part in enumerate(PARTS)}
+        outcome["errors"] = [why, *outcome["errors"]]
+    order = {part: index for index, part in enumerate(options.parts)}
     results = plugin.results | outcome["results"]
     plugin.results = dict(sorted(results.items(), key=lambda item: order[item[1].part]))
     plugin.benchmarks = sorted(plugin.benchmarks + outcome["benchmarks"],
                                key=lambda bench: order[bench["part"]])  # fmt: skip
     plugin.sections |= outcome["sections"]
     events = plugin.events | outcome["events"]
-    plugin.events = {part: events[part] for part in PARTS if part in events}
+    plugin.events = {part: events[part] for part in options.parts if part in events}
     plugin.part_notes |= outcome["part_notes"]
     plugin.errors += outcome["errors"]
 
@@ -295,6 +344,8 @@ def run_modules(plugin: GradingPlugin, modules: list[Path], options: Options, *a
     )  # fmt: skip
     if options.seed is not None:
         args += (f"--hypothesis-seed={mixed_seed(options.seed)}",)
+    if not modules:  # pytest given no path would collect the working folder
+        return
     log = io.StringIO()
     with contextlib.redirect_stdout(log), without_outer_pytest_settings():
         status = pytest.main(list(args), plugins=[plugin])
@@ -717,6 +768,10 @@ def grade(intake: Intake, options: Options) -> dict:
         beside = fork_beside(intake, options, zygotes)  # before any thread starts
         engine_checks += start_engine_checks(intake, options, threads, zygotes)
         return graded(intake, options, zygotes, engine_checks, started, beside)
+    except KeyboardInterrupt:
+        if beside is not None:  # it took Ctrl-C too: it tears its workers down, then ends
+            beside.stop(EXIT_SECONDS)
+        raise
     finally:  # on Ctrl-C too: no engine check or worker outlives the grading (a forked worker
         # dies when the lifeline this process holds closes, whoever's zygote forked it)
         if beside is not None:

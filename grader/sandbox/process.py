@@ -381,7 +381,7 @@ class Sandbox:
         memory = "AS" if memory_rlimit(self.extra_env) == resource.RLIMIT_AS else "DATA"
         message = {
             "folder": inside,
-            "config": self.config(f"{inside}/package", zygote.site, zygote.tools, None, ()),
+            "config": self.config(f"{isolation.HOME}/package", zygote.site, zygote.tools, None, ()),
             "env": worker_environment(self.cwd, self.extra_env),
             "limits": {"memory": self.limits.memory_bytes, "memory_kind": memory,
                        "file": self.limits.file_bytes},

@@ -14,9 +14,9 @@ no answer key: a grading's answer key has a zygote of its own (`zygotes.py`).
 Each start is three processes, as bubblewrap makes them for a worker started afresh:
 
 - the **keeper**, forked by the zygote: it takes the worker's fresh mount, PID, network, IPC and
-  UTS namespaces, a fresh tmpfs at `/tmp`, its own `/dev/pts`, and a `/sandbox/workers` that
-  holds only the
-  worker's own folder, read-only; then, holding no capability, it waits on its **lifeline** (a
+  UTS namespaces, a fresh tmpfs at `/tmp`, its own `/dev/pts`, its own folder's package at
+  `/sandbox/package`, read-only, where a worker started afresh has it, and an empty
+  `/sandbox/workers`; then, holding no capability, it waits on its **lifeline** (a
   socket whose other end the grader holds) and on the init below. When the grader shuts its
   end, the keeper kills the init; when the init ends, the keeper sends its exit status on the
   lifeline (a signal N as 128 + N, as bubblewrap reports it), and ends once the grader closes
@@ -61,7 +61,8 @@ NAMESPACES = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NE
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE = 1 << 14, 1 << 18
 WORKERS = "/sandbox/workers"  # the workers' folders, each written before its worker is forked
-PROBE_FOLDER = f"{WORKERS}/probe"  # the probe's (`probe`), empty
+PACKAGE = "/sandbox/package"  # where a worker sees its folder's package, as one started afresh
+PROBE_FOLDER = f"{WORKERS}/probe"  # the probe's (`probe`), its package empty
 CAPSET = {"x86_64": 126, "aarch64": 91}  # the capset system call's number
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 MAX_FDS = 8  # a worker's descriptors: stdin, stdout, its log, its lifeline, two to the kit's
@@ -124,20 +125,17 @@ def drop_capabilities() -> None:
 
 def new_namespaces(tmpfs_bytes: int, folder: str) -> None:
     """In the keeper: fresh namespaces for the worker, a fresh tmpfs at `/tmp`, pseudo-terminals
-    of its own at `/dev/pts`, and `WORKERS` holding only the worker's own `folder`, read-only
-    (the zygote's mounts stay as they are; the worker's PID namespace is its children's)."""
+    of its own at `/dev/pts`, its own `folder`'s package at `PACKAGE`, read-only, where a worker
+    started afresh has it (so that what a traceback says is the same either way), and `WORKERS`
+    empty (the zygote's mounts stay as they are; the worker's PID namespace is its children's)."""
     checked(libc.unshare(NAMESPACES), "unshare")
     mount("none", "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmpfs_bytes},mode=1777")
     mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666")
-    own = os.open(folder, os.O_PATH | os.O_DIRECTORY)
     hidden = MS_NOSUID | MS_NODEV | MS_NOEXEC
-    mount("tmpfs", WORKERS, "tmpfs", hidden, "size=64k,mode=755")
-    os.mkdir(folder)
-    mount(f"/proc/self/fd/{own}", folder, None, MS_BIND)
-    os.close(own)
-    mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | hidden)
-    mount(None, WORKERS, None, MS_REMOUNT | MS_RDONLY | hidden)
+    mount(f"{folder}/package", PACKAGE, None, MS_BIND)
+    mount(None, PACKAGE, None, MS_REMOUNT | MS_BIND | MS_RDONLY | hidden)
+    mount("tmpfs", WORKERS, "tmpfs", hidden | MS_RDONLY, "size=4k,mode=755")
 
 
 def exit_code(status: int) -> int:
@@ -306,7 +304,7 @@ class _Probe:
         capabilities = [line.split()[1] for line in status.splitlines()
                         if line.startswith("CapEff:")]  # fmt: skip
         alone = os.getpid() == 2 and os.listdir("/proc") and not os.listdir("/tmp")
-        if capabilities != ["0000000000000000"] or not alone or os.listdir(WORKERS) != ["probe"]:
+        if capabilities != ["0000000000000000"] or not alone or os.listdir(WORKERS):
             os._exit(71)
 
 

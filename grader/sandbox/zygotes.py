@@ -214,7 +214,8 @@ class Zygote:
         self.process: subprocess.Popen | None = None
         self.home = Path(tempfile.mkdtemp(prefix="grader-zygote-"))
         copy_kit(self.home, Path(__file__).with_name("zygote.py"))
-        (self.home / "workers" / "probe").mkdir(parents=True)  # its start's probe (`zygote.py`)
+        (self.home / "workers" / "probe" / "package").mkdir(parents=True)  # its start's probe
+        (self.home / "package").mkdir()  # where each worker sees its own package (`zygote.py`)
         self.user = isolation.worker_user()
         if self.user is not None:
             open_to(self.home)
@@ -349,16 +350,19 @@ class Zygotes:
     ) -> "Zygotes":
         """A grading's zygotes, with those of `lender` (`WARM` where none is given) that run
         under the same isolation and time."""
-        zygotes, lender = cls(isolated, seconds), lender or WARM
-        if lender is not None and (lender.isolation, lender.seconds) == (isolated, seconds):
-            zygotes.zygotes = {key: zygote for key, zygote in lender.zygotes.items()
-                               if zygote is not None and not zygote.broken}  # fmt: skip
-            zygotes.borrowed = set(zygotes.zygotes)
+        zygotes = cls(isolated, seconds)
+        source = lender or WARM
+        if source is not None and (source.isolation, source.seconds) == (isolated, seconds):
+            usable = {key: None if zygote is None or zygote.broken else zygote
+                      for key, zygote in source.zygotes.items()}  # fmt: skip
+            if lender is None:  # from `WARM`: a grading tries again what failed before it
+                usable = {key: zygote for key, zygote in usable.items() if zygote is not None}
+            zygotes.zygotes, zygotes.borrowed = usable, set(usable)
         return zygotes
 
     def lent(self) -> "Zygotes":
         """These zygotes, for a grading process forked from this one (`grader/beside.py`): all
-        borrowed there, none closed by it."""
+        borrowed there, none closed by it; one that failed is not tried again there either."""
         return self.borrowing(self.isolation, self.seconds, lender=self)
 
     def start(self, wanted: Iterable[tuple[str, dict[str, str]]]) -> None:
@@ -367,22 +371,29 @@ class Zygotes:
         start is not tried again, as in `get`."""
         if not self.isolation.isolated:
             return
-        started: dict[tuple, Zygote | None] = {}
-        for side, extra_env in wanted:
-            key = (side, environment_key(extra_env))
-            if key not in self.zygotes and key not in started:
+        starting: dict[tuple, Zygote] = {}
+        try:
+            for side, extra_env in wanted:
+                key = (side, environment_key(extra_env))
+                if key in self.zygotes or key in starting:
+                    continue
                 try:
-                    started[key] = Zygote(self.isolation, extra_env, self.seconds, wait=False)
+                    starting[key] = Zygote(self.isolation, extra_env, self.seconds, wait=False)
                 except Exception:
-                    started[key] = None
-        for key, zygote in started.items():
-            if zygote is not None:
+                    with self.lock:
+                        self.zygotes[key] = None
+            for key, zygote in list(starting.items()):
                 try:
                     zygote.pid = zygote.ready()
                 except Exception:
+                    zygote.close()
                     zygote = None
-            with self.lock:
-                self.zygotes[key] = zygote
+                with self.lock:
+                    self.zygotes[key] = zygote
+                del starting[key]
+        finally:  # Ctrl-C, say: none left running
+            for zygote in starting.values():
+                zygote.close()
 
     def get(self, side: str, extra_env: dict[str, str]) -> Zygote | None:
         """The zygote of `side` for workers of `extra_env`, started on first use; None where

@@ -126,8 +126,8 @@ def part_checks() -> dict[str, list[str]]:
 
 
 def parse_parts(text: str) -> tuple[str, ...]:
-    """`--parts a,b`: the part ids, in the order given; each must be one of `PARTS`."""
-    parts = tuple(part.strip() for part in text.split(",") if part.strip())
+    """`--parts a,b`: the part ids, each once, in the order given; each must be one of `PARTS`."""
+    parts = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
     unknown = [part for part in parts if part not in PARTS]
     if unknown or not parts:
         raise argparse.ArgumentTypeError(

@@ -14,7 +14,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -166,8 +165,9 @@ def test_a_forked_worker_sees_neither_the_zygote_nor_a_sibling(zygotes):
         one.open_terminal()
         assert one.listing("/dev/pts") == ["0", "ptmx"]
         assert other.listing("/dev/pts") == ["ptmx"]  # no pseudo-terminal of a sibling's
-        for module in (one, other):  # its own folder alone (.../workers/N/package/submission)
-            assert module.listing("/sandbox/workers") == [Path(module.own_folder()).parts[3]]
+        for module in (one, other):  # its own package, where a fresh worker has it, and no other
+            assert module.own_folder() == "/sandbox/package/submission"
+            assert module.listing("/sandbox/workers") == []
         assert other.signal_process(-1, int(signal.SIGKILL)) == "PermissionError"
         assert other.signal_process(1) == "PermissionError"  # not even its init
         assert other.read_memory(1) == "PermissionError"
@@ -254,7 +254,10 @@ def test_the_answer_keys_workers_come_from_a_zygote_a_candidates_worker_cannot_s
         assert len([made for made in zygotes.zygotes.values() if made is not None]) == 2
         key_file = f"{key.own_folder()}/key.py"
         assert MARKER in key.read(key_file)
-        assert module.read(key_file) == "FileNotFoundError"
+        elsewhere = "package/submission/key.py"
+        for path in (key_file, f"{answer_key.home}/{elsewhere}",
+                     f"/sandbox/workers/{answer_key.home.name}/{elsewhere}"):  # fmt: skip
+            assert module.read(path) == "FileNotFoundError", path
     finally:
         candidate.close()
         answer_key.close()
@@ -306,7 +309,8 @@ for _ in range(2):
             modules = [probe(sandbox) for sandbox in sandboxes]
             seen = {"zygote": borrowed.get(CANDIDATE, CPU_PART).pid,
                     "pids": [module.pids() for module in modules],
-                    "folders": [module.listing("/sandbox/workers") for module in modules],
+                    "folders": [sandbox.home.name for sandbox in sandboxes],
+                    "seen": [module.listing("/sandbox/workers") for module in modules],
                     "lock": modules[0].read(lock)}
             for sandbox in sandboxes:
                 sandbox.close()
@@ -342,10 +346,24 @@ def test_processes_forked_after_a_zygote_started_borrow_it_and_leave_it_running(
     for seen in shared["seen"]:
         assert seen["zygote"] == shared["zygote"], "a grading started a zygote of its own"
         assert seen["pids"] == [[2, 1]] * 5
-        assert all(len(folder) == 1 for folder in seen["folders"])
+        assert seen["seen"] == [[]] * 5  # no worker's folder, its own included
         assert seen["lock"] == "FileNotFoundError"
     folders = [folder for seen in shared["seen"] for folder in seen["folders"]]
-    assert len({tuple(folder) for folder in folders}) == 10, "two workers shared a folder"
+    assert len(set(folders)) == 10, "two workers shared a folder"
+
+
+def test_a_zygote_that_failed_is_not_tried_again_by_a_process_it_is_lent_to():
+    """A grading process beside (`Zygotes.lent`) borrows what the grading has: a zygote that did
+    not start, or did not answer, is not started again there, and nothing borrowed is closed."""
+    lender = Zygotes(isolation.Isolation("/usr/bin/bwrap"), 600.0)
+    broken = Zygote.__new__(Zygote)
+    broken.broken = True
+    keys = [(side, environment_key(CPU_PART)) for side in ("candidate", "answer key")]
+    lender.zygotes = {keys[0]: None, keys[1]: broken}
+    lent = lender.lent()
+    assert lent.get("candidate", CPU_PART) is lent.get("answer key", CPU_PART) is None
+    assert lent.zygotes == dict.fromkeys(keys)  # none started
+    assert lent.borrowed == set(keys)
 
 
 def test_a_zygote_forks_only_workers_of_the_environment_it_started_in(monkeypatch):

@@ -202,7 +202,7 @@ def test_a_part_of_many_quick_checks_is_heard_from_every_heartbeat() -> None:
 
 def test_a_quiet_grading_prints_nothing_and_starts_no_thread() -> None:
     result = check("allocator", "one")
-    lines = plugin_with(result, quiet=True)
+    lines = plugin_with(result, quiet=True, beside=Relaying("  caching    11 checks"))
     lines.pytest_sessionstart(None)
     lines.pytest_runtest_logstart(result.id, None)
     lines.clock.now += 100
@@ -267,13 +267,19 @@ def test_the_lines_of_the_parts_graded_beside_show_between_this_process_s_own() 
         lines.clock.now += HEARTBEAT_SECONDS
         lines.tick()
         lines.tick()  # nothing more from beside
-        written = "".join(lines.stream.writes)
+        lines.beside.pending.append(beside)
+        first.status = "passed"
+        lines.pytest_runtest_logfinish(first.id, None)
+        lines.tick()  # between two checks: shown all the same
+        assert "".join(lines.stream.writes).endswith(f"{beside}{CLEAR_TO_END}\n" if live
+                                                     else f"{beside}\n")  # fmt: skip
+        writes = lines.stream.writes[:7] if live else lines.stream.writes[:2]
         running = "  decode      0/2 checks: 0 passed, 0 failed  15.0 s  running first (15 s)"
         if live:
             redrawn = f"\r{running}{CLEAR_TO_END}"
-            assert lines.stream.writes[1:] == [f"\r{beside}{CLEAR_TO_END}", "\n", redrawn, redrawn]
+            assert writes[1:5] == [f"\r{beside}{CLEAR_TO_END}", "\n", redrawn, redrawn]
         else:
-            assert written == f"{beside}\n{running}\n"
+            assert writes == [f"{beside}\n", f"{running}\n"]
 
 
 # -- the timer thread --------------------------------------------------------------------------
