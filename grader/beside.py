@@ -1,10 +1,10 @@
 """Parts graded beside: some of a grading's parts run in a second grading process, forked from
 this one before it starts a thread, so that a grading keeps two cores busy (`grade.run_checks`).
 
-    beside = Beside.fork(run)            # run() in the child: its parts' checks, quietly
-    ...                                  # this process grades the other parts meanwhile
-    beside.relay(show)                   # the child's progress lines, as they come
-    outcome = beside.outcome(deadline)   # what its checks concluded, once it has ended
+    beside = Beside.fork(run, parts)          # run(stream) in the child: its parts' checks
+    ...                                       # this process grades the other parts meanwhile
+    beside.relay(show)                        # the child's progress lines, as they come
+    outcome = beside.outcome(deadline, show)  # what its checks concluded, once it has ended
 
 The child runs the kit's own checks, with the grading's options, on the grading's files, its
 workers forked from the grading's zygotes (`Zygotes.lent`): it is the grading process in two, and
