@@ -223,7 +223,7 @@ def fork_beside(intake: Intake, options: Options, zygotes: Zygotes) -> Beside | 
     not Linux (a fork's death signal), where this process runs a thread of Python's (a fork
     copies only the thread that makes it), or where the fork fails."""
     environments = {part: device_environment(part) for part in options.parts}
-    swaps = answer_key_files() is not None
+    swaps = ANSWER_KEY.is_dir()  # the full kit: it swaps its own files in (`answer_key_files`)
 
     def worker(part: str) -> tuple:
         return worker_of(part, intake.files, swaps), tuple(sorted(environments[part].items()))
@@ -232,24 +232,34 @@ def fork_beside(intake: Intake, options: Options, zygotes: Zygotes) -> Beside | 
     _, theirs = split_parts(options.parts, worker, here_only=on_cuda)
     if not theirs or sys.platform != "linux" or threading.active_count() > 1:
         return None
-    sides = SIDES if swaps else (CANDIDATE,)
-    zygotes.start((side, env) for side in sides for env in environments.values()
-                  if may_not_fork(env))  # fmt: skip
+    start_zygotes(zygotes, options.parts, SIDES if swaps else (CANDIDATE,))
 
     def grade_their_parts(stream: LineStream) -> dict:
-        own = replace(options, parts=theirs, live=False)
         lent = zygotes.lent()
         try:
-            plugin = new_plugin(intake, own, zygotes=lent, stream=stream)
-            run_modules(plugin, part_modules(theirs), own)
+            return outcome_of_parts(intake, replace(options, parts=theirs, live=False), lent,
+                                    stream=stream)  # fmt: skip
         finally:
             lent.close()
-        return outcome_of(plugin)
 
     try:
         return Beside.fork(grade_their_parts, theirs)
     except OSError:  # no pipe or no fork: every part graded here
         return None
+
+
+def start_zygotes(zygotes: Zygotes, parts: Iterable[str], sides: Iterable[str] = SIDES) -> None:
+    """Start now, side by side, each of `sides`' zygotes that the workers of `parts` are forked
+    from (those of the environments that may not fork: `Sandbox.zygote`)."""
+    environments = [device_environment(part) for part in parts]
+    zygotes.start((side, env) for side in sides for env in environments if may_not_fork(env))
+
+
+def outcome_of_parts(intake: Intake, options: Options, zygotes: Zygotes, **fields: Any) -> dict:
+    """What grading `options.parts` alone, with a plugin of `fields`, leaves (`outcome_of`)."""
+    plugin = new_plugin(intake, options, zygotes=zygotes, **fields)
+    run_modules(plugin, part_modules(options.parts), options)
+    return outcome_of(plugin)
 
 
 def outcome_of(plugin: GradingPlugin) -> dict:
@@ -282,9 +292,7 @@ def take_beside(plugin: GradingPlugin, beside: Beside, intake: Intake, options: 
             error=str(error).strip().splitlines()[-1] if str(error).strip() else repr(error),
         )
         step_line(options.lang, "progress_beside_failed", parts=", ".join(beside.parts))
-        again = new_plugin(intake, replace(options, parts=beside.parts), zygotes=plugin.zygotes)
-        run_modules(again, part_modules(beside.parts), options)
-        outcome = outcome_of(again)
+        outcome = outcome_of_parts(intake, replace(options, parts=beside.parts), plugin.zygotes)
         outcome["errors"] = [why, *outcome["errors"]]
     order = {part: index for index, part in enumerate(options.parts)}
     results = plugin.results | outcome["results"]

@@ -217,19 +217,15 @@ def import_quietly() -> None:
 
 def warm_zygotes() -> "Zygotes":
     """The zygotes every grading of the default isolation and import time borrows: each side's,
-    for each environment a CPU part's workers are forked in (`grade.device_environment`)."""
-    from grader.grade import device_environment
+    for each environment a part's workers are forked in (`grade.start_zygotes`)."""
+    from grader.grade import start_zygotes
     from grader.parts import PARTS
     from grader.sandbox.isolation import probe
-    from grader.sandbox.process import Limits, may_not_fork
-    from grader.sandbox.zygotes import ANSWER_KEY, CANDIDATE, Zygotes
+    from grader.sandbox.process import Limits
+    from grader.sandbox.zygotes import Zygotes
 
     warm = Zygotes(probe(), Limits.import_seconds)
-    environments = [device_environment(part) for part in PARTS]
-    for side in (CANDIDATE, ANSWER_KEY):
-        for env in environments:
-            if may_not_fork(env):
-                warm.get(side, env)
+    start_zygotes(warm, PARTS)
     return warm
 
 
