@@ -29,8 +29,10 @@ from hypothesis import given
 from grader.checks.support.expect import expect, raises, same, succeeds
 from grader.checks.support.scheduler_trace import (
     LONG_TAILED,
+    Kept,
     Run,
     SchedulerTrace,
+    judged,
     run_steps,
     run_to_the_end,
     run_trace,
@@ -38,6 +40,7 @@ from grader.checks.support.scheduler_trace import (
 )
 from grader.said import said
 from grader.sandbox.process import SubmissionFailure
+from grader.sandbox.proxy import Submission
 from grader.sandbox.transcript import Transcript
 
 pytestmark = pytest.mark.part("scheduler")
@@ -142,12 +145,15 @@ def check_add_request_refuses_what_can_never_run(submission):
             scheduler.add_request(0, tokens - 1, 1)
 
 
-def for_every_trace(rule: Callable[[SchedulerTrace], None]) -> None:
-    """`rule` on the profile's number of generated traces; a failure shrinks to a smallest trace.
+def for_every_trace(rule: Callable[..., None], *schedulers: Submission) -> None:
+    """`rule(*schedulers, trace)` on the profile's number of generated traces; a failure shrinks
+    to a smallest trace.
 
     Every check searches the same traces (one test function, hence one derandomized seed), so
-    a trace that breaks several rules is judged by each of them alike.
+    a trace that breaks several rules is judged by each of them alike, and a scheduler's run of a
+    trace that an earlier check ran to its end is judged as it was kept (`judged`).
     """
+    rule = partial(judged, rule, schedulers)
 
     @given(trace=traces())
     def every_trace(trace: SchedulerTrace) -> None:
@@ -162,7 +168,7 @@ def check_every_request_gets_exactly_its_tokens(submission, record_section):
     """Each request is scheduled in exactly max_new_tokens steps, at most once per step, and is
     reported finished once, in the step of its last token; preempted tokens are not lost."""
     try:
-        for_every_trace(partial(every_request_gets_exactly_its_tokens, submission))
+        for_every_trace(every_request_gets_exactly_its_tokens, submission)
     finally:  # once, after the search: the long-tailed trace for the report
         record_scheduling(submission, record_section)
 
@@ -171,7 +177,7 @@ def check_every_request_gets_exactly_its_tokens(submission, record_section):
 @pytest.mark.severity("contract")
 def check_at_most_max_num_seqs_per_step(submission):
     """No step schedules more than max_num_seqs requests."""
-    for_every_trace(partial(at_most_max_num_seqs_per_step, submission))
+    for_every_trace(at_most_max_num_seqs_per_step, submission)
 
 
 @pytest.mark.points(2)
@@ -180,7 +186,7 @@ def check_no_deadlock(submission):
     """Every step with unfinished work gives some request a token, so the trace finishes within
     its bound; has_unfinished() is True before each step that has work (read just after that
     step's arrivals are added) and False once every request has finished."""
-    for_every_trace(partial(no_deadlock, submission))
+    for_every_trace(no_deadlock, submission)
 
 
 @pytest.mark.points(2)
@@ -188,14 +194,14 @@ def check_no_deadlock(submission):
 def check_admission_in_arrival_order(submission):
     """Requests get their first token in arrival order: first come, first served, and admission
     stops at the first waiting request that does not fit (nobody skips ahead)."""
-    for_every_trace(partial(admission_in_arrival_order, submission))
+    for_every_trace(admission_in_arrival_order, submission)
 
 
 @pytest.mark.points(2)
 @pytest.mark.severity("safety")
 def check_no_blocks_leaked(submission):
     """Once every request has finished, every block of the pool is free again."""
-    for_every_trace(partial(no_blocks_leaked, submission))
+    for_every_trace(no_blocks_leaked, submission)
 
 
 @pytest.mark.points(4)
@@ -204,13 +210,15 @@ def check_trace_matches_the_reference(submission, reference):
     """Every step schedules, preempts and finishes exactly what the reference scheduler does
     (the contract's step of part 5: decode oldest first, preempt the newest, admit only without a
     preemption, finish oldest first)."""
-    for_every_trace(partial(trace_matches_the_reference, submission, reference))
+    for_every_trace(trace_matches_the_reference, submission, reference)
 
 
 # -- the rules, each judged on one trace ------------------------------------------------------
 
 
-def every_request_gets_exactly_its_tokens(submission, trace: SchedulerTrace) -> None:
+def every_request_gets_exactly_its_tokens(
+    submission: Submission | Kept, trace: SchedulerTrace
+) -> None:
     run, transcript = Run(trace), submission.transcript
     tokens: dict[int, list[int]] = {request_id: [] for request_id in range(len(trace.arrivals))}
     for number, step in enumerate(run_steps(submission, run)):
@@ -301,7 +309,7 @@ def every_request_gets_exactly_its_tokens(submission, trace: SchedulerTrace) -> 
         )
 
 
-def at_most_max_num_seqs_per_step(submission, trace: SchedulerTrace) -> None:
+def at_most_max_num_seqs_per_step(submission: Submission | Kept, trace: SchedulerTrace) -> None:
     run = Run(trace)
     for number, step in enumerate(run_steps(submission, run)):
         expect(
@@ -321,7 +329,7 @@ def at_most_max_num_seqs_per_step(submission, trace: SchedulerTrace) -> None:
     run.assert_ran(submission.transcript)
 
 
-def no_deadlock(submission, trace: SchedulerTrace) -> None:
+def no_deadlock(submission: Submission | Kept, trace: SchedulerTrace) -> None:
     run, transcript = Run(trace), submission.transcript
     tokens = [0] * len(trace.arrivals)
     finished: set[int] = set()
@@ -395,7 +403,7 @@ def no_deadlock(submission, trace: SchedulerTrace) -> None:
     )
 
 
-def admission_in_arrival_order(submission, trace: SchedulerTrace) -> None:
+def admission_in_arrival_order(submission: Submission | Kept, trace: SchedulerTrace) -> None:
     run = Run(trace)
     admitted: set[int] = set()
     for number, step in enumerate(run_steps(submission, run)):
@@ -421,7 +429,7 @@ def admission_in_arrival_order(submission, trace: SchedulerTrace) -> None:
     run.assert_ran(submission.transcript)
 
 
-def no_blocks_leaked(submission, trace: SchedulerTrace) -> None:
+def no_blocks_leaked(submission: Submission | Kept, trace: SchedulerTrace) -> None:
     run = run_trace(submission, trace)
     run.assert_ran(submission.transcript)
     if run.drained or run.unfinished_at_end is False:
@@ -441,7 +449,9 @@ def no_blocks_leaked(submission, trace: SchedulerTrace) -> None:
         )
 
 
-def trace_matches_the_reference(submission, reference, trace: SchedulerTrace) -> None:
+def trace_matches_the_reference(
+    submission: Submission | Kept, reference: Submission | Kept, trace: SchedulerTrace
+) -> None:
     steps = zip_longest(run_steps(reference, Run(trace)), run_steps(submission, Run(trace)))
     for number, (want, have) in enumerate(steps):
         fields = "scheduled", "preempted", "finished"

@@ -36,7 +36,15 @@ from hypothesis.stateful import (
 from grader.checks.support.expect import distinct, expect, plain_int, raises, same, succeeds
 from grader.checks.support.rows_and_slots import assert_rows
 from grader.said import Said, said
-from grader.sandbox.proxy import Remote, RemoteError, Submission, attribute, length, transcript_of
+from grader.sandbox.proxy import (
+    Remote,
+    RemoteError,
+    Submission,
+    attribute,
+    length,
+    method,
+    transcript_of,
+)
 from grader.sandbox.transcript import Shown, Transcript
 from kernels.reference import cdiv, token_slots
 
@@ -306,11 +314,15 @@ class ManagerModel:
                 self.manager.allocate_for_decode(tracked.req)
             self.done(said("{call} (which raised)", call=call), RAISED)
             return False
+        reads = self.submission.batch([
+            method(self.manager, "allocate_for_decode", tracked.req),
+            attribute(tracked.req, "seq_len"),
+            attribute(tracked.req, "block_table"),
+        ])  # fmt: skip
         with succeeds(call, self.decode_needs(position, sharers)):
-            self.manager.allocate_for_decode(tracked.req)
+            next(reads)
         self.done(call)
         name, transcript = tracked.name, self.transcript
-        reads = self.seq_len_and_table(tracked.req)
         got = checked_seq_len(transcript, next(reads), name)
         same(
             transcript,

@@ -6,6 +6,12 @@ others). `run_trace` drives a scheduler in a worker through it and keeps what ea
 the checks then judge the `Run`. Only public behaviour is observed: the step outputs,
 `has_unfinished()` and the pool's free count.
 
+Part 5's checks search the same traces, each judging one rule. A trace's run is kept once a check
+has run it to its end (`KEPT`), and the later checks judge the kept run (`judged`): a scheduler
+runs each trace about once, not once per rule. A kept run can only pass a rule; a rule it does not
+pass is judged again on a live run, which alone fails a check, with the counterexample that run
+writes.
+
 A scheduler that follows the contract makes progress at every step with work to do: the oldest
 running request fits alone, so it is never preempted and gets a token; with nothing running the
 whole pool is free and the queue's head fits. Tokens are never lost (a preempted request keeps them
@@ -13,8 +19,9 @@ in its prompt), so a trace drains within `SchedulerTrace.max_steps`: one idle st
 the last arrival, then at least one token per step.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from weakref import WeakKeyDictionary
 
 from hypothesis import strategies as st
 
@@ -223,15 +230,66 @@ def run_step(submission: Submission, scheduler: Remote, number: int) -> Step:
     return step
 
 
-def run_steps(submission: Submission, run: Run) -> Iterator[Step]:
+@dataclass(frozen=True)
+class Kept:
+    """A scheduler's kept run of a trace, standing in for the scheduler: `run_steps` yields its
+    steps and makes no call. Its transcript is a blank one for the rule to write a failure in,
+    which is then judged again on a live run."""
+
+    run: Run
+    transcript: Transcript
+
+
+# Each scheduler's runs that went to their end, by trace: what its steps and reads returned.
+KEPT: WeakKeyDictionary[Submission, dict[SchedulerTrace, Run]] = WeakKeyDictionary()
+
+
+def judged(
+    rule: Callable[..., None], schedulers: tuple[Submission, ...], trace: SchedulerTrace
+) -> None:
+    """`rule(*schedulers, trace)`, judged on each scheduler's kept run of `trace` where there is
+    one. A rule that does not pass on the kept runs (it fails, or raises anything else) is judged
+    again with every scheduler live, so that only a live run fails a check and its counterexample
+    is the one that run writes."""
+    kept = [KEPT.get(scheduler, {}).get(trace) for scheduler in schedulers]
+    if any(run is not None for run in kept):
+        stand_ins = [
+            scheduler if run is None else Kept(run, Transcript(scheduler.transcript.package))
+            for scheduler, run in zip(schedulers, kept, strict=True)
+        ]
+        try:
+            rule(*stand_ins, trace)
+            return
+        except Exception:  # judged live below, where a failure counts
+            pass
+    rule(*schedulers, trace)
+
+
+def replayed(kept: Run, run: Run) -> Iterator[Step]:
+    """`kept`'s steps yielded into `run` as `run_steps` yields a live run's."""
+    answers = dict(kept.unfinished_after_adds)
+    for number, step in enumerate(kept.steps):
+        if number in answers:
+            run.unfinished_after_adds.append((number, answers[number]))
+            run.asked[number] = kept.asked[number]
+        run.steps.append(step)
+        yield step
+    run.unfinished_at_end, run.free_at_end = kept.unfinished_at_end, kept.free_at_end
+
+
+def run_steps(submission: Submission | Kept, run: Run) -> Iterator[Step]:
     """Run `run.trace` through the submission's `Scheduler` over a fresh `KVCacheManager`,
     yielding each step's report as it comes (kept in `run.steps`), so that a check can stop at
-    the first step that breaks its rule. Once the trace is over, `run`'s last fields are read.
+    the first step that breaks its rule. Once the trace is over, `run`'s last fields are read,
+    and the run is kept (`KEPT`). Given a `Kept` run, its steps come back instead.
 
     The transcript holds the run as code: the requests added before their steps (then
     `has_unfinished()`), every step with what it reported, and at the end `has_unfinished()`
     and the free count.
     """
+    if isinstance(submission, Kept):
+        yield from replayed(submission.run, run)
+        return
     trace, transcript = run.trace, submission.transcript
     transcript.reset()
     manager_module = submission.module("kv_cache_manager")
@@ -255,9 +313,10 @@ def run_steps(submission: Submission, run: Run) -> Iterator[Step]:
         yield step
     run.unfinished_at_end = scheduler.has_unfinished()
     run.free_at_end = len(manager.ref("free_blocks"))
+    KEPT.setdefault(submission, {})[trace] = run
 
 
-def run_trace(submission: Submission, trace: SchedulerTrace) -> Run:
+def run_trace(submission: Submission | Kept, trace: SchedulerTrace) -> Run:
     """`trace` run to its end (see `run_steps`)."""
     run = Run(trace)
     for _ in run_steps(submission, run):
