@@ -70,6 +70,7 @@ HANG = said("the call did not return in time (an infinite loop?)")
 HUNG = said("not called again: a call of it did not return in time earlier in this grading")
 # Calls of a part that may hang (each a different request) before its other calls fail at once.
 HANGS_PER_PART = 2
+READS = ("getattr", "getattrs", "len")  # batch requests that read an attribute, calling nothing
 PART_HUNG = said(
     "not called: {count} calls in this part did not return in time already", count=HANGS_PER_PART
 )
@@ -233,10 +234,28 @@ def hang_key(message: dict) -> tuple:
     return (message["op"], *(message.get(field) for field in named), *listed)
 
 
+def hung_keys(message: dict) -> list[tuple]:
+    """The kinds a request that did not return in time leaves hung: its own `hang_key`; a batch
+    whose one method call comes with reads of attributes only leaves that call's too (the call is
+    taken for what hung), so that the method, asked again alone or in a batch, is refused."""
+    requests = message.get("requests", []) if message["op"] == "batch" else []
+    ops = [request["op"] for request in requests]
+    if ops.count("call") == 1 and all(op in READS for op in ops if op != "call"):
+        return [hang_key(message), hang_key(requests[ops.index("call")])]
+    return [hang_key(message)]
+
+
+def asks_for_hung(message: dict, hung: set[tuple]) -> bool:
+    """Whether `message`, or any request of a batch, is of a kind that did not return in time."""
+    requests = message.get("requests", []) if message["op"] == "batch" else []
+    return any(hang_key(each) in hung for each in (message, *requests))
+
+
 class Sandbox:
     """A worker: lazily started, restarted after a crash, stopped by `close()`; its `part_deadline`
     is the budget of the part it now serves. A request that did not return in time is not waited
-    for again: the grading's later requests of its kind (`hang_key`) to this worker fail at once,
+    for again: the grading's later requests of its kind (`hung_keys`, `hang_key`; a batch that
+    holds one is refused too) to this worker fail at once,
     in every part it serves, and once `HANGS_PER_PART` requests of a part did not return in time,
     all its others do (unless `remembers_hangs` is off: the answer key's). Where its files
     hold stand-ins of the kit's modules, the kit's worker that serves them (`kit`) starts and stops
@@ -510,8 +529,8 @@ class Sandbox:
         if self.budget_spent():
             self.failure = CallTimedOut(self.timeout_message())
             raise self.failure
-        if self.hung and hang_key(message) in self.hung:  # ends the check; the worker, idle,
-            raise NotCalled(HUNG)  # serves the next one
+        if self.hung and asks_for_hung(message, self.hung):  # ends the check; the worker,
+            raise NotCalled(HUNG)  # idle, serves the next one
         if self.remembers_hangs and len(self.part_hangs) >= HANGS_PER_PART:
             raise NotCalled(PART_HUNG)
         if self.process is None:
@@ -526,13 +545,19 @@ class Sandbox:
         except SubmissionFailure as failure:
             hung = isinstance(failure, CallTimedOut) and not self.budget_spent()
             if hung and self.remembers_hangs:
-                key = hang_key(message)
-                self.hung.add(key)
-                self.part_hangs.append(key)
+                keys = hung_keys(message)
+                self.hung.update(keys)
+                self.part_hangs.append(keys[0])
             self.fail(failure)
         for event in reply.pop("events", ())[:EVENTS_PER_REPLY]:  # the worker's word: bounded
             self.events.add(heard(event, EVENT_CHARS))
         return reply
+
+    def calls_freely(self) -> bool:
+        """Whether a request now is sent whatever it asks: no failure or stop, budget left, and no
+        call that did not return in time remembered (`scheduler_trace.judged` judges a kept run in
+        place of a live one only then)."""
+        return self.failure is None and not (self.cancelled or self.budget_spent() or self.hung)
 
     def fail(self, failure: SubmissionFailure) -> None:
         """End the check with `failure`; the worker is gone, the next check gets a fresh one."""

@@ -15,12 +15,11 @@ filled block cached) shows as a cached count or a shared block the model does no
 """
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from grader.checks.support.expect import expect, int_list, plain_int, raises, same, succeeds
 from grader.said import said
-from grader.sandbox.proxy import Submission, attribute, method
+from grader.sandbox.proxy import Submission, method
 from kernels.reference import cdiv
 
 RAISED = said("a call that raises must leave everything as it was")
@@ -288,15 +287,10 @@ class CacheModel:
             self.contents[block] = key
 
     def check_state(self) -> None:
-        """Every live table, every block's `ref_count` and `num_free` are the model's, read in one
-        round trip (`Submission.batch`)."""
-        reads = self.submission.batch([
-            *(method(self.cache, "block_table", request_id) for request_id in self.live),
-            *(method(self.cache, "ref_count", block) for block in range(self.num_blocks)),
-            attribute(self.cache, "num_free"),
-        ])  # fmt: skip
-        self.check_tables_and_counts(reads)
-        free = plain_int(self.transcript, next(reads), "num_free")
+        """Every live table, every block's `ref_count` and `num_free` are the model's."""
+        if self.live or self.num_blocks:
+            self.check_tables_and_counts()
+        free = plain_int(self.transcript, self.cache.num_free, "num_free")
         same(
             self.transcript,
             free,
@@ -311,10 +305,14 @@ class CacheModel:
             got=f"{self.name}.num_free",
         )
 
-    def check_tables_and_counts(self, reads: Iterator[object]) -> None:
-        """Every live table, then every block's `ref_count`, taken from `reads` quietly."""
-        transcript, call = self.transcript, self.last_call
+    def check_tables_and_counts(self) -> None:
+        """Every live table and every block's `ref_count`, read in one round trip."""
+        transcript, cache, call = self.transcript, self.cache, self.last_call
         with transcript.quiet():
+            reads = self.submission.batch([
+                *(method(cache, "block_table", request_id) for request_id in self.live),
+                *(method(cache, "ref_count", block) for block in range(self.num_blocks)),
+            ])  # fmt: skip
             for request_id, live in self.live.items():
                 table = int_list(transcript, next(reads), f"block_table({request_id})")
                 same(

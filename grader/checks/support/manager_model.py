@@ -552,14 +552,16 @@ class ManagerModel:
 
     # -- everything observable against the model ------------------------------------------------
 
-    def check_tables(self) -> None:
-        """Every live request's seq_len and block table, and the free count, match the model."""
+    def check_tables(self, rows: bool = False) -> None:
+        """Every live request's seq_len and block table, and the free count, match the model;
+        with `rows`, then `check_rows`, on the pool read in the same round trip."""
         transcript = self.transcript
         with transcript.quiet():
             reqs = [tracked.req for tracked in self.live.values()]
             reads = self.submission.batch([
                 *(attribute(req, name) for req in reqs for name in ("seq_len", "block_table")),
                 length(self.manager, "free_blocks"),
+                *([attribute(self.manager, "physical_kv_cache")] if rows else []),
             ])  # fmt: skip
             for tracked in self.live.values():
                 got = checked_seq_len(transcript, next(reads), tracked.name)
@@ -607,6 +609,8 @@ class ManagerModel:
                 if live
                 else str(self.num_blocks),
             )
+        if rows:
+            self.check_rows(reads)
 
     def free_count_wrong(self, free: int, held: int) -> Said:
         """What a wrong count of free blocks says: both counts, and the hint where a call raised."""
@@ -625,12 +629,13 @@ class ManagerModel:
             **parts,
         )
 
-    def check_rows(self) -> None:
+    def check_rows(self, reads: Iterator[object] | None = None) -> None:
         """Every live request's tokens, read from `physical_kv_cache` through its block table
-        (not through part 3's `get_physical_cache`), are exactly the rows written for them."""
+        (not through part 3's `get_physical_cache`), are exactly the rows written for them. The
+        pool is the next of `reads` where `check_tables` read it in its round trip."""
         transcript, manager = self.transcript, self.transcript.code(self.manager)
         with transcript.quiet():
-            pool = self.manager.physical_kv_cache
+            pool = self.manager.physical_kv_cache if reads is None else next(reads)
             shape = [self.num_blocks, self.block_size, self.head_dim]
             kept = isinstance(pool, torch.Tensor) and list(pool.shape) == shape
             expect(

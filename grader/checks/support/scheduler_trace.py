@@ -10,7 +10,10 @@ Part 5's checks search the same traces, each judging one rule. A trace's run is 
 has run it to its end (`KEPT`), and the later checks judge the kept run (`judged`): a scheduler
 runs each trace about once, not once per rule. A kept run can only pass a rule; a rule it does not
 pass is judged again on a live run, which alone fails a check, with the counterexample that run
-writes.
+writes. A kept run stands in only while its worker takes calls as they come: after a call that did
+not return in time, or once the budget is spent, every rule is judged live, and refused as before.
+A scheduler whose runs depend on what ran before in its worker (state kept between schedulers) is
+judged on its first run of each trace.
 
 A scheduler that follows the contract makes progress at every step with work to do: the oldest
 running request fits alone, so it is never preempted and gets a token; with nothing running the
@@ -20,6 +23,7 @@ the last arrival, then at least one token per step.
 """
 
 from collections.abc import Callable, Iterator
+from copy import copy
 from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
@@ -248,10 +252,14 @@ def judged(
     rule: Callable[..., None], schedulers: tuple[Submission, ...], trace: SchedulerTrace
 ) -> None:
     """`rule(*schedulers, trace)`, judged on each scheduler's kept run of `trace` where there is
-    one. A rule that does not pass on the kept runs (it fails, or raises anything else) is judged
-    again with every scheduler live, so that only a live run fails a check and its counterexample
-    is the one that run writes."""
-    kept = [KEPT.get(scheduler, {}).get(trace) for scheduler in schedulers]
+    one and its worker would take calls as they come (a live run would be made, not refused). A
+    rule that does not pass on the kept runs (an assertion fails, or another Exception is raised)
+    is judged again with every scheduler live, so that only a live run fails a check and its
+    counterexample is the one that run writes."""
+    kept = [
+        KEPT.get(scheduler, {}).get(trace) if scheduler.sandbox.calls_freely() else None
+        for scheduler in schedulers
+    ]
     if any(run is not None for run in kept):
         stand_ins = [
             scheduler if run is None else Kept(run, Transcript(scheduler.transcript.package))
@@ -271,7 +279,7 @@ def replayed(kept: Run, run: Run) -> Iterator[Step]:
     for number, step in enumerate(kept.steps):
         if number in answers:
             run.unfinished_after_adds.append((number, answers[number]))
-            run.asked[number] = kept.asked[number]
+            run.asked[number] = copy(kept.asked[number])  # a failure may rename it
         run.steps.append(step)
         yield step
     run.unfinished_at_end, run.free_at_end = kept.unfinished_at_end, kept.free_at_end

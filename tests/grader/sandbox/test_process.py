@@ -19,7 +19,9 @@ from grader.sandbox.process import (
     NotSubmitted,
     Sandbox,
     WorkerCrashed,
+    asks_for_hung,
     hang_key,
+    hung_keys,
 )
 from grader.sandbox.proxy import (
     Remote,
@@ -485,6 +487,47 @@ def test_a_hang_is_remembered_by_operation_type_and_name_not_by_arguments() -> N
     tool = {"op": "tool", "tool": "engine", "name": "serve", "modules": ["scheduler"]}
     assert hang_key(tool) != hang_key(tool | {"modules": []})
     assert hang_key({"op": "batch", "requests": [call]}) != hang_key(call)
+
+
+def test_a_batch_that_hung_leaves_its_one_call_hung_and_a_batch_holding_a_hung_kind_is_refused():
+    call = {"op": "call", "handle": 3, "type": "KVCacheManager", "name": "allocate_for_decode"}
+    reads = [{"op": "getattr", "handle": 4, "type": "Request", "name": name}
+             for name in ("seq_len", "block_table")]  # fmt: skip
+    batch = {"op": "batch", "requests": [call, *reads]}
+    assert hung_keys(batch) == [hang_key(batch), hang_key(call)]
+    assert hung_keys(call) == [hang_key(call)]
+    other = call | {"name": "free"}
+    for ambiguous in ([call, other], [call, {"op": "setitem", "handle": 4, "type": "Tensor"}]):
+        assert hung_keys({"op": "batch", "requests": ambiguous}) == [hang_key(
+            {"op": "batch", "requests": ambiguous})]  # fmt: skip
+    hung = {hang_key(call)}
+    assert asks_for_hung(batch, hung)
+    assert asks_for_hung(call | {"handle": 9}, hung)
+    assert not asks_for_hung({"op": "batch", "requests": reads}, hung)
+    assert not asks_for_hung(other, hung)
+
+
+def test_a_method_that_hung_in_a_batch_is_not_called_again_alone() -> None:
+    limits = Limits(memory_bytes=2 << 30, call_seconds=600.0, import_seconds=600.0)
+    sleeper = b"class Sleeper:\n    value = 1\n    def sleep(self):\n" \
+              b"        __import__('time').sleep(3600)\n"  # fmt: skip
+    sandbox = Sandbox({"sleeper.py": sleeper}, limits, {}, time.monotonic() + 1200)
+    try:
+        sandbox.request({"op": "import", "module": "sleeper"})
+        made = sandbox.request({"op": "new", "module": "sleeper", "name": "Sleeper"})
+        target = {"handle": made["ok"]["$handle"], "type": "Sleeper"}
+        call = {"op": "call", **target, "name": "sleep", "args": [], "kwargs": {}}
+        read = {"op": "getattr", **target, "name": "value"}
+        with pytest.raises(CallTimedOut):  # a sleep that never ends: 1 s is as good as any limit
+            sandbox.request({"op": "batch", "requests": [call, read]}, 1.0)
+        sandbox.next_check()
+        with pytest.raises(NotCalled, match="not called again"):
+            sandbox.request(call, 1.0)
+        assert sandbox.process is None  # refused before a worker was started again
+        sandbox.request(read)  # a read of the batch is sent (the handle is gone with the worker)
+        assert sandbox.process is not None
+    finally:
+        sandbox.close()
 
 
 def test_every_message_of_a_call_that_hung_says_so_in_the_words_grading_looks_for() -> None:
