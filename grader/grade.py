@@ -342,6 +342,8 @@ def part_modules(parts: Iterable[str]) -> list[Path]:
 def run_modules(plugin: GradingPlugin, modules: list[Path], options: Options, *args: str) -> None:
     """Run the checks of `modules` in this process with `plugin`, which collects their results;
     `args` are more pytest options."""
+    if not modules:  # pytest given no path would collect the working folder
+        return
     args = (
         *map(str, modules),
         "-c", str(CHECKS_DIR / "pytest.ini"),
@@ -352,8 +354,6 @@ def run_modules(plugin: GradingPlugin, modules: list[Path], options: Options, *a
     )  # fmt: skip
     if options.seed is not None:
         args += (f"--hypothesis-seed={mixed_seed(options.seed)}",)
-    if not modules:  # pytest given no path would collect the working folder
-        return
     log = io.StringIO()
     with contextlib.redirect_stdout(log), without_outer_pytest_settings():
         status = pytest.main(list(args), plugins=[plugin])

@@ -155,6 +155,8 @@ def for_every_trace(rule: Callable[..., None], *schedulers: Submission) -> None:
     """
     rule = partial(judged, rule, schedulers)
 
+    # Hypothesis derives the derandomized seed from this function's source: a change of its
+    # text changes every grading's traces.
     @given(trace=traces())
     def every_trace(trace: SchedulerTrace) -> None:
         rule(trace)

@@ -238,7 +238,7 @@ def hung_keys(message: dict) -> list[tuple]:
     """The kinds a request that did not return in time leaves hung: its own `hang_key`; a batch
     whose one method call comes with reads of attributes only leaves that call's too (the call is
     taken for what hung), so that the method, asked again alone or in a batch, is refused."""
-    requests = message.get("requests", []) if message["op"] == "batch" else []
+    requests = batched(message)
     ops = [request["op"] for request in requests]
     if ops.count("call") == 1 and all(op in READS for op in ops if op != "call"):
         return [hang_key(message), hang_key(requests[ops.index("call")])]
@@ -247,8 +247,12 @@ def hung_keys(message: dict) -> list[tuple]:
 
 def asks_for_hung(message: dict, hung: set[tuple]) -> bool:
     """Whether `message`, or any request of a batch, is of a kind that did not return in time."""
-    requests = message.get("requests", []) if message["op"] == "batch" else []
-    return any(hang_key(each) in hung for each in (message, *requests))
+    return any(hang_key(each) in hung for each in (message, *batched(message)))
+
+
+def batched(message: dict) -> list[dict]:
+    """The requests of a batch; none of any other request."""
+    return message["requests"] if message["op"] == "batch" else []
 
 
 class Sandbox:
