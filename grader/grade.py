@@ -21,8 +21,8 @@ note says so).
 import contextlib
 import functools
 import hashlib
-import importlib.util
 import io
+import json
 import keyword
 import math
 import os
@@ -70,6 +70,7 @@ from grader.similarity import known
 from grader.ungraded import reason_of
 
 STUBS = KIT_ROOT / "exercises"
+KEPT_SIMULATION = KIT_ROOT / "full_kit" / "report_simulation.json"  # `simulate.report_figures`
 SHADOWED = frozenset({"torch", "triton", "numpy", "kernels"})  # imported by the files or a script
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
 # manager: they are graded again with the kit's allocator when the candidate's fails part 1 and
@@ -109,7 +110,15 @@ def runnable(files: dict[str, bytes]) -> dict[str, bytes]:
     (`scan.decoded_code`), a kernel file that breaks the kernel rule (`kernel_rule`), and each
     that breaks the file rule (`file_rule`), replaced by a module that only raises, saying why,
     so that it never runs and every check that imports it, itself or through another file, fails
-    on it."""
+    on it. Read once per set of files (`runnable_items`): a grading asks for the same files from
+    its plugins and its engine checks, in this process and the one it forks."""
+    return dict(runnable_items(tuple(files.items())))
+
+
+@functools.lru_cache(maxsize=4)
+def runnable_items(files: tuple[tuple[str, bytes], ...]) -> tuple[tuple[str, bytes], ...]:
+    """`runnable` of the files `files` holds, as (name, content) pairs."""
+    files = dict(files)
     reasons = scan.decoded_code(files)
     kernel = scan.KERNEL_FILE
     if (
@@ -119,10 +128,11 @@ def runnable(files: dict[str, bytes]) -> dict[str, bytes]:
     ):
         reasons[kernel] = broken
     reasons = file_rule.breaks(files) | reasons
-    return files | {
+    replaced = {
         name: f"raise ImportError({f'{name} is not run: {reason}'!r})\n".encode()
         for name, reason in reasons.items()
     }
+    return tuple((files | replaced).items())
 
 
 def answer_key_files() -> dict[str, bytes] | None:
@@ -564,26 +574,17 @@ def with_baselines(sections: dict[str, dict]) -> dict[str, dict]:
 
 
 def has_simulator() -> bool:
-    """Whether this kit has `make simulate`'s simulator: the full kit does, the candidate bundle
-    leaves `full_kit/` out (`find_spec` of a module raises where its package is missing)."""
-    try:
-        return importlib.util.find_spec("full_kit.simulate") is not None
-    except ModuleNotFoundError:
-        return False
+    """Whether this kit has `make simulate`'s simulator, and the figures it keeps for the
+    reports: the full kit does, the candidate bundle leaves `full_kit/` out."""
+    return KEPT_SIMULATION.is_file()
 
 
 @functools.cache
 def simulation() -> dict:
-    """`make simulate`'s headline, table and plots (as data), the same for every report (the
-    full kit only: `has_simulator`)."""
-    from full_kit import simulate
-
-    figures = simulate.simulate()
-    return {
-        "headline": simulate.headline(figures),
-        "rows": simulate.rows(figures),
-        "charts": list(simulate.chart_specs(figures).values()),
-    }
+    """`make simulate`'s headline, table and plots (as data), the same for every report, as
+    `python -m full_kit.simulate --keep` kept them, records and all (the full kit only:
+    `has_simulator`)."""
+    return json.loads(KEPT_SIMULATION.read_text(encoding="utf-8"))
 
 
 def kit() -> str:
@@ -663,13 +664,13 @@ class EngineCheck:
 
 
 def start_engine_checks(
-    intake: Intake, options: Options, threads: ThreadPoolExecutor, zygotes: Zygotes
+    files: dict[str, bytes], options: Options, threads: ThreadPoolExecutor, zygotes: Zygotes
 ) -> list[EngineCheck]:
     """The engine check (every engine part chosen) and the prefix-caching check (part 7
-    chosen), each started in `threads` where the parts it `needs` are chosen: they read none of
-    the parts' results, so they run beside them (`finish_engine_check` then decides whether each
-    still counts)."""
-    files, checks = runnable(intake.files), []
+    chosen) on the submission's `files` (`runnable`), each started in `threads` where the parts
+    it `needs` are chosen: they read none of the parts' results, so they run beside them
+    (`finish_engine_check` then decides whether each still counts)."""
+    checks = []
     kinds = [
         ("integration", ENGINE_PARTS, None, run_integration, "progress_engine",
          lambda trace: said("the engine check failed: {traceback}", traceback=trace)),
@@ -773,8 +774,9 @@ def grade(intake: Intake, options: Options) -> dict:
     engine_checks: list[EngineCheck] = []
     beside = None
     try:
+        files = runnable(intake.files)  # before the fork: the process beside reads it cached
         beside = fork_beside(intake, options, zygotes)  # before any thread starts
-        engine_checks += start_engine_checks(intake, options, threads, zygotes)
+        engine_checks += start_engine_checks(files, options, threads, zygotes)
         return graded(intake, options, zygotes, engine_checks, started, beside)
     except KeyboardInterrupt:
         if beside is not None:  # it took Ctrl-C too: it tears its workers down, then ends

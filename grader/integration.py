@@ -39,7 +39,7 @@ from grader.sandbox.zygotes import Zygotes
 
 MODULES = ("kv_cache_manager", "scheduler", "paged_attention")
 TRACE = "check"
-CALL_SECONDS = 300.0  # the whole trace is one call; ~10 s under Triton's interpreter
+CALL_SECONDS = 300.0  # the whole trace is one call; ~3 s under Triton's interpreter
 TRACEBACK_CHARS = 1500
 REQUIRED_FIGURES = {"requests", "tokens", "steps", "preemptions", "generated"}
 PREFIX_MODULE = "prefix_cache"  # part 7's, served alone
@@ -257,7 +257,7 @@ def verify_prefix(trace_name: str, figures: Any) -> dict[str, Any]:
     """`prefix_engine.compare` of what the worker reported for `prefix_engine.TRACES[trace_name]`,
     run here on the prompts rebuilt from the trace and the reported tokens, with the prompt
     tokens served and computed counted here."""
-    trace, config = prefix_engine.TRACES[trace_name], engine.ModelConfig()
+    trace, config = prefix_engine.TRACES[trace_name], prefix_engine.MODEL
     if not isinstance(figures, dict) or not figures.keys() >= PREFIX_REQUIRED:
         raise engine.stop("the engine's report lacks some of {keys}", keys=sorted(PREFIX_REQUIRED))
     generated, cached, predicted = (

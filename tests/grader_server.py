@@ -1,8 +1,6 @@
 """Gradings forked from a warm grader: the tests' `python -m grader ARGS`, each run in a child
 forked from one process that has imported the grader (torch, pytest, hypothesis) once, which
-saves about 1.6 s of CPU a grading, and made the scheduling simulation every full-kit report
-shows (`grade.simulation`, the same for every submission), about 1.9 s more where the
-scheduler's part is graded; and started the zygotes the gradings fork their workers from
+saves about 1.6 s of CPU a grading, and started the zygotes the gradings fork their workers from
 (`zygotes.WARM`), about 1.5 s of CPU for each of the two a grading would start. `GraderServer`
 starts and asks it (`tests/grading.py`, for
 the gradings that leave the environment as it is); `serve` is the server,
@@ -189,8 +187,7 @@ def fork_grading(connection: socket.socket, server: int) -> None:
 
 
 def import_quietly() -> None:
-    """The grading imports, and the scheduling simulation every full-kit report shows, done
-    once; what they print fails the start."""
+    """The grading imports, done once; what they print fails the start."""
     with tempfile.TemporaryFile() as printed:
         saved = os.dup(1), os.dup(2)
         os.dup2(printed.fileno(), 1)
@@ -198,9 +195,6 @@ def import_quietly() -> None:
         try:
             for module in GRADING_IMPORTS:
                 importlib.import_module(module)
-            grade = importlib.import_module("grader.grade")
-            if grade.has_simulator():  # the same for every report: made once, not per grading
-                grade.simulation()
         finally:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -284,7 +284,7 @@ class Submission:
         elif value is None:
             transcript.record(line, call=call)
         else:
-            outcome = f"-> {transcript.code(value)}"
+            outcome = f"-> {transcript.code(value, SHOWN_RESULT_CHARS)}"
             transcript.record(line, outcome, value=value, read=message["op"] in READS)
         return value
 
@@ -328,7 +328,7 @@ class RemoteModule:
         room = SHOWN_RESULT_CHARS - len(f"-> , {launches} Triton kernel launch(es)")
         outcome = said(
             "-> {value}, {launches} Triton kernel launch(es)",
-            value=one_line(transcript.code(value), room),
+            value=one_line(transcript.code(value, room), room),
             launches=launches,
         )
         transcript.record(line, outcome, value=value)

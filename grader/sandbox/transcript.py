@@ -169,8 +169,10 @@ class Transcript:
         self.counts[base] += 1
         return base if self.counts[base] == 1 else f"{base}{self.counts[base]}"
 
-    def code(self, value: Any) -> str:
-        """`value` as Python source, or as a short description where the source would be huge."""
+    def code(self, value: Any, limit: int | None = None) -> str:
+        """`value` as Python source, or as a short description where the source would be huge;
+        a list's items past about `limit` characters left out ("..."), where it is given: all
+        that a comment shows of it (`one_line`) is there, without writing out the rest."""
         if isinstance(value, Shown):
             return value.code
         alias = self.alias(value)
@@ -190,10 +192,24 @@ class Transcript:
         if isinstance(value, list):
             if plain_items(value):  # as the loop below writes it, much faster
                 return repr(value)
-            return f"[{', '.join(self.code(item) for item in value)}]"
+            return f"[{self.listed(value, limit)}]"
         if isinstance(value, tuple):
             return f"({self.subscript(value)}{',' if len(value) == 1 else ''})"
         return repr(value)
+
+    def listed(self, values: list, limit: int | None) -> str:
+        """The code of `values`, joined by ", ": those after the first `limit` characters left
+        out, where it is given (the text is then a prefix of the whole, longer than `limit`)."""
+        if limit is None:
+            return ", ".join(self.code(item) for item in values)
+        shown, size = [], 0
+        for item in values:
+            if size > limit:
+                shown.append("...")
+                break
+            shown.append(self.code(item, limit))
+            size += len(shown[-1]) + len(", ")
+        return ", ".join(shown)
 
     def alias(self, value: Any) -> str | None:
         """The name `value` was given, while the line that gives it is still in the transcript."""

@@ -205,6 +205,27 @@ def test_the_figures_show_what_they_exist_to_show(figures: dict) -> None:
     assert all(s["tokens"] == tokens for s in schemes.values())
 
 
+def test_the_reports_read_the_figures_the_simulator_computes() -> None:
+    """Every full-kit report shows the kept figures (`grade.simulation`): those `report_figures`
+    computes now, records and all, so a change to the simulation is kept before it lands."""
+    computed = json.loads(json.dumps(sim.report_figures()))
+    assert grade.simulation() == computed, (
+        f"{sim.REPORT_FIGURES} is not what the simulator computes: after a change to the "
+        "simulation, run `.venv/bin/python -m full_kit.simulate --keep`"
+    )
+    assert computed["said"]["headline"]["id"]  # the records, for the report's other language
+
+
+def test_keep_writes_what_the_reports_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept = tmp_path / sim.REPORT_FIGURES.name
+    monkeypatch.setattr(sim, "REPORT_FIGURES", kept)
+    assert sim.main(["--keep"]) == 0
+    assert json.loads(kept.read_text(encoding="utf-8")) == grade.simulation()
+    assert f"Wrote {kept}." in capsys.readouterr().err
+
+
 def test_the_cli_prints_the_table_and_writes_its_files(
     tmp_path: Path, figures: dict, capsys: pytest.CaptureFixture[str]
 ) -> None:

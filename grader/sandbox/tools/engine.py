@@ -11,14 +11,19 @@ A decoder-only transformer small enough to run under Triton's interpreter, with 
 from a seeded generator (nothing to download), in float32:
 
     tokens -> embedding [vocab 256, d_model 128]
-           -> 2 x ( x += Attention(RMSNorm(x)) ; x += SwiGLU-MLP(RMSNorm(x)) )
+           -> x += Attention(RMSNorm(x)) ; x += SwiGLU-MLP(RMSNorm(x))
            -> RMSNorm -> lm_head [128, 256] -> logits -> greedy argmax
+
+One layer (`ModelConfig.num_layers`): a decode step is one launch of the candidate's kernel,
+which is most of the check's time under the interpreter; a second layer would launch it again on
+the same block tables, doubling that time and testing nothing more of the candidate's parts.
+(The prefix-caching check, whose attention is plain torch, runs two: `prefix_engine.MODEL`.)
 
 Attention has 4 query heads and 2 kv heads of dim 32 (grouped-query attention: query head `h`
 reads kv head `h // 2`, as in exercises/README.md part 4). Positions enter through rotary embeddings
 (RoPE): q and k are rotated by an angle proportional to their position before the dot
 product, so a cached key never needs its position again. The weights are drawn with standard
-deviation `1 / sqrt(fan_in)`, so every layer keeps its activations near unit scale and the
+deviation `1 / sqrt(fan_in)`, so each layer keeps its activations near unit scale and the
 attention output weighs as much as the residual: the next token depends on the context, and a
 kernel that reads the wrong keys changes it.
 
@@ -99,7 +104,7 @@ class ModelConfig:
     """The model's sizes (see "The model" above) and the seed of its weights."""
 
     vocab_size: int = 256
-    num_layers: int = 2
+    num_layers: int = 1
     num_heads: int = 4
     num_kv_heads: int = 2
     head_dim: int = 32
@@ -220,7 +225,7 @@ CHECK_REQUESTS = (
     (0, 5, 10), (0, 11, 8), (1, 3, 12), (2, 9, 9), (3, 4, 10), (5, 14, 6), (7, 6, 8), (9, 2, 9)
 )  # fmt: skip
 TRACES = {
-    # The grader's integration check: small enough for Triton's interpreter (~10 s), and a
+    # The grader's integration check: small enough for Triton's interpreter (~3 s), and a
     # pool so tight that three requests are preempted, and recomputed, on the way.
     "check": EngineTrace(num_blocks=7, block_size=8, max_num_seqs=4, requests=CHECK_REQUESTS),
 }

@@ -3,10 +3,10 @@
 Standalone (stdlib and torch at module level): the grader copies this file into the sandboxed
 worker beside `engine.py` (`grader.sandbox.launch.TOOLS`) and runs `serve` there on the
 candidate's `prefix_cache` module, where no kit package is importable. Its model is
-`engine.py`'s `TinyTransformer`, not a copy: in the kit this module imports `engine` as its
-package's sibling; in the worker, where a tool is a module of no package (`from . import engine`
-cannot work there) and the kit is not importable, it loads the copy beside it by its path, as
-the worker loads its own siblings (`worker.load_sibling`).
+`engine.py`'s `TinyTransformer` (with two layers: `MODEL`), not a copy: in the kit this module
+imports `engine` as its package's sibling; in the worker, where a tool is a module of no package
+(`from . import engine` cannot work there) and the kit is not importable, it loads the copy
+beside it by its path, as the worker loads its own siblings (`worker.load_sibling`).
 
 The workload (`PrefixTrace`)
 ----------------------------
@@ -68,6 +68,9 @@ else:  # in the worker, a module of no package
     engine = sibling("engine")
 
 stop = engine.stop
+# `engine.py`'s model with two layers: its attention here is plain torch, not the candidate's
+# kernel under Triton's interpreter, so a second layer costs little.
+MODEL = engine.ModelConfig(num_layers=2)
 
 
 # --- the workload ---------------------------------------------------------------------------
@@ -255,7 +258,7 @@ def serve(prefix_cache: ModuleType, trace: str | PrefixTrace = "check") -> dict[
     computed but the last (`predicted`; the one after the last is the first generated token),
     and the figures."""
     trace = TRACES[trace] if isinstance(trace, str) else trace
-    model = engine.TinyTransformer(engine.ModelConfig(), "cpu")
+    model = engine.TinyTransformer(MODEL, "cpu")
     cache = prefix_cache.PrefixCache(trace.num_blocks, trace.block_size)
     runner = PrefixEngine(model, cache, trace)
     texts = texts_of(trace, model.config.vocab_size)

@@ -9,7 +9,14 @@ that hands out ids, right (`GOOD`) or wrong (`BAD`).
 import pytest
 
 from grader.sandbox.proxy import RemoteError
-from grader.sandbox.transcript import PACKAGE_HERE, Line, Shown, Transcript
+from grader.sandbox.transcript import (
+    PACKAGE_HERE,
+    SHOWN_RESULT_CHARS,
+    Line,
+    Shown,
+    Transcript,
+    one_line,
+)
 from tests.replay import assert_pastes_into_the_repl, run
 
 GOOD = """
@@ -159,6 +166,21 @@ def test_a_value_is_shown_as_where_it_came_from() -> None:
     assert transcript.source(ids, "ids") == "ids"
     assert transcript.code([ids, Shown(2, "free[0]")]) == "[ids, free[0]]"
     assert transcript.source(7) == "7"  # a plain value no line gave
+
+
+@pytest.mark.parametrize("value", [
+    [[block, block + 1] for block in range(1000)],  # a workload's evidence: ids per allocation
+    [[[1] * 30, "x" * 300], None, [2]],
+    [Shown(1, "a" * 200), [3]],
+    [[1, 2], None],
+])  # fmt: skip
+def test_a_value_cut_to_a_comment_s_room_is_shown_as_the_whole_would_be(value: list) -> None:
+    transcript = Transcript("submission")
+    cut = transcript.code(value, SHOWN_RESULT_CHARS)
+    whole = transcript.code(value)
+    assert one_line(f"-> {cut}") == one_line(f"-> {whole}")
+    if len(whole) > 10 * SHOWN_RESULT_CHARS:  # many short items: only the first are written
+        assert len(cut) < 2 * SHOWN_RESULT_CHARS
 
 
 def test_a_name_given_in_a_quiet_block_that_succeeded_is_forgotten() -> None:
