@@ -70,7 +70,7 @@ from grader.similarity import known
 from grader.ungraded import reason_of
 
 STUBS = KIT_ROOT / "exercises"
-KEPT_SIMULATION = KIT_ROOT / "full_kit" / "report_simulation.json"  # `simulate.report_figures`
+REPORT_FIGURES = KIT_ROOT / "full_kit" / "report_figures.json"  # `full_kit.simulate`'s, kept
 SHADOWED = frozenset({"torch", "triton", "numpy", "kernels"})  # imported by the files or a script
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
 # manager: they are graded again with the kit's allocator when the candidate's fails part 1 and
@@ -110,15 +110,15 @@ def runnable(files: dict[str, bytes]) -> dict[str, bytes]:
     (`scan.decoded_code`), a kernel file that breaks the kernel rule (`kernel_rule`), and each
     that breaks the file rule (`file_rule`), replaced by a module that only raises, saying why,
     so that it never runs and every check that imports it, itself or through another file, fails
-    on it. Read once per set of files (`runnable_items`): a grading asks for the same files from
-    its plugins and its engine checks, in this process and the one it forks."""
+    on it. Computed once for a grading's files (`runnable_items`), which its plugins and engine
+    checks ask for, in this process and in the one it forks."""
     return dict(runnable_items(tuple(files.items())))
 
 
-@functools.lru_cache(maxsize=4)
-def runnable_items(files: tuple[tuple[str, bytes], ...]) -> tuple[tuple[str, bytes], ...]:
-    """`runnable` of the files `files` holds, as (name, content) pairs."""
-    files = dict(files)
+@functools.lru_cache(maxsize=2)  # a grading's files, and those graded on the kit's allocator
+def runnable_items(items: tuple[tuple[str, bytes], ...]) -> tuple[tuple[str, bytes], ...]:
+    """`runnable` of the files `items` holds, as (name, content) pairs."""
+    files = dict(items)
     reasons = scan.decoded_code(files)
     kernel = scan.KERNEL_FILE
     if (
@@ -573,18 +573,18 @@ def with_baselines(sections: dict[str, dict]) -> dict[str, dict]:
     return sections
 
 
-def has_simulator() -> bool:
-    """Whether this kit has `make simulate`'s simulator, and the figures it keeps for the
-    reports: the full kit does, the candidate bundle leaves `full_kit/` out."""
-    return KEPT_SIMULATION.is_file()
+def has_report_figures() -> bool:
+    """Whether this kit keeps the simulation's figures for the reports: the full kit does, the
+    candidate bundle leaves `full_kit/` out."""
+    return REPORT_FIGURES.is_file()
 
 
 @functools.cache
 def simulation() -> dict:
     """`make simulate`'s headline, table and plots (as data), the same for every report, as
     `python -m full_kit.simulate --keep` kept them, records and all (the full kit only:
-    `has_simulator`)."""
-    return json.loads(KEPT_SIMULATION.read_text(encoding="utf-8"))
+    `has_report_figures`)."""
+    return json.loads(REPORT_FIGURES.read_text(encoding="utf-8"))
 
 
 def kit() -> str:
@@ -848,7 +848,7 @@ def graded(
             said("the grader failed: {traceback}", traceback=traceback.format_exc())
         )
         report["parts"] = score_parts([], options)
-    if "scheduler" in options.parts and has_simulator():
+    if "scheduler" in options.parts and has_report_figures():
         try:
             report["simulation"] = simulation()
         except Exception:

@@ -46,6 +46,9 @@ from grader.sandbox.wire import plain_items, tensor_from_wire, tensor_to_wire
 from grader.text import clean
 
 READS = frozenset({"getattr", "getattrs", "len", "getitem"})  # requests that change nothing
+# Lists, tuples and dicts nested in a returned value, at most: far more than any value of the
+# contract's, and few enough for this process's recursive code (`decode`, `Transcript.code`).
+VALUE_DEPTH = 100
 
 
 class RemoteError(Exception):
@@ -237,15 +240,19 @@ class Submission:
             return value
         raise TypeError(f"cannot send {type(value).__name__} to the worker")
 
-    def decode(self, value: Any) -> Any:
+    def decode(self, value: Any, depth: int = VALUE_DEPTH) -> Any:
+        if depth < 0:
+            raise ValueError(f"a value nested more than {VALUE_DEPTH} deep")
         if isinstance(value, list):
-            return value if plain_items(value) else [self.decode(item) for item in value]
+            if plain_items(value):
+                return value
+            return [self.decode(item, depth - 1) for item in value]
         if not isinstance(value, dict):
             return value
         if "$tuple" in value:
-            return tuple(self.decode(item) for item in value["$tuple"])
+            return tuple(self.decode(item, depth - 1) for item in value["$tuple"])
         if "$dict" in value:
-            return {key: self.decode(item) for key, item in value["$dict"].items()}
+            return {key: self.decode(item, depth - 1) for key, item in value["$dict"].items()}
         if "$tensor" in value:
             return tensor_from_wire(value["$tensor"])
         if "$handle" in value:

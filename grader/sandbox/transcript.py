@@ -170,9 +170,10 @@ class Transcript:
         return base if self.counts[base] == 1 else f"{base}{self.counts[base]}"
 
     def code(self, value: Any, limit: int | None = None) -> str:
-        """`value` as Python source, or as a short description where the source would be huge;
-        a list's items past about `limit` characters left out ("..."), where it is given: all
-        that a comment shows of it (`one_line`) is there, without writing out the rest."""
+        """`value` as Python source, or as a short description where the source would be huge.
+        Where `limit` is given, a list's items past about `limit` characters are left out
+        ("..."), unread: a comment cut to `limit` (`one_line`) shows the same, and a tensor among
+        them no longer asks the script for `import torch`, which none of its lines would use."""
         if isinstance(value, Shown):
             return value.code
         alias = self.alias(value)
@@ -198,8 +199,9 @@ class Transcript:
         return repr(value)
 
     def listed(self, values: list, limit: int | None) -> str:
-        """The code of `values`, joined by ", ": those after the first `limit` characters left
-        out, where it is given (the text is then a prefix of the whole, longer than `limit`)."""
+        """The code of `values`, joined by ", ": where `limit` is given, those after the first
+        `limit` characters left out, for a "..." (the text then agrees with the whole on more
+        than its first `limit` characters)."""
         if limit is None:
             return ", ".join(self.code(item) for item in values)
         shown, size = [], 0

@@ -2,7 +2,8 @@
 around it.
 
 The answer key's parts serve the check trace, preemptions included, with every request's
-tokens equal to dense decoding alone; a broken paged path shows up as mismatched tokens; and
+tokens equal to dense decoding alone; a broken paged path shows up as mismatched tokens, a
+kernel that changes its block tables or lengths in place stops the engine; and
 `run_integration` skips an incomplete submission (`full_kit/test_shipped_kits.py` sees it pass the
 answer key and fail the stubs, through the grader's command).
 """
@@ -78,6 +79,24 @@ def test_a_kernel_that_skips_the_last_block_is_caught(parts):
     assert not figures["passed"]
     assert figures["mismatches"] > 0
     assert figures["first_mismatch"]["expected"] != figures["first_mismatch"]["got"]
+
+
+@pytest.mark.parametrize("argument", ["block_tables", "seq_lens"])
+def test_a_kernel_that_changes_an_argument_in_place_is_caught(parts, argument: str):
+    """An engine passes one step's block tables and lengths to the kernel of every layer; the
+    check's model has one, so the engine looks at them after each launch."""
+    kv_cache_manager, scheduler, paged_attention = parts
+
+    def changes_its_argument(q, k_cache, v_cache, block_tables, seq_lens, scale=None):
+        out = paged_attention.paged_attention_decode(
+            q, k_cache, v_cache, block_tables, seq_lens, scale
+        )
+        {"block_tables": block_tables, "seq_lens": seq_lens}[argument].sub_(1)
+        return out
+
+    broken = SimpleNamespace(paged_attention_decode=changes_its_argument)
+    with pytest.raises(engine.EngineError, match=f"changed its {argument} in place"):
+        engine.serve(kv_cache_manager, scheduler, broken, SMALL)
 
 
 def test_a_slot_mapping_off_by_one_is_caught(parts):

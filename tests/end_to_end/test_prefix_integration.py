@@ -116,7 +116,7 @@ def test_the_grader_makes_its_own_verdict_from_the_reported_tokens(served):
     assert verify_prefix("check", served)["mismatches"] == 0
     tampered = [list(tokens) for tokens in served["predicted"]]
     request = next(i for i, tokens in enumerate(tampered) if len(tokens) > 3)
-    tampered[request][3] = (tampered[request][3] + 1) % engine.ModelConfig().vocab_size
+    tampered[request][3] = (tampered[request][3] + 1) % prefix_engine.MODEL.vocab_size
     verdict = verify_prefix("check", served | {"predicted": tampered})
     assert verdict["mismatches"] >= 1
     first = verdict["first_mismatch"]

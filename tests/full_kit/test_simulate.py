@@ -205,10 +205,10 @@ def test_the_figures_show_what_they_exist_to_show(figures: dict) -> None:
     assert all(s["tokens"] == tokens for s in schemes.values())
 
 
-def test_the_reports_read_the_figures_the_simulator_computes() -> None:
-    """Every full-kit report shows the kept figures (`grade.simulation`): those `report_figures`
-    computes now, records and all, so a change to the simulation is kept before it lands."""
-    computed = json.loads(json.dumps(sim.report_figures()))
+def test_the_reports_read_the_figures_the_simulator_computes(figures: dict) -> None:
+    """Every full-kit report shows the kept figures (`grade.simulation`): those the default
+    trace gives now, records and all, so a change to the simulation is kept before it lands."""
+    computed = json.loads(json.dumps(sim.report_figures(figures)))
     assert grade.simulation() == computed, (
         f"{sim.REPORT_FIGURES} is not what the simulator computes: after a change to the "
         "simulation, run `.venv/bin/python -m full_kit.simulate --keep`"
@@ -216,13 +216,15 @@ def test_the_reports_read_the_figures_the_simulator_computes() -> None:
     assert computed["said"]["headline"]["id"]  # the records, for the report's other language
 
 
-def test_keep_writes_what_the_reports_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_keep_writes_the_default_trace_s_report_figures(
+    tmp_path: Path, figures: dict, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     kept = tmp_path / sim.REPORT_FIGURES.name
     monkeypatch.setattr(sim, "REPORT_FIGURES", kept)
+    monkeypatch.setattr(sim, "simulate", lambda seed=0: figures if seed == 0 else None)
     assert sim.main(["--keep"]) == 0
-    assert json.loads(kept.read_text(encoding="utf-8")) == grade.simulation()
+    written = json.loads(kept.read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(sim.report_figures(figures)))
     assert f"Wrote {kept}." in capsys.readouterr().err
 
 

@@ -15,9 +15,9 @@ from a seeded generator (nothing to download), in float32:
            -> RMSNorm -> lm_head [128, 256] -> logits -> greedy argmax
 
 One layer (`ModelConfig.num_layers`): a decode step is one launch of the candidate's kernel,
-which is most of the check's time under the interpreter; a second layer would launch it again on
-the same block tables, doubling that time and testing nothing more of the candidate's parts.
-(The prefix-caching check, whose attention is plain torch, runs two: `prefix_engine.MODEL`.)
+most of the check's time under the interpreter. A real engine launches it once a layer, on the
+same `block_tables` and `seq_lens`; so that a kernel which changes them in place still fails
+here, as it would in the next layer, the engine checks them after each launch (`Engine.decode`).
 
 Attention has 4 query heads and 2 kv heads of dim 32 (grouped-query attention: query head `h`
 reads kv head `h // 2`, as in exercises/README.md part 4). Positions enter through rotary embeddings
@@ -406,11 +406,21 @@ class Engine:
             device=device,
         )
         seq_lens = torch.tensor(lengths, dtype=torch.int32, device=device)
+        given = {"block_tables": (block_tables, block_tables.clone()),
+                 "seq_lens": (seq_lens, seq_lens.clone())}  # fmt: skip
 
         def attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
             self.write(layer, slots, k, v)
-            return self.decode_kernel(q, self.k_pools[layer], self.v_pools[layer], block_tables,
-                                      seq_lens)  # fmt: skip
+            out = self.decode_kernel(q, self.k_pools[layer], self.v_pools[layer], block_tables,
+                                     seq_lens)  # fmt: skip
+            for name, (passed, kept) in given.items():  # what every other layer would be given
+                if not torch.equal(passed, kept):
+                    raise stop(
+                        "paged_attention_decode changed its {argument} in place: an engine "
+                        "passes the same tensor to the kernel of every layer",
+                        argument=name,
+                    )
+            return out
 
         inputs = torch.tensor([self.tokens[req.request_id][-1] for req in reqs], device=device)
         logits = self.model.forward(inputs, positions, attend)

@@ -24,6 +24,7 @@ from grader.sandbox.process import (
     hung_keys,
 )
 from grader.sandbox.proxy import (
+    VALUE_DEPTH,
     Remote,
     RemoteError,
     Submission,
@@ -241,6 +242,25 @@ def test_a_malformed_batch_reply_fails_the_check_as_a_bad_reply(reply: dict) -> 
     box = Remote(submission, 1, "Box", [])
     with pytest.raises(BadReply):
         list(submission.batch([attribute(box, "items"), attribute(box, "pool")]))
+
+
+def nested(depth: int) -> list:
+    """`[1]` in `depth` lists more, each with a second item so that none is a plain list."""
+    value: list = [1]
+    for _ in range(depth):
+        value = [value, None]
+    return value
+
+
+@pytest.mark.parametrize("depth", [VALUE_DEPTH - 1, VALUE_DEPTH + 1, 400])
+def test_a_value_nested_past_the_limit_is_a_bad_reply_however_the_check_shows_it(depth) -> None:
+    submission = Submission(CannedSandbox({"ok": nested(depth)}), "candidate")
+    box = Remote(submission, 1, "Box", [])
+    if depth < VALUE_DEPTH:
+        assert box.items == nested(depth)
+    else:
+        with pytest.raises(BadReply, match=f"nested more than {VALUE_DEPTH} deep"):
+            box.items  # noqa: B018 (a read that returns the value)
 
 
 def test_a_kit_tool_runs_on_the_submission_modules_from_its_own_copy(probe, tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ that hands out ids, right (`GOOD`) or wrong (`BAD`).
 """
 
 import pytest
+import torch
 
 from grader.sandbox.proxy import RemoteError
 from grader.sandbox.transcript import (
@@ -173,8 +174,10 @@ def test_a_value_is_shown_as_where_it_came_from() -> None:
     [[[1] * 30, "x" * 300], None, [2]],
     [Shown(1, "a" * 200), [3]],
     [[1, 2], None],
+    [[1, 2], torch.ones(2), (3, "a\nb")],
+    [[block] for block in range(100)] + [torch.zeros(2)],
 ])  # fmt: skip
-def test_a_value_cut_to_a_comment_s_room_is_shown_as_the_whole_would_be(value: list) -> None:
+def test_a_value_cut_for_its_comment_is_shown_as_the_whole_would_be(value: list) -> None:
     transcript = Transcript("submission")
     cut = transcript.code(value, SHOWN_RESULT_CHARS)
     whole = transcript.code(value)
