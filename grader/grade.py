@@ -70,7 +70,8 @@ from grader.similarity import known
 from grader.ungraded import reason_of
 
 STUBS = KIT_ROOT / "exercises"
-REPORT_FIGURES = KIT_ROOT / "full_kit" / "report_figures.json"  # `full_kit.simulate`'s, kept
+# `full_kit.simulate.REPORT_FIGURES`, named here: the candidate kit has no `full_kit` to import.
+REPORT_FIGURES = KIT_ROOT / "full_kit" / "report_figures.json"
 SHADOWED = frozenset({"torch", "triton", "numpy", "kernels"})  # imported by the files or a script
 # A part's `regraded` check modules (`parts.toml`) reach the candidate's allocator through its
 # manager: they are graded again with the kit's allocator when the candidate's fails part 1 and

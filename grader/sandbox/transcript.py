@@ -7,6 +7,7 @@ the grader handed out are written as where they came from (`Shown`: `ids[0]`, no
 in the worker by their variable names (`Handle`), large tensors by their shape.
 """
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -169,9 +170,9 @@ class Transcript:
         self.counts[base] += 1
         return base if self.counts[base] == 1 else f"{base}{self.counts[base]}"
 
-    def code(self, value: Any, limit: int | None = None) -> str:
+    def code(self, value: Any, limit: float = math.inf) -> str:
         """`value` as Python source, or as a short description where the source would be huge.
-        Where `limit` is given, a list's items past about `limit` characters are left out
+        Where a `limit` is given, a list's items past about `limit` characters are left out
         ("..."), unread: a comment cut to `limit` (`one_line`) shows the same, and a tensor among
         them no longer asks the script for `import torch`, which none of its lines would use."""
         if isinstance(value, Shown):
@@ -198,12 +199,10 @@ class Transcript:
             return f"({self.subscript(value)}{',' if len(value) == 1 else ''})"
         return repr(value)
 
-    def listed(self, values: list, limit: int | None) -> str:
-        """The code of `values`, joined by ", ": where `limit` is given, those after the first
-        `limit` characters left out, for a "..." (the text then agrees with the whole on more
-        than its first `limit` characters)."""
-        if limit is None:
-            return ", ".join(self.code(item) for item in values)
+    def listed(self, values: list, limit: float) -> str:
+        """The code of `values`, joined by ", ": those after the first `limit` characters left
+        out, for a "..." (the text then agrees with the whole on more than its first `limit`
+        characters)."""
         shown, size = [], 0
         for item in values:
             if size > limit:
