@@ -141,6 +141,12 @@ def torch_ops_outside_kernels(arguments: list) -> Iterator[list[str]]:
     seen: list[str] = []
 
     class Recorder(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            """No: the recorder never runs under `torch.compile`, and torch's guard for it
+            imports `torch._dynamo` on a mode's first op (1.4 CPU-s a worker)."""
+            return False
+
         def __torch_dispatch__(self, op: Any, types: Any, args: tuple = (), kwargs: Any = None):
             kwargs = kwargs or {}
             name = f"{op.namespace}.{op.overloadpacket.__name__}"

@@ -51,6 +51,12 @@ def part_of(request: pytest.FixtureRequest) -> str:
     return request.node.get_closest_marker("part").args[0]
 
 
+def check_id(item: pytest.Item) -> str:
+    """A check's id in the report: its part's, then its name without `check_`
+    ("allocator/random_allocate_and_free")."""
+    return f"{item.get_closest_marker('part').args[0]}/{item.name.removeprefix('check_')}"
+
+
 @dataclass(kw_only=True)
 class WorkerFixtures:
     """The fixtures the checks use, and what they leave behind (a mixin of `GradingPlugin`)."""
@@ -159,13 +165,15 @@ class WorkerFixtures:
 
     @pytest.fixture
     def record_benchmark(self, request: pytest.FixtureRequest) -> RecordBenchmark:
-        """`record_benchmark(name, candidate_s, reference_s, ratio, limit)`, for the report."""
-        part = part_of(request)
+        """`record_benchmark(name, candidate_s, reference_s, ratio, limit)`, for the report,
+        with the part and the check that timed it."""
+        part, check = part_of(request), check_id(request.node)
 
         def record(name: str, candidate: float, reference: float, ratio: float, limit: float):
             self.benchmarks.append({
                 "name": name,
                 "part": part,
+                "check": check,
                 "candidate_seconds": candidate,
                 "reference_seconds": reference,
                 "ratio": round(ratio, 3),

@@ -36,7 +36,7 @@ from grader.said import Said, message_of, said
 from grader.sandbox.process import SubmissionFailure, described
 from grader.sandbox.proxy import RemoteError
 from grader.sandbox.transcript import Transcript
-from grader.scoring.fixtures import WorkerFixtures
+from grader.scoring.fixtures import WorkerFixtures, check_id
 from grader.scoring.profiles import SHRINK_SECONDS, hypothesis_settings
 from grader.scoring.progress import ProgressLines
 from grader.severity import SEVERITIES
@@ -113,11 +113,11 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
                 raise pytest.UsageError(f"{module}.py is not a check module of part {part_id!r}")
             if kind not in SEVERITIES:
                 raise pytest.UsageError(f"{item.nodeid}: severity {kind!r} is none of {SEVERITIES}")
-            check_id = f"{part_id}/{name}"
+            key = check_id(item)
             weighed = points.args[0] * self.severity_factors.get(kind, 1.0)
-            max_points = float(self.point_overrides.get(check_id, weighed))
-            item.stash[RESULT] = CheckResult(check_id, part_id, name, "error", 0, max_points, kind)
-            self.results[check_id] = item.stash[RESULT]
+            max_points = float(self.point_overrides.get(key, weighed))
+            item.stash[RESULT] = CheckResult(key, part_id, name, "error", 0, max_points, kind)
+            self.results[key] = item.stash[RESULT]
             self.expect(item.nodeid, item.stash[RESULT])
 
     # -- outcomes -------------------------------------------------------------------------------

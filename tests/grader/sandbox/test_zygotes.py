@@ -136,11 +136,16 @@ def zygotes() -> Iterator[Zygotes]:
 
 
 def worker(
-    zygotes: Zygotes, call_seconds: float = 600.0, answer_key: bool = False, **files: bytes
+    zygotes: Zygotes,
+    call_seconds: float = 600.0,
+    answer_key: bool = False,
+    serves_tool: bool = False,
+    **files: bytes,
 ) -> Sandbox:
     limits = Limits(memory_bytes=4 << 30, call_seconds=call_seconds, import_seconds=600.0)
     return Sandbox(files or {"probe.py": PROBE}, limits, CPU_PART, time.monotonic() + 1200,
-                   isolation.probe("auto"), zygotes=zygotes, answer_key=answer_key)  # fmt: skip
+                   isolation.probe("auto"), zygotes=zygotes, answer_key=answer_key,
+                   serves_tool=serves_tool)  # fmt: skip
 
 
 def probe(sandbox: Sandbox):
@@ -444,3 +449,15 @@ def test_only_a_worker_that_uses_torch_is_forked(zygotes):
     assert uses_torch({"manager.py": files["manager.py"]})
     others = ("allocator.py", "broken.py", "slow_to_parse.py")
     assert not uses_torch({name: files[name] for name in others})
+
+
+def test_a_worker_that_serves_a_kit_tool_is_forked_whatever_its_files(zygotes):
+    """A kit tool imports torch: a worker started to serve one (the engine checks') is forked
+    even where its files import no torch and its first request imports one of them (as the
+    prefix-caching check's does)."""
+    plain = PROBE.replace(b"import torch\n", b"")
+    served = worker(zygotes, serves_tool=True, **{"probe.py": plain})
+    try:
+        probe(served)
+    finally:
+        served.close()
