@@ -20,17 +20,19 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from grader import interrupt, seal_key
+from grader import ANSWER_KEY, interrupt, seal_key
 from grader.cli import parser
-from grader.intake import SubmissionRefused, read_submission
+from grader.intake import Intake, SubmissionRefused, read_submission
+from grader.parts import PARTS
 from grader.report.compare import ReportError, read
 from grader.report.i18n import profile_name, tr
 from grader.report.messages import text_in
 from grader.said import message_of, said
 from grader.sandbox import isolation
-from grader.sandbox.process import Limits
+from grader.sandbox.process import INTERPRETED, Limits, may_not_fork, surely_no_gpu
+from grader.sandbox.zygotes import CANDIDATE, SIDES, Zygotes
 from grader.scoring.profiles import PROFILES, Profile
-from grader.scoring.rubric import load_rubric
+from grader.scoring.rubric import Rubric, load_rubric
 from grader.text import clean
 
 # The grading process's own private memory (RLIMIT_DATA, soft: its workers set their own): an
@@ -81,6 +83,35 @@ def grade_submission(args: argparse.Namespace) -> int:
         why = text_in(args.lang, message_of(error))
         print(tr(args.lang, "grader_error", error=why), file=sys.stderr)
         return 2
+    zygotes = launch_zygotes(isolated, args)  # they import torch while this process does
+    try:
+        return graded_and_written(args, intake, out, isolated, rubric, key, zygotes)
+    finally:  # Ctrl-C, say, before the grading took them over
+        zygotes.close()
+
+
+def launch_zygotes(isolated: isolation.Isolation, args: argparse.Namespace) -> Zygotes:
+    """The grading's zygotes (`zygotes.py`), launched now where the grading will surely start
+    them (every part chosen, workers that may be forked, no GPU here), so that they import torch
+    while this process imports it: about a second sooner than the grading would ask for them."""
+    zygotes = Zygotes.borrowing(isolated, args.import_timeout)
+    if set(args.parts) == set(PARTS) and surely_no_gpu() and may_not_fork(INTERPRETED):
+        sides = SIDES if ANSWER_KEY.is_dir() else (CANDIDATE,)  # as `grade.fork_beside`
+        zygotes.launch((side, INTERPRETED) for side in sides)
+    return zygotes
+
+
+def graded_and_written(
+    args: argparse.Namespace,
+    intake: Intake,
+    out: Path,
+    isolated: isolation.Isolation,
+    rubric: Rubric,
+    key: bytes | None,
+    zygotes: Zygotes,
+) -> int:
+    """Grade `intake` with the options `args` gives, its workers forked from `zygotes`; write
+    its report into `out`, sealed with `key`, and print its summary: 0."""
     from grader.grade import Options, grade  # torch and pytest: grading only
     from grader.report.summary import print_summary
     from grader.report.writers import write_all
@@ -113,7 +144,7 @@ def grade_submission(args: argparse.Namespace) -> int:
     if not isolated.isolated:
         warning = text_in(args.lang, isolated.describe())
         print(tr(args.lang, "warning", message=warning), file=sys.stderr)
-    report = grade(intake, options)
+    report = grade(intake, options, zygotes)
     with interrupt.held():  # written whole and said so, or Ctrl-C came first and nothing is
         write_all(report, out, key)
         print_summary(report, out)

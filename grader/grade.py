@@ -51,6 +51,7 @@ from grader.sandbox import seccomp
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import (
     DID_NOT_RETURN,
+    INTERPRETED,
     NO_CUDA,
     Events,
     ImportFailed,
@@ -149,7 +150,7 @@ def device_environment(part: str | None = None) -> dict[str, str]:
     part and the engine check (`part` None) see the GPU; the other parts run on the CPU, under
     the address-space limit (`process.memory_rlimit`)."""
     if not torch.cuda.is_available():
-        return {"TRITON_INTERPRET": "1"}
+        return INTERPRETED
     return {} if part in ("kernel", None) else NO_CUDA
 
 
@@ -757,9 +758,10 @@ def known_code_flags(intake: Intake, errors: list[str]) -> list[dict]:
         return []
 
 
-def grade(intake: Intake, options: Options) -> dict:
+def grade(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> dict:
     """Grade `intake`; returns the report, for the caller to write (`writers.write_all`), each
-    message with its record beside it (`said.recorded`)."""
+    message with its record beside it (`said.recorded`). Its workers are forked from `zygotes`
+    (the caller's, launched early, which it closes) or from zygotes of its own."""
     started = time.time()
     budget = options.limits.submission_seconds or options.profile.budget_seconds
     options = replace(
@@ -771,7 +773,8 @@ def grade(intake: Intake, options: Options) -> dict:
     threads = ThreadPoolExecutor(
         2, thread_name_prefix="engine-check", initializer=interrupt.leave_to_the_main_thread
     )
-    zygotes = Zygotes.borrowing(options.isolation, options.limits.import_seconds)
+    if zygotes is None:
+        zygotes = Zygotes.borrowing(options.isolation, options.limits.import_seconds)
     engine_checks: list[EngineCheck] = []
     beside = None
     try:

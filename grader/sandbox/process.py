@@ -16,6 +16,7 @@ message. The failure repeats for the rest of the check; the next check starts a 
 """
 
 import contextlib
+import glob
 import json
 import math
 import os
@@ -201,6 +202,15 @@ def described(failure: SubmissionFailure) -> Said:
 
 
 NO_CUDA = {"CUDA_VISIBLE_DEVICES": ""}  # a worker's environment without the GPU
+INTERPRETED = {"TRITON_INTERPRET": "1"}  # every worker's where there is none: Triton's interpreter
+# The device files a GPU's driver makes (NVIDIA's, ROCm's, and WSL's), torch's way to the GPU.
+GPU_DEVICE_FILES = ("/dev/nvidia*", "/dev/kfd", "/dev/dxg")
+
+
+def surely_no_gpu() -> bool:
+    """Whether torch can find no GPU here, known without importing torch: no device file of a
+    GPU's driver. (Where there is one, only `torch.cuda.is_available()` says.)"""
+    return not any(glob.glob(pattern) for pattern in GPU_DEVICE_FILES)
 
 
 def uses_cuda(extra_env: dict[str, str]) -> bool:

@@ -333,12 +333,14 @@ class Zygote:
 
 class Zygotes:
     """A grading's zygotes, by side (`CANDIDATE` or `ANSWER_KEY`) and environment, each started
-    when a worker first asks for it; one that fails to start is not tried again. Those of
-    `WARM` that fit the grading are borrowed (`borrowing`), not started, and left running."""
+    when a worker first asks for it, or before (`launch`, `start`); one that fails to start is
+    not tried again. Those of `WARM` that fit the grading are borrowed (`borrowing`), not
+    started, and left running."""
 
     def __init__(self, isolated: Isolation, seconds: float) -> None:
         self.isolation, self.seconds = isolated, seconds
-        self.zygotes: dict[tuple, Zygote | None] = {}
+        self.zygotes: dict[tuple, Zygote | None] = {}  # ready, or failed (None)
+        self.launched: dict[tuple, Zygote] = {}  # started, not yet seen ready (`launch`)
         self.borrowed: set[tuple] = set()  # keys of `WARM`'s zygotes: its process closes them
         self.locks: dict[tuple, threading.Lock] = {}  # one a key: a start waits for its own side
         self.lock = threading.Lock()  # over `locks`
@@ -365,35 +367,63 @@ class Zygotes:
         borrowed there, none closed by it; one that failed is not tried again there either."""
         return self.borrowing(self.isolation, self.seconds, lender=self)
 
-    def start(self, wanted: Iterable[tuple[str, dict[str, str]]]) -> None:
-        """Start now, side by side, the zygotes of `wanted` (a side and a part's environment)
-        not started yet, so that a process forked next borrows them (`lent`); one that fails to
-        start is not tried again, as in `get`."""
+    def launch(self, wanted: Iterable[tuple[str, dict[str, str]]]) -> None:
+        """Start, side by side, the zygotes of `wanted` (a side and a part's environment) not
+        started yet, without waiting for them: `start`, or a worker's first `get`, waits."""
         if not self.isolation.isolated:
             return
-        starting: dict[tuple, Zygote] = {}
-        try:
-            for side, extra_env in wanted:
-                key = (side, environment_key(extra_env))
-                if key in self.zygotes or key in starting:
+        for side, extra_env in wanted:
+            key = (side, environment_key(extra_env))
+            with self.lock:
+                if key in self.zygotes or key in self.launched or self.closed:
                     continue
-                try:
-                    starting[key] = Zygote(self.isolation, extra_env, self.seconds, wait=False)
-                except Exception:
-                    with self.lock:
-                        self.zygotes[key] = None
-            for key, zygote in list(starting.items()):
-                try:
-                    zygote.pid = zygote.ready()
-                except Exception:
-                    zygote.close()
-                    zygote = None
-                with self.lock:
-                    self.zygotes[key] = zygote
-                del starting[key]
-        finally:  # Ctrl-C, say: none left running
-            for zygote in starting.values():
+            try:
+                zygote = Zygote(self.isolation, extra_env, self.seconds, wait=False)
+            except Exception:
+                zygote = None
+            with self.lock:
+                if zygote is None:
+                    self.zygotes[key] = None
+                else:
+                    self.launched[key] = zygote
+
+    def start(self, wanted: Iterable[tuple[str, dict[str, str]]]) -> None:
+        """Start now, side by side, the zygotes of `wanted` not started yet, and wait until each
+        launched one is ready, so that a process forked next borrows them (`lent`); one that
+        fails to start is not tried again, as in `get`."""
+        try:
+            self.launch(wanted)
+            for key in list(self.launched):
+                with self.lock_of(key):
+                    self.await_launched(key)
+        except BaseException:  # Ctrl-C, say: none left running
+            self.close()
+            raise
+
+    def lock_of(self, key: tuple) -> threading.Lock:
+        """The lock held while the zygote of `key` starts: a second start waits for it."""
+        with self.lock:
+            return self.locks.setdefault(key, threading.Lock())
+
+    def await_launched(self, key: tuple) -> None:
+        """The launched zygote of `key` (if any), among the ready ones once it says it is, else
+        among the failed. The caller holds `lock_of(key)`."""
+        with self.lock:
+            zygote = self.launched.pop(key, None)
+        if zygote is None:
+            return
+        try:
+            zygote.pid = zygote.ready()
+        except BaseException as error:
+            zygote.close()
+            zygote = None
+            if not isinstance(error, Exception):
+                raise
+        with self.lock:
+            if self.closed and zygote is not None:
                 zygote.close()
+                zygote = None
+            self.zygotes[key] = zygote
 
     def get(self, side: str, extra_env: dict[str, str]) -> Zygote | None:
         """The zygote of `side` for workers of `extra_env`, started on first use; None where
@@ -401,9 +431,8 @@ class Zygotes:
         if not self.isolation.isolated:
             return None
         key = (side, environment_key(extra_env))
-        with self.lock:
-            lock = self.locks.setdefault(key, threading.Lock())
-        with lock:
+        with self.lock_of(key):
+            self.await_launched(key)
             if key not in self.zygotes:
                 try:
                     made = Zygote(self.isolation, extra_env, self.seconds)
@@ -422,7 +451,8 @@ class Zygotes:
         with self.lock:
             self.closed = True
             zygotes = [zygote for key, zygote in self.zygotes.items() if key not in self.borrowed]
-            self.zygotes = {}
+            zygotes += self.launched.values()
+            self.zygotes, self.launched = {}, {}
         for zygote in zygotes:
             if zygote is not None:
                 zygote.close()

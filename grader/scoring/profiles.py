@@ -3,7 +3,7 @@
 Typical wall time of a whole grading (`python -m grader SUBMISSION`, every part, the engine check
 included) on a 2-core machine without a GPU (the kernel's GPU checks skipped), measured once
 each on idle cores, the parts split between two processes (`grader/beside.py`): the answer key
-takes 17 s with `quick` and 1 min 10 s with `full`; the stubs take 4 s. A slow submission takes
+takes 14 s with `quick` and 1 min 4 s with `full`; the stubs take 3 s. A slow submission takes
 longer (its timing rounds, its calls up to `--call-timeout`), as does one whose failures take
 long to shrink: each part's checks stop at its budget
 (`--part-timeout`), and the whole grading at the profile's (`budget_seconds`).

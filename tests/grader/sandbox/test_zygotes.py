@@ -22,6 +22,8 @@ from grader.sandbox import isolation, seccomp
 from grader.sandbox.process import CallTimedOut, Limits, Sandbox, WorkerCrashed
 from grader.sandbox.proxy import Submission
 from grader.sandbox.zygotes import (
+    ANSWER_KEY,
+    CANDIDATE,
     ForkedWorker,
     Zygote,
     ZygoteGone,
@@ -461,3 +463,26 @@ def test_a_worker_that_serves_a_kit_tool_is_forked_whatever_its_files(zygotes):
         probe(served)
     finally:
         served.close()
+
+
+def test_a_launched_zygote_serves_the_first_worker_and_one_never_used_is_stopped(zygotes):
+    """A zygote launched before it is needed (`Zygotes.launch`, as `python -m grader` does
+    while it imports torch) is the one a worker's first start waits for and is forked from, not
+    a second; one launched and never waited for is stopped with the others."""
+    key = (CANDIDATE, environment_key(CPU_PART))
+    zygotes.launch([(CANDIDATE, CPU_PART), (CANDIDATE, CPU_PART)])
+    launched = zygotes.launched[key]
+    assert list(zygotes.launched) == [key]
+    sandbox = worker(zygotes)
+    try:
+        probe(sandbox)
+        assert zygotes.zygotes == {key: launched}
+        assert zygotes.launched == {}
+    finally:
+        sandbox.close()
+    unused = Zygotes(zygotes.isolation, zygotes.seconds)
+    unused.launch([(ANSWER_KEY, CPU_PART)])
+    process = next(iter(unused.launched.values())).process
+    unused.close()
+    assert process.poll() is not None, "the zygote launched and never used still runs"
+    assert unused.launched == {}
