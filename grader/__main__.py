@@ -17,10 +17,11 @@ import gc
 import importlib
 import resource
 import sys
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from grader import ANSWER_KEY, interrupt, seal_key
+from grader import interrupt, seal_key
 from grader.cli import parser
 from grader.intake import Intake, SubmissionRefused, read_submission
 from grader.parts import PARTS
@@ -30,7 +31,7 @@ from grader.report.messages import text_in
 from grader.said import message_of, said
 from grader.sandbox import isolation
 from grader.sandbox.process import INTERPRETED, Limits, may_not_fork, surely_no_gpu
-from grader.sandbox.zygotes import CANDIDATE, SIDES, Zygotes
+from grader.sandbox.zygotes import Zygotes, grading_sides
 from grader.scoring.profiles import PROFILES, Profile
 from grader.scoring.rubric import Rubric, load_rubric
 from grader.text import clean
@@ -83,22 +84,21 @@ def grade_submission(args: argparse.Namespace) -> int:
         why = text_in(args.lang, message_of(error))
         print(tr(args.lang, "grader_error", error=why), file=sys.stderr)
         return 2
-    zygotes = launch_zygotes(isolated, args)  # they import torch while this process does
+    zygotes = Zygotes.borrowing(isolated, args.import_timeout)  # the grading's workers'
     try:
+        launch_early(zygotes, args.parts)  # they import torch while this process does
         return graded_and_written(args, intake, out, isolated, rubric, key, zygotes)
-    finally:  # Ctrl-C, say, before the grading took them over
+    finally:
         zygotes.close()
 
 
-def launch_zygotes(isolated: isolation.Isolation, args: argparse.Namespace) -> Zygotes:
-    """The grading's zygotes (`zygotes.py`), launched now where the grading will surely start
-    them (every part chosen, workers that may be forked, no GPU here), so that they import torch
-    while this process imports it: about a second sooner than the grading would ask for them."""
-    zygotes = Zygotes.borrowing(isolated, args.import_timeout)
-    if set(args.parts) == set(PARTS) and surely_no_gpu() and may_not_fork(INTERPRETED):
-        sides = SIDES if ANSWER_KEY.is_dir() else (CANDIDATE,)  # as `grade.fork_beside`
-        zygotes.launch((side, INTERPRETED) for side in sides)
-    return zygotes
+def launch_early(zygotes: Zygotes, parts: Iterable[str]) -> None:
+    """Launch now the zygotes (`zygotes.py`) that a grading of `parts` will surely start: where
+    every part is chosen, there is no GPU and workers may be forked, so that they import torch
+    while this process imports it, about a second sooner than the grading would ask for them.
+    A wrong guess (a GPU no device file shows) costs only their start: they stop unused."""
+    if set(parts) == set(PARTS) and surely_no_gpu() and may_not_fork(INTERPRETED):
+        zygotes.launch((side, INTERPRETED) for side in grading_sides())
 
 
 def graded_and_written(

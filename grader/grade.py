@@ -60,7 +60,7 @@ from grader.sandbox.process import (
     may_not_fork,
     uses_cuda,
 )
-from grader.sandbox.zygotes import CANDIDATE, SIDES, Zygotes
+from grader.sandbox.zygotes import SIDES, Zygotes, grading_sides
 from grader.scoring.batching import static_batching
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
@@ -244,7 +244,7 @@ def fork_beside(intake: Intake, options: Options, zygotes: Zygotes) -> Beside | 
     _, theirs = split_parts(options.parts, worker, here_only=on_cuda)
     if not theirs or sys.platform != "linux" or threading.active_count() > 1:
         return None
-    start_zygotes(zygotes, options.parts, SIDES if swaps else (CANDIDATE,))
+    start_zygotes(zygotes, options.parts, grading_sides())
 
     def grade_their_parts(stream: LineStream) -> dict:
         lent = zygotes.lent()
@@ -761,7 +761,7 @@ def known_code_flags(intake: Intake, errors: list[str]) -> list[dict]:
 def grade(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> dict:
     """Grade `intake`; returns the report, for the caller to write (`writers.write_all`), each
     message with its record beside it (`said.recorded`). Its workers are forked from `zygotes`
-    (the caller's, launched early, which it closes) or from zygotes of its own."""
+    (the caller's, who closes them) or from zygotes of its own."""
     started = time.time()
     budget = options.limits.submission_seconds or options.profile.budget_seconds
     options = replace(
@@ -773,7 +773,8 @@ def grade(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> d
     threads = ThreadPoolExecutor(
         2, thread_name_prefix="engine-check", initializer=interrupt.leave_to_the_main_thread
     )
-    if zygotes is None:
+    own = zygotes is None
+    if own:
         zygotes = Zygotes.borrowing(options.isolation, options.limits.import_seconds)
     engine_checks: list[EngineCheck] = []
     beside = None
@@ -793,7 +794,8 @@ def grade(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> d
         for check in engine_checks:
             check.sandboxes.stop()
         threads.shutdown()
-        zygotes.close()
+        if own:
+            zygotes.close()
 
 
 def graded(

@@ -131,7 +131,7 @@ def served(
     limits = replace(limits, call_seconds=max(limits.call_seconds, CALL_SECONDS))
     deadline = time.monotonic() + limits.part_seconds
     sandbox = Sandbox(
-        files, limits, worker_env, deadline, isolation, zygotes=zygotes, serves_tool=True
+        files, limits, worker_env, deadline, isolation, zygotes=zygotes, runs_tool=True
     )
     sandbox.submission_deadline = submission_deadline
     if sandboxes is not None:

@@ -287,7 +287,7 @@ class Sandbox:
         serves_kit: bool = False,
         zygotes: Zygotes | None = None,
         answer_key: bool = False,
-        serves_tool: bool = False,
+        runs_tool: bool = False,
     ) -> None:
         self.files = files
         self.limits = limits
@@ -317,7 +317,7 @@ class Sandbox:
             else None
         )  # fmt: skip
         self.serves_kit = serves_kit  # whether this is such a worker
-        self.serves_tool = serves_tool  # whether it starts to run a kit tool (`zygote`)
+        self.runs_tool = runs_tool  # whether it is started to run a kit tool (`zygote`)
         self.cancelled = False  # by `cancel`: no request is sent again
 
     def cancel(self) -> None:
@@ -392,11 +392,11 @@ class Sandbox:
         """The zygote this worker is forked from: its side's (the answer key's for the reference
         and the kit's worker), where the grading keeps zygotes, the worker may start no process
         (`may_not_fork`) and it uses torch: a file of its imports it (`zygotes.uses_torch`), or
-        it starts for a kit tool (`serves_tool`, or its `first` request) or a kernel's launch."""
+        it starts for a kit tool (`runs_tool`, or its `first` request) or a kernel's launch."""
         if self.zygotes is None or not may_not_fork(self.extra_env):
             return None
         requests = first.get("requests", [first]) if first else []
-        launches = self.serves_tool or any(
+        launches = self.runs_tool or any(
             request.get("op") in ("tool", "launch") for request in requests
         )
         if not launches and not uses_torch(self.files):

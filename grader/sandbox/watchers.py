@@ -8,6 +8,7 @@ verdict: `grader/kernel_rule.py`).
 """
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -143,9 +144,10 @@ def torch_ops_outside_kernels(arguments: list) -> Iterator[list[str]]:
     class Recorder(TorchDispatchMode):
         @classmethod
         def _should_skip_dynamo(cls) -> bool:
-            """No: the recorder never runs under `torch.compile`, and torch's guard for it
-            imports `torch._dynamo` on a mode's first op (1.4 CPU-s a worker)."""
-            return False
+            """Torch's guard that keeps `torch.compile` out of the recorder, only where Dynamo
+            is loaded (there it costs nothing): elsewhere nothing compiles, and the guard's
+            first use would import `torch._dynamo`, 1.4 CPU-s of every worker."""
+            return "torch._dynamo" in sys.modules
 
         def __torch_dispatch__(self, op: Any, types: Any, args: tuple = (), kwargs: Any = None):
             kwargs = kwargs or {}

@@ -50,6 +50,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from grader import ANSWER_KEY as ANSWER_KEY_FILES
 from grader.sandbox import isolation
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.launch import (
@@ -64,6 +65,14 @@ from grader.sandbox.launch import (
 WAIT_SECONDS = 10.0  # for a killed worker's status
 ANSWER_KEY, CANDIDATE = "answer key", "candidate"  # the two sides, each with its own zygotes
 SIDES = (CANDIDATE, ANSWER_KEY)
+
+
+def grading_sides() -> tuple[str, ...]:
+    """The sides a grading forks workers for: the answer key's too where the kit ships it (its
+    reference worker, and its kit's worker), else the candidate's alone."""
+    return SIDES if ANSWER_KEY_FILES.is_dir() else (CANDIDATE,)
+
+
 MESSAGE_BYTES = 1 << 16
 LOCK_POLL_SECONDS, MAX_LOCK_POLL_SECONDS = 0.001, 0.05  # between tries of a held lock
 
@@ -364,44 +373,54 @@ class Zygotes:
 
     def lent(self) -> "Zygotes":
         """These zygotes, for a grading process forked from this one (`grader/beside.py`): all
-        borrowed there, none closed by it; one that failed is not tried again there either."""
+        borrowed there (a launched one once it is ready), none closed by it; one that failed is
+        not tried again there either."""
+        self.await_all_launched()
         return self.borrowing(self.isolation, self.seconds, lender=self)
 
     def launch(self, wanted: Iterable[tuple[str, dict[str, str]]]) -> None:
         """Start, side by side, the zygotes of `wanted` (a side and a part's environment) not
-        started yet, without waiting for them: `start`, or a worker's first `get`, waits."""
+        started yet, without waiting for them: `start`, `lent` or a worker's first `get` waits.
+        Each under its key's lock, as `get` starts one."""
         if not self.isolation.isolated:
             return
         for side, extra_env in wanted:
             key = (side, environment_key(extra_env))
-            with self.lock:
-                if key in self.zygotes or key in self.launched or self.closed:
-                    continue
-            try:
-                zygote = Zygote(self.isolation, extra_env, self.seconds, wait=False)
-            except Exception:
-                zygote = None
-            with self.lock:
-                if zygote is None:
-                    self.zygotes[key] = None
-                else:
-                    self.launched[key] = zygote
+            with self.lock_of(key):
+                with self.lock:
+                    if key in self.zygotes or key in self.launched or self.closed:
+                        continue
+                try:
+                    zygote = Zygote(self.isolation, extra_env, self.seconds, wait=False)
+                except Exception:
+                    zygote = None
+                with self.lock:
+                    if self.closed and zygote is not None:
+                        zygote.close()
+                    elif zygote is None:
+                        self.zygotes[key] = None
+                    else:
+                        self.launched[key] = zygote
 
     def start(self, wanted: Iterable[tuple[str, dict[str, str]]]) -> None:
         """Start now, side by side, the zygotes of `wanted` not started yet, and wait until each
-        launched one is ready, so that a process forked next borrows them (`lent`); one that
-        fails to start is not tried again, as in `get`."""
+        launched one is ready; one that fails to start is not tried again, as in `get`."""
         try:
             self.launch(wanted)
-            for key in list(self.launched):
-                with self.lock_of(key):
-                    self.await_launched(key)
+            self.await_all_launched()
         except BaseException:  # Ctrl-C, say: none left running
             self.close()
             raise
 
+    def await_all_launched(self) -> None:
+        """Each launched zygote among the ready or the failed ones (`await_launched`)."""
+        for key in list(self.launched):
+            with self.lock_of(key):
+                self.await_launched(key)
+
     def lock_of(self, key: tuple) -> threading.Lock:
-        """The lock held while the zygote of `key` starts: a second start waits for it."""
+        """The lock held while the zygote of `key` is launched, started or waited for: a second
+        start waits for it."""
         with self.lock:
             return self.locks.setdefault(key, threading.Lock())
 

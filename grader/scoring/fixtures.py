@@ -51,10 +51,14 @@ def part_of(request: pytest.FixtureRequest) -> str:
     return request.node.get_closest_marker("part").args[0]
 
 
+def check_name(item: pytest.Item) -> str:
+    """A check's name: its function's without `check_` ("random_allocate_and_free")."""
+    return item.name.removeprefix("check_")
+
+
 def check_id(item: pytest.Item) -> str:
-    """A check's id in the report: its part's, then its name without `check_`
-    ("allocator/random_allocate_and_free")."""
-    return f"{item.get_closest_marker('part').args[0]}/{item.name.removeprefix('check_')}"
+    """A check's id in the report: its part's, then its name ("allocator/random_allocate_...")."""
+    return f"{item.get_closest_marker('part').args[0]}/{check_name(item)}"
 
 
 @dataclass(kw_only=True)

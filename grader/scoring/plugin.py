@@ -36,7 +36,7 @@ from grader.said import Said, message_of, said
 from grader.sandbox.process import SubmissionFailure, described
 from grader.sandbox.proxy import RemoteError
 from grader.sandbox.transcript import Transcript
-from grader.scoring.fixtures import WorkerFixtures, check_id
+from grader.scoring.fixtures import WorkerFixtures, check_id, check_name
 from grader.scoring.profiles import SHRINK_SECONDS, hypothesis_settings
 from grader.scoring.progress import ProgressLines
 from grader.severity import SEVERITIES
@@ -103,7 +103,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            name = item.name.removeprefix("check_")
+            name = check_name(item)
             part, points, severity = (item.get_closest_marker(marker)
                                       for marker in ("part", "points", "severity"))  # fmt: skip
             if part is None or points is None or severity is None:

@@ -153,6 +153,9 @@ def test_a_counterexample_fails_on_the_mutant_and_passes_on_the_answer_key(
     mutant: Mutant, replayed: dict[str, Future[list[Replayed]]]
 ) -> None:
     done = replayed[mutant.id].result()
-    assert done, f"{mutant.id} failed no check with a counterexample in part {mutant.part}"
+    assert done, (
+        f"{mutant.id} failed no check with a counterexample in part {mutant.part} (a timed one "
+        f"counts where its ratio was at least {CLEARED} times its limit)"
+    )
     problems = [problem for each in done for problem in each.problems()]
     assert not problems, "\n\n".join(problems)

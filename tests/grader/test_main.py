@@ -12,20 +12,21 @@ from pathlib import Path
 import pytest
 
 import grader.__main__ as grader_main
-from grader import ANSWER_KEY, interrupt
+from grader import interrupt
 from grader.__main__ import (
     GRADER_MEMORY_BYTES,
     check_report_folder,
-    launch_zygotes,
+    launch_early,
     main,
     with_shrinks,
 )
 from grader.cli import parser
 from grader.drive import command as drive_command
+from grader.parts import PARTS
 from grader.report.i18n import tr
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import INTERPRETED
-from grader.sandbox.zygotes import CANDIDATE, SIDES, Zygotes
+from grader.sandbox.zygotes import Zygotes, grading_sides
 from grader.scoring.profiles import PROFILES
 from tests.grader.report.english import english_words
 from tests.grading import EXERCISES
@@ -175,21 +176,25 @@ def test_the_grading_process_bounds_its_own_memory_and_keeps_a_lower_limit(befor
 
 
 @pytest.mark.parametrize(
-    ("parts", "gpu", "early"),
-    [(None, False, True), ("allocator,kernel", False, False), (None, True, False)],
-    ids=["every part, no GPU", "some parts", "a GPU's device file"],
+    ("parts", "gpu", "forks", "early"),
+    [
+        (tuple(PARTS), False, True, True),
+        (("allocator", "kernel"), False, True, False),
+        (tuple(PARTS), True, True, False),
+        (tuple(PARTS), False, False, False),
+    ],
+    ids=["every part, no GPU", "some parts", "a GPU's device file", "no worker forked"],
 )
 def test_zygotes_are_launched_early_only_where_the_grading_surely_starts_them(
-    monkeypatch: pytest.MonkeyPatch, parts: str | None, gpu: bool, early: bool
+    monkeypatch: pytest.MonkeyPatch, parts: tuple[str, ...], gpu: bool, forks: bool, early: bool
 ) -> None:
     """`python -m grader` launches its zygotes before it imports torch only where the grading
-    will start them: every part chosen and no GPU here (workers under Triton's interpreter);
-    otherwise the grading starts those its workers need, when they need them."""
+    will start them: every part chosen, no GPU here (workers under Triton's interpreter) and
+    workers that may be forked; otherwise the grading starts those it needs, when it needs
+    them."""
     wanted: list[tuple] = []
     monkeypatch.setattr(Zygotes, "launch", lambda _, pairs: wanted.extend(pairs))
     monkeypatch.setattr(grader_main, "surely_no_gpu", lambda: not gpu)
-    monkeypatch.setattr(grader_main, "may_not_fork", lambda _: True)
-    args = parser().parse_args(["exercises", *(["--parts", parts] if parts else [])])
-    launch_zygotes(Isolation("/usr/bin/bwrap"), args).close()
-    sides = SIDES if ANSWER_KEY.is_dir() else (CANDIDATE,)
-    assert wanted == ([(side, INTERPRETED) for side in sides] if early else [])
+    monkeypatch.setattr(grader_main, "may_not_fork", lambda _: forks)
+    launch_early(Zygotes(Isolation("/usr/bin/bwrap"), 60.0), parts)
+    assert wanted == ([(side, INTERPRETED) for side in grading_sides()] if early else [])

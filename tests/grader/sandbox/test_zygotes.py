@@ -141,13 +141,13 @@ def worker(
     zygotes: Zygotes,
     call_seconds: float = 600.0,
     answer_key: bool = False,
-    serves_tool: bool = False,
+    runs_tool: bool = False,
     **files: bytes,
 ) -> Sandbox:
     limits = Limits(memory_bytes=4 << 30, call_seconds=call_seconds, import_seconds=600.0)
     return Sandbox(files or {"probe.py": PROBE}, limits, CPU_PART, time.monotonic() + 1200,
                    isolation.probe("auto"), zygotes=zygotes, answer_key=answer_key,
-                   serves_tool=serves_tool)  # fmt: skip
+                   runs_tool=runs_tool)  # fmt: skip
 
 
 def probe(sandbox: Sandbox):
@@ -458,7 +458,7 @@ def test_a_worker_that_serves_a_kit_tool_is_forked_whatever_its_files(zygotes):
     even where its files import no torch and its first request imports one of them (as the
     prefix-caching check's does)."""
     plain = PROBE.replace(b"import torch\n", b"")
-    served = worker(zygotes, serves_tool=True, **{"probe.py": plain})
+    served = worker(zygotes, runs_tool=True, **{"probe.py": plain})
     try:
         probe(served)
     finally:
@@ -486,3 +486,16 @@ def test_a_launched_zygote_serves_the_first_worker_and_one_never_used_is_stopped
     unused.close()
     assert process.poll() is not None, "the zygote launched and never used still runs"
     assert unused.launched == {}
+
+
+def test_a_launched_zygote_is_lent_once_ready(zygotes):
+    """A process forked while a zygote is still starting (`grade.fork_beside`) borrows it: the
+    lending waits for it."""
+    key = (CANDIDATE, environment_key(CPU_PART))
+    zygotes.launch([(CANDIDATE, CPU_PART)])
+    launched = zygotes.launched[key]
+    lent = zygotes.lent()
+    assert lent.zygotes == {key: launched}
+    assert launched.pid > 0
+    lent.close()  # a borrower stops none of them
+    assert launched.process is not None
