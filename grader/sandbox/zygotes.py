@@ -65,16 +65,14 @@ from grader.sandbox.launch import (
 WAIT_SECONDS = 10.0  # for a killed worker's status
 ANSWER_KEY, CANDIDATE = "answer key", "candidate"  # the two sides, each with its own zygotes
 SIDES = (CANDIDATE, ANSWER_KEY)
+MESSAGE_BYTES = 1 << 16
+LOCK_POLL_SECONDS, MAX_LOCK_POLL_SECONDS = 0.001, 0.05  # between tries of a held lock
 
 
 def grading_sides() -> tuple[str, ...]:
     """The sides a grading forks workers for: the answer key's too where the kit ships it (its
     reference worker, and its kit's worker), else the candidate's alone."""
     return SIDES if ANSWER_KEY_FILES.is_dir() else (CANDIDATE,)
-
-
-MESSAGE_BYTES = 1 << 16
-LOCK_POLL_SECONDS, MAX_LOCK_POLL_SECONDS = 0.001, 0.05  # between tries of a held lock
 
 
 # A line that imports torch or Triton (or, now and then, a string that looks like one: then the

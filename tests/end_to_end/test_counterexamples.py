@@ -32,8 +32,8 @@ from tests.grading import SOLUTIONS, Edit, concurrently, grade_shared
 from tests.replay import ForkedRuns, Ran, assert_pastes_into_the_repl, kit
 
 KERNELS = {buggy.id: buggy for buggy in BUGGY}
-CLEARED = 1.5  # a timed counterexample's ratio over its limit in the grading, at least
 SCHEDULERS = {mutant.id: mutant for mutant in SCHEDULER_MUTANTS}
+CLEARED = 1.5  # a timed counterexample's ratio over its limit in the grading, at least
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ print(json.dumps({"seen": seen, "dynamo": "torch._dynamo" in sys.modules}))
 
 
 def test_the_recorder_names_what_torch_computes_and_imports_no_dynamo() -> None:
-    """The recorder names the bmm, not the allocation, and asks torch for no Dynamo guard (it
-    never runs under `torch.compile`): the guard's first use imports `torch._dynamo`, about
-    1.4 CPU-s of every worker that launches a kernel."""
+    """The recorder names the bmm, not the allocation, and asks torch for no Dynamo guard where
+    Dynamo is not loaded (nothing compiles then): the guard's first use imports `torch._dynamo`,
+    about 1.4 CPU-s of every worker that launches a kernel."""
     done = subprocess.run(
         [sys.executable, "-c", WATCHED_BMM], cwd=KIT_ROOT, capture_output=True, text=True
     )

@@ -453,16 +453,16 @@ def test_only_a_worker_that_uses_torch_is_forked(zygotes):
     assert not uses_torch({name: files[name] for name in others})
 
 
-def test_a_worker_that_serves_a_kit_tool_is_forked_whatever_its_files(zygotes):
-    """A kit tool imports torch: a worker started to serve one (the engine checks') is forked
+def test_a_worker_that_runs_a_kit_tool_is_forked_whatever_its_files(zygotes):
+    """A kit tool imports torch: a worker started to run one (the engine checks') is forked
     even where its files import no torch and its first request imports one of them (as the
     prefix-caching check's does)."""
     plain = PROBE.replace(b"import torch\n", b"")
-    served = worker(zygotes, runs_tool=True, **{"probe.py": plain})
+    runner = worker(zygotes, runs_tool=True, **{"probe.py": plain})
     try:
-        probe(served)
+        probe(runner)
     finally:
-        served.close()
+        runner.close()
 
 
 def test_a_launched_zygote_serves_the_first_worker_and_one_never_used_is_stopped(zygotes):
