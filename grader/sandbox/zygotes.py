@@ -208,10 +208,8 @@ class Zygote:
     may use it too: each request is sent and answered under a lock on a file that has no name
     (no worker can open it), and each worker's folder and request id is drawn at random."""
 
-    def __init__(
-        self, isolated: Isolation, extra_env: dict[str, str], seconds: float, wait: bool = True
-    ) -> None:
-        """Start the zygote and, if `wait`, wait until it is `ready` (else the caller does)."""
+    def __init__(self, isolated: Isolation, extra_env: dict[str, str], seconds: float) -> None:
+        """Start the zygote; the caller waits until it is `ready`, whose pid it keeps."""
         self.lock = threading.Lock()  # one request at a time: the engine checks run in threads
         # One request at a time across the processes that use it (`locked`).
         self.lock_file = tempfile.TemporaryFile(prefix="grader-zygote-lock-")  # noqa: SIM115
@@ -252,7 +250,7 @@ class Zygote:
             raise ZygoteGone(f"the zygote did not start: {error}") from error
         finally:
             inside.close()
-        self.pid = self.ready() if wait else 0
+        self.pid = 0  # until `ready` says (`Zygotes.await_launched`)
 
     def ready(self) -> int:
         """The zygote's pid on this machine, once it says it is ready (else `ZygoteGone`)."""
@@ -379,7 +377,7 @@ class Zygotes:
     def launch(self, wanted: Iterable[tuple[str, dict[str, str]]]) -> None:
         """Start, side by side, the zygotes of `wanted` (a side and a part's environment) not
         started yet, without waiting for them: `start`, `lent` or a worker's first `get` waits.
-        Each under its key's lock, as `get` starts one."""
+        Each under its key's lock, so that no two start for one key."""
         if not self.isolation.isolated:
             return
         for side, extra_env in wanted:
@@ -389,7 +387,7 @@ class Zygotes:
                     if key in self.zygotes or key in self.launched or self.closed:
                         continue
                 try:
-                    zygote = Zygote(self.isolation, extra_env, self.seconds, wait=False)
+                    zygote = Zygote(self.isolation, extra_env, self.seconds)
                 except Exception:
                     zygote = None
                 with self.lock:
@@ -448,19 +446,10 @@ class Zygotes:
         if not self.isolation.isolated:
             return None
         key = (side, environment_key(extra_env))
+        self.launch([(side, extra_env)])  # unless it was launched or tried before
         with self.lock_of(key):
             self.await_launched(key)
-            if key not in self.zygotes:
-                try:
-                    made = Zygote(self.isolation, extra_env, self.seconds)
-                except Exception:  # the workers start afresh
-                    made = None
-                with self.lock:
-                    if self.closed and made is not None:
-                        made.close()
-                        made = None
-                    self.zygotes[key] = made
-            zygote = self.zygotes[key]
+            zygote = self.zygotes.get(key)  # none once closed
         return None if zygote is None or zygote.broken else zygote
 
     def close(self) -> None:
