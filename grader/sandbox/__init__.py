@@ -8,7 +8,8 @@
   candidate's workers and one for the answer key's.
 - `wire.py`: the codec both sides share (JSON, tensors as raw bytes; never a pickle).
 - `worker.py`: the worker itself, the one process that imports a submission; it loads the
-  kernel's watchers (`watchers.py`) and the timed workloads (`workloads.py`) beside it.
+  kernel's watchers (`watchers.py`), the interpreter's speed-up (`interpreter.py`) and the timed
+  workloads (`workloads.py`) beside it.
 - `proxy.py`: candidate objects as local-looking proxies for the checks.
 - `transcript.py`: the calls made through them, as the script that becomes a counterexample.
 """

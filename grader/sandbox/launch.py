@@ -13,7 +13,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 WORKER_FILES = tuple(  # copied beside it
     HERE / f"{name}.py"
-    for name in ("worker", "wire", "seccomp", "kit_server", "watchers", "workloads")
+    for name in ("worker", "wire", "seccomp", "kit_server", "watchers", "interpreter", "workloads")
 )
 # The kit's modules a part runs a candidate's code on, as the candidate's worker gets them:
 # stand-ins whose objects the kit's worker serves (`kit_server.py`).

@@ -32,8 +32,9 @@ values, that one's error or null]`; a request of the batch may take what an earl
 as its object (`"handle": {"$earlier": index}`).
 
 This file runs in the untrusted process and imports nothing from the kit by name: the codec
-(`wire.py`), the watchers (`watchers.py`) and the workloads (`workloads.py`) are loaded from the
-copies beside it. The grading process never imports this file.
+(`wire.py`), the watchers (`watchers.py`), the interpreter's speed-up (`interpreter.py`) and the
+workloads (`workloads.py`) are loaded from the copies beside it. The grading process never
+imports this file.
 Nothing this process says is evidence: the grader checks every value it is sent, and what it
 reports of itself (Triton launches, torch ops in the kernel's wrapper) only guides honest
 candidates.
@@ -66,6 +67,7 @@ def load_sibling(name: str) -> Any:
 
 wire = load_sibling("wire")
 watchers = load_sibling("watchers")
+interpreter = load_sibling("interpreter")
 workloads = load_sibling("workloads")
 
 
@@ -172,6 +174,7 @@ class Worker:
                 importlib.import_module(f"{PACKAGE}.{name}") for name in request.get("modules", ())
             ]
             function = getattr(self.tool(request["tool"]), request["name"])
+            interpreter.speed_up()  # where the modules loaded Triton's interpreter
             if not request.get("count_launches"):
                 return self.encode(function(*modules, *args, **kwargs))
             with (
@@ -185,6 +188,7 @@ class Worker:
             args = [on_kernel_device(arg) for arg in args]
             kwargs = {key: on_kernel_device(arg) for key, arg in kwargs.items()}
             poison_allocator_like(args[0])
+            interpreter.speed_up()
             with (
                 watchers.count_kernel_launches() as launches,
                 watchers.torch_ops_outside_kernels(args) as ops,
