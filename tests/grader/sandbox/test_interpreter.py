@@ -18,7 +18,6 @@ import hashlib, json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
 import torch, triton, triton.language as tl
 from triton.runtime import interpreter
-from solutions.paged_attention import paged_attention_decode
 from grader.sandbox.interpreter import speed_up
 
 @triton.jit
@@ -32,6 +31,29 @@ def block_sums(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
         offsets = start + tl.arange(0, BLOCK)
         total += halve(tl.sum(tl.load(x_ptr + offsets, mask=offsets < n, other=0.0), axis=0))
     tl.store(out_ptr + tl.program_id(0), total)
+
+@triton.jit
+def attend(out_ptr, q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, scale, group, heads, tables,
+           BLOCK: tl.constexpr, DIM: tl.constexpr):
+    # One head of one sequence: softmax(q . K^T * scale) @ V over the blocks its table names.
+    seq, head = tl.program_id(0), tl.program_id(1)
+    dims, slots = tl.arange(0, DIM), tl.arange(0, BLOCK)
+    q = tl.load(q_ptr + (seq * heads + head) * DIM + dims).to(tl.float32)
+    length = tl.load(lens_ptr + seq)
+    m, l, acc = float("-inf"), 0.0, tl.zeros([DIM], dtype=tl.float32)
+    for j in range(tl.cdiv(length, BLOCK)):
+        block = tl.load(table_ptr + seq * tables + j)
+        rows = ((block * BLOCK + slots) * (heads // group) + head // group) * DIM
+        mask = j * BLOCK + slots < length
+        k = tl.load(k_ptr + rows[:, None] + dims[None, :], mask=mask[:, None], other=0.0)
+        scores = tl.where(mask, tl.sum(k.to(tl.float32) * q[None, :], axis=1) * scale, -1e30)
+        m_new = tl.maximum(tl.max(scores, axis=0), m)
+        p, alpha = tl.exp(scores - m_new), tl.exp(m - m_new)
+        v = tl.load(v_ptr + rows[:, None] + dims[None, :], mask=mask[:, None], other=0.0)
+        acc = acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), axis=0)
+        l, m = l * alpha + tl.sum(p, axis=0), m_new
+    out = acc / tl.where(l > 0, l, 1.0)
+    tl.store(out_ptr + (seq * heads + head) * DIM + dims, out.to(out_ptr.dtype.element_ty))
 
 @triton.jit
 def fails(x_ptr):
@@ -51,15 +73,24 @@ def patches_of(n):
 
 digest = hashlib.sha256()
 torch.manual_seed(0)
-for dtype, heads, kv_heads, head_dim, lengths in [
-    (torch.float32, 6, 2, 20, [1, 37, 0, 64]), (torch.float16, 4, 4, 16, [5, 16]),
-    (torch.bfloat16, 7, 1, 32, [33]),
+for dtype, heads, group, lengths in [
+    (torch.float32, 6, 3, [1, 37, 0, 64]), (torch.float16, 4, 1, [5, 16]),
+    (torch.bfloat16, 7, 7, [33]),
 ]:
-    q = torch.randn(len(lengths), heads, head_dim, dtype=dtype)
-    k, v = (torch.randn(24, 16, kv_heads, head_dim, dtype=dtype) for _ in range(2))
+    q = torch.randn(len(lengths), heads, 16, dtype=dtype)
+    k, v = (torch.randn(24, 16, heads // group, 16, dtype=dtype) for _ in range(2))
     tables = torch.randperm(24, dtype=torch.int32)[: len(lengths) * 4].view(len(lengths), 4)
-    seq_lens = torch.tensor(lengths, dtype=torch.int32)
-    digest.update(paged_attention_decode(q, k, v, tables, seq_lens).view(torch.uint8).numpy())
+    out = torch.empty_like(q)
+    attend[(len(lengths), heads)](out, q, k, v, tables, torch.tensor(lengths, dtype=torch.int32),
+                                  0.25, group, heads, 4, BLOCK=16, DIM=16)
+    for s, length in enumerate(lengths):  # the same attention, by torch
+        rows = torch.arange(length)
+        blocks = tables[s].long()[rows // 16] * 16 + rows % 16
+        keys, values = (t.flatten(0, 1)[blocks].float().repeat_interleave(group, 1) for t in (k, v))
+        weights = torch.softmax((keys * q[s].float()).sum(-1) * 0.25, dim=0)
+        expected = (weights[..., None] * values).sum(0) if length else torch.zeros(heads, 16)
+        assert torch.allclose(out[s].float(), expected, atol=1e-2), (dtype, s)
+    digest.update(out.view(torch.uint8).numpy())
 try:
     fails[(1,)](torch.zeros(4))
 except Exception as error:
@@ -83,7 +114,7 @@ def launched(mode: str) -> dict:
 
 
 def test_a_sped_up_interpreter_computes_the_same_values_and_patches_once_a_launch() -> None:
-    """The answer key's kernel gives the same bytes (float32, float16, bfloat16, GQA groups of
+    """A paged-attention kernel gives the same bytes (float32, float16, bfloat16, GQA groups of
     3, 1 and 7, an empty sequence), a failing launch raises as before, and a launch patches
     `triton.language` as often whether its kernel calls device functions 2 times or 20 (Triton
     alone patches again at each call), leaving nothing patched after it (Triton alone leaves
