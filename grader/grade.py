@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -45,7 +45,7 @@ from grader import ANSWER_KEY, KIT_ROOT, file_rule, interrupt, kernel_rule, prov
 from grader.beside import EXIT_SECONDS, Beside, LineStream
 from grader.intake import Intake
 from grader.integration import run_integration, run_prefix_integration
-from grader.parts import ENGINE_PARTS, PARTS, SUBMISSION_FILES
+from grader.parts import ENGINE_PARTS, PARTS
 from grader.said import recorded, said
 from grader.sandbox import seccomp
 from grader.sandbox.isolation import Isolation
@@ -183,44 +183,23 @@ def run_checks(
 
 
 def split_parts(
-    parts: tuple[str, ...],
-    worker: Callable[[str], Hashable] | None = None,
-    here_only: Iterable[str] = (),
+    parts: tuple[str, ...], here_only: Iterable[str] = ()
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """`parts` in two groups, each in the order given: this process's and the process beside's
-    (empty where nothing is left for it). Parts whose checks run in the same candidate's worker
-    (`worker`: by default `worker_of` a whole submission, with the answer key) stay together,
-    so that the worker carries from one to the next what it carries in one process (its
-    modules' state, the calls that hung); those of `here_only` stay here. The rest go dearest
-    first (`Part.cost`), each to the cheaper group; this process, which runs the engine checks
-    too, keeps the cheaper one."""
-    worker = worker or functools.partial(worker_of, files=SUBMISSION_FILES, swaps=True)
-    units: dict[Hashable, list[str]] = {}
-    for part in parts:
-        units.setdefault(worker(part), []).append(part)
+    (empty where nothing is left for it). Each part runs in workers of its own
+    (`WorkerFixtures.worker`), so any split grades alike: those of `here_only` stay here, and the
+    rest go dearest first (`Part.cost`), each to the cheaper group; this process, which runs the
+    engine checks too, keeps the cheaper one."""
     here_only = set(here_only)
-    pinned = [unit for unit in units.values() if here_only.intersection(unit)]
-    groups: tuple[list[str], list[str]] = ([part for unit in pinned for part in unit], [])
-    for unit in sorted(units.values(), key=lambda unit: -cost(unit)):
-        if unit not in pinned:
-            min(groups, key=cost).extend(unit)
+    pinned = [part for part in parts if part in here_only]
+    groups: tuple[list[str], list[str]] = (list(pinned), [])
+    for part in sorted(parts, key=lambda part: -PARTS[part].cost):
+        if part not in pinned:
+            min(groups, key=cost).append(part)
     mine, theirs = groups if pinned else sorted(groups, key=cost)
     if not mine:
         mine, theirs = theirs, mine
     return tuple(p for p in parts if p in mine), tuple(p for p in parts if p in theirs)
-
-
-def worker_of(part: str, files: Iterable[str], swaps: bool) -> tuple[str, ...]:
-    """What the candidate's worker that `part`'s checks run in holds (`WorkerFixtures.files_for`)
-    of a submission of `files`: its own files where it is graded `alone`; the files, with
-    stand-ins for those it builds on, where it has some and the kit `swaps` them in (it ships
-    the answer key); else all the files, as the other parts' worker does."""
-    names = sorted(files)
-    if PARTS[part].alone:
-        return tuple(name for name in names if name in PARTS[part].files)
-    if swaps and PARTS[part].swapped:
-        return (*names, "with stand-ins for", *PARTS[part].swapped)
-    return tuple(names)
 
 
 def cost(parts: Iterable[str]) -> float:
@@ -234,14 +213,8 @@ def fork_beside(intake: Intake, options: Options, zygotes: Zygotes) -> Beside | 
     borrow. None, the parts all graded here, where nothing is left for it, where the system is
     not Linux (a fork's death signal), where this process runs a thread of Python's (a fork
     copies only the thread that makes it), or where the fork fails."""
-    environments = {part: device_environment(part) for part in options.parts}
-    swaps = ANSWER_KEY.is_dir()  # the full kit: it swaps its own files in (`answer_key_files`)
-
-    def worker(part: str) -> tuple:
-        return worker_of(part, intake.files, swaps), tuple(sorted(environments[part].items()))
-
-    on_cuda = [part for part, env in environments.items() if uses_cuda(env)]
-    _, theirs = split_parts(options.parts, worker, here_only=on_cuda)
+    on_cuda = [part for part in options.parts if uses_cuda(device_environment(part))]
+    _, theirs = split_parts(options.parts, here_only=on_cuda)
     if not theirs or sys.platform != "linux" or threading.active_count() > 1:
         return None
     start_zygotes(zygotes, options.parts, grading_sides())

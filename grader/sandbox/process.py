@@ -268,12 +268,11 @@ def batched(message: dict) -> list[dict]:
 class Sandbox:
     """A worker: lazily started, restarted after a crash, stopped by `close()`; its `part_deadline`
     is the budget of the part it now serves. A request that did not return in time is not waited
-    for again: the grading's later requests of its kind (`hung_keys`, `hang_key`; a batch that
-    holds one is refused too) to this worker fail at once,
-    in every part it serves, and once `HANGS_PER_PART` requests of a part did not return in time,
-    all its others do (unless `remembers_hangs` is off: the answer key's). Where its files
-    hold stand-ins of the kit's modules, the kit's worker that serves them (`kit`) starts and stops
-    with it."""
+    for again: later requests of its kind (`hung_keys`, `hang_key`; a batch that holds one is
+    refused too) to this worker fail at once, and once `HANGS_PER_PART` requests of a part did not
+    return in time, all its others do (unless `remembers_hangs` is off: the answer key's). Where
+    its files hold stand-ins of the kit's modules, the kit's worker that serves them (`kit`)
+    starts and stops with it."""
 
     def __init__(
         self,

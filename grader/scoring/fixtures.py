@@ -5,17 +5,17 @@ of its own, for timing and for comparing traces (the check is skipped where the 
 shipped); `profile` the grading profile; `record_benchmark` a timing and `record_section` any
 other JSON data, for the report.
 
-A worker costs a second of CPU to start (it imports torch), a check often less to run: a
-grading starts one candidate's worker and one reference worker per set of files and environment
-(`worker`), and the checks of every part that runs those files there share it. On a CPU, parts
-1, 2, 3, 4 and 6 share one candidate's worker, which imports each module once: what a candidate's
-code keeps in module-level state lives on from part to part, as it does from check to check. Each
-check starts with an empty transcript, and with a fresh worker where the previous check left it
-crashed or timed out. Each part has its own wall-clock budget (`Limits.part_seconds`), counted
-from its first check that asks for a worker, within the submission's (`submission_deadline`),
-and its own count of calls that did not return in time (`Sandbox.part_hangs`). An integrity
-event is the part's whose check's request brought it: an event of a module's import comes once,
-in the first part that imports it.
+Each part has a candidate's worker of its own (`worker`), forked from a zygote in a fiftieth of
+a second where it imports torch (`zygotes.py`): what a candidate's code keeps in module-level
+state lives on from check to check of a part, never from one part to another, so a part grades
+the same whichever parts ran before it, and in whichever of the grading's two processes
+(`grade.split_parts`). The answer key's reference worker, which keeps no state, is shared by the
+parts that run the same files. Each check starts with an empty transcript, and with a fresh
+worker where the previous check left it crashed or timed out. Each part has its own wall-clock
+budget (`Limits.part_seconds`), counted from its first check that asks for a worker, within the
+submission's (`submission_deadline`), and its own calls that did not return in time
+(`Sandbox.hung`, `Sandbox.part_hangs`). An integrity event is the part's whose check's request
+brought it.
 
 A part built on other parts (its `swapped` files in `grader/parts.toml`) is scored apart from
 them, on the answer key's modules for those parts, where the kit ships it. The answer key never
@@ -43,7 +43,7 @@ from grader.sandbox.zygotes import Zygotes
 from grader.scoring.profiles import Profile
 from grader.scoring.timing import RecordBenchmark, implausible
 
-Workers = dict[tuple, Submission]  # by role, package, files and environment (`worker`)
+Workers = dict[tuple, Submission]  # by role, part (the candidate's), package, files, environment
 
 
 def part_of(request: pytest.FixtureRequest) -> str:
@@ -111,10 +111,12 @@ class WorkerFixtures:
         self, workers: Workers, role: str, part: str, files: dict[str, bytes], package: str
     ) -> Submission:
         """The `role` worker ("candidate" or "reference") that runs `files` as `package` in
-        `part`'s environment, started on its first request, now within `part`'s budget."""
+        `part`'s environment, started on its first request, now within `part`'s budget: the
+        candidate's, `part`'s own; the reference, shared by the parts that run the same files."""
         env = self.worker_env[part]
         deadline = self.deadlines.setdefault(part, time.monotonic() + self.limits.part_seconds)
-        key = (role, package, tuple(sorted(files.items())), tuple(sorted(env.items())))
+        own = part if role == "candidate" else None  # the answer key's, stateless, is shared
+        key = (role, own, package, tuple(sorted(files.items())), tuple(sorted(env.items())))
         if key not in workers:
             kit = self.kit_files(part) if role == "candidate" else {}
             sandbox = Sandbox(files, self.limits, env, deadline, self.isolation,

@@ -188,12 +188,13 @@ def search(files: dict[str, bytes], kit_files: dict[str, bytes], found) -> list[
 
 
 def candidate_workers() -> dict[str, tuple[dict, dict, set[bool]]]:
-    """Each distinct candidate's worker of a grading, by the parts it serves: its files, those of
-    the kit's worker that serves it, and whether each of those parts must have a kit's worker
-    (it swaps files for the kit's, `parts.toml`'s `swapped`, or is graded again on the kit's
-    allocator). Parts 1, 2, 3 and 6 share one (the candidate's files alone), part 4 has its own
-    (`paged_attention.py` alone), part 5 too (the stand-ins of the allocator and the manager),
-    and so has the second grading of the parts built on the allocator (its stand-in)."""
+    """Each distinct kind of candidate's worker of a grading, by the parts whose workers are of
+    that kind: its files, those of the kit's worker that serves it, and whether each of those
+    parts must have a kit's worker (it swaps files for the kit's, `parts.toml`'s `swapped`, or is
+    graded again on the kit's allocator). The workers of parts 1, 2, 3 and 6 hold the same (the
+    candidate's files alone), part 4's its own (`paged_attention.py` alone), part 5's another
+    (the stand-ins of the allocator and the manager), and so does the second grading of the
+    parts built on the allocator (its stand-in)."""
     distinct: dict[tuple, list[tuple[str, bool]]] = {}
     for swapped, parts in (((), list(PARTS)), ((KIT_ALLOCATOR,), PARTS_REGRADED)):
         plugin = fixtures(swapped)
