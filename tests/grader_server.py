@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader.scoring.profiles import PROFILES
 from tests.fork_server import exit_status
 
 if TYPE_CHECKING:
@@ -54,7 +55,9 @@ GRADING_IMPORTS = (
     "grader.report.writers",
 )
 PEER_CREDENTIALS = (socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))  # pid, uid, gid
-CLI_TIMEOUT = 300  # seconds, a safety net for one grading (and for the server's start)
+# Seconds, a safety net for one grading (and for the server's start): past the quick profile's
+# budget, where a grading stops itself, by as much again for its start and its report.
+CLI_TIMEOUT = 2 * PROFILES["quick"].budget_seconds
 
 
 class GraderServer:

@@ -19,8 +19,11 @@ Each round runs every measured call once, one after the other (the reference, ot
 then the candidate), interleaved so that drift (frequency scaling, caches) hits all alike;
 pytest-benchmark drives the rounds. The least CPU time of each over the rounds is kept, the
 least disturbed one. A verdict that fails is confirmed before it stands: the rounds are run
-again and each call keeps its least time over both (`time_confirmed`). The report's timing
-table shows these very CPU times.
+again and each call keeps its least time over both (`time_confirmed`). Where a round costs more
+than `ROUND_SECONDS` of CPU, a measurement runs only as many rounds as that pays for, never
+fewer than `MIN_ROUNDS` (`affordable`): the reference's rounds cost hundredths of a second, so
+only a candidate many times slower gets there, and calls that long vary little from round to
+round. The report's timing table shows these very CPU times.
 
 Every timing check ends in the same verdict (`judge_ratio`): its benchmark recorded for the report
 whatever the outcome, then a candidate implausibly faster than the reference flagged and not
@@ -38,6 +41,11 @@ from grader.sandbox.process import CPU_TIME_READABLE, Sandbox
 # A candidate this much faster than the reference is flagged for review and not rewarded: the
 # reference is no straw man, and the timed loop runs in the candidate's own process.
 IMPLAUSIBLE_SPEEDUP = 10.0
+
+# A measurement's CPU budget, on average per round of the profile's, and the fewest rounds it
+# runs however slow they are (`affordable`).
+ROUND_SECONDS = 1.0
+MIN_ROUNDS = 3
 
 # `record_benchmark(name, candidate_seconds, reference_seconds, ratio, limit)`: the fixture that
 # puts a timing in the report (`grader.scoring.fixtures`).
@@ -130,13 +138,22 @@ def least(rounds: list[dict[str, float]]) -> dict[str, float]:
     return {name: min(seconds[name] for seconds in rounds) for name in rounds[0]}
 
 
+def affordable(rounds: int, round_seconds: float) -> int:
+    """How many of `rounds` a measurement runs when a round costs `round_seconds` of CPU: all of
+    them where that is within `ROUND_SECONDS`, else as many as `rounds * ROUND_SECONDS` pays for,
+    but at least `MIN_ROUNDS` (and never more than `rounds`)."""
+    paid_for = int(rounds * ROUND_SECONDS / round_seconds) if round_seconds > 0 else rounds
+    return min(rounds, max(MIN_ROUNDS, paid_for))
+
+
 def time_interleaved(benchmark: Any, calls: dict[str, Timed], rounds: int) -> dict[str, float]:
-    """The least CPU seconds per call of each of `calls`, over `rounds` interleaved rounds
-    (after one warm-up round) that pytest-benchmark drives."""
+    """The least CPU seconds per call of each of `calls`, over the `affordable` part of `rounds`
+    interleaved rounds that pytest-benchmark drives, after one warm-up round, which prices them."""
+    warm_up = one_round(fresh(calls))
     measured: list[dict[str, float]] = []
-    fresh(calls)
-    benchmark.pedantic(lambda: measured.append(one_round(calls)), rounds=rounds, warmup_rounds=1)
-    return least(measured[1:])  # [0]: the warm-up
+    rounds = affordable(rounds, sum(warm_up.values()))
+    benchmark.pedantic(lambda: measured.append(one_round(calls)), rounds=rounds, warmup_rounds=0)
+    return least(measured)
 
 
 def time_confirmed(
@@ -145,12 +162,14 @@ def time_confirmed(
     rounds: int,
     fails: Callable[[dict[str, float]], bool],
 ) -> dict[str, float]:
-    """`time_interleaved`; where its figures `fails` the check, the rounds once more and each
-    call's least time over both: a failing verdict stands only if it is measured twice."""
+    """`time_interleaved`; where its figures `fails` the check, the rounds once more (those
+    `affordable`) and each call's least time over both: a failing verdict stands only if it is
+    measured twice."""
     best = time_interleaved(benchmark, calls, rounds)
     if not fails(best):
         return best
-    return least([best, *(one_round(calls) for _ in range(rounds))])
+    again = affordable(rounds, sum(best.values()))
+    return least([best, *(one_round(calls) for _ in range(again))])
 
 
 def time_once(calls: dict[str, Timed]) -> dict[str, float]:

@@ -8,7 +8,10 @@ import pytest
 from grader.sandbox.process import Limits, Sandbox
 from grader.sandbox.proxy import Submission
 from grader.scoring.timing import (
+    MIN_ROUNDS,
+    ROUND_SECONDS,
     Timed,
+    affordable,
     confirmed_probe,
     judge_ratio,
     time_confirmed,
@@ -112,6 +115,19 @@ def test_a_failing_ratio_is_measured_again_and_a_passing_one_is_not():
     calls = {"reference": timed([1.0, 1.0, 1.0]), "candidate": timed([1.0, 9.0, 2.0])}
     best = time_confirmed(FakeBenchmark(), calls, 1, fails=lambda best: best["candidate"] > 3)
     assert best == {"reference": 1.0, "candidate": 2.0}
+
+
+def test_rounds_that_cost_more_than_their_budget_are_fewer_but_never_under_the_minimum():
+    assert affordable(15, ROUND_SECONDS) == 15  # the reference's rounds: all of them
+    assert affordable(15, 2 * ROUND_SECONDS) == 7
+    assert affordable(15, 100 * ROUND_SECONDS) == MIN_ROUNDS
+    assert affordable(2, 100 * ROUND_SECONDS) == 2  # never more than asked
+    slow = 10 * ROUND_SECONDS  # the warm-up, then MIN_ROUNDS rounds and as many to confirm
+    costs = [slow] * (1 + MIN_ROUNDS) + [slow - 1] * MIN_ROUNDS + [1.0] * 30
+    calls = {"reference": timed([0.0] * 40), "candidate": timed(costs)}
+    best = time_confirmed(FakeBenchmark(), calls, 15, fails=lambda best: True)
+    assert best == {"reference": 0.0, "candidate": slow - 1}
+    assert calls["candidate"].cpu_seconds() == 1.0  # the next cost: no round more was run
 
 
 def test_a_hopeless_probe_is_measured_again_and_a_hopeful_one_is_not():
