@@ -405,10 +405,17 @@ def hung_parts(parts: dict[str, dict], among: Iterable[str] = ENGINE_PARTS) -> l
 
 
 def worker_flags(events: dict[str, Events]) -> list[dict]:
-    """Each part's integrity events as flags: the first few distinct ones, then how many more."""
+    """Each part's integrity events as flags: the first few distinct ones, then how many more.
+    An event that several parts' workers sent (each imports the modules it runs) is flagged once,
+    in the first of them in the statement's order."""
+    first = {}
+    for part in PARTS:
+        for event in events[part].shown if part in events else ():
+            first.setdefault(event, part)
     flags = []
     for part, sent in events.items():
-        flags += [{"part": part, "source": "worker", "message": event} for event in sent.shown]
+        flags += [{"part": part, "source": "worker", "message": event}
+                  for event in sent.shown if first[event] == part]  # fmt: skip
         if sent.others:
             message = said("and {count} more events from this part's workers", count=sent.others)
             flags.append({"part": part, "source": "worker", "message": message})

@@ -5,17 +5,18 @@ of its own, for timing and for comparing traces (the check is skipped where the 
 shipped); `profile` the grading profile; `record_benchmark` a timing and `record_section` any
 other JSON data, for the report.
 
-Each part has a candidate's worker of its own (`worker`), forked from a zygote in a fiftieth of
-a second where it imports torch (`zygotes.py`): what a candidate's code keeps in module-level
-state lives on from check to check of a part, never from one part to another, so a part grades
-the same whichever parts ran before it, and in whichever of the grading's two processes
-(`grade.split_parts`). The answer key's reference worker, which keeps no state, is shared by the
-parts that run the same files. Each check starts with an empty transcript, and with a fresh
-worker where the previous check left it crashed or timed out. Each part has its own wall-clock
-budget (`Limits.part_seconds`), counted from its first check that asks for a worker, within the
-submission's (`submission_deadline`), and its own calls that did not return in time
+Each part has a candidate's worker of its own (`worker`), forked from a zygote where one can be
+made (a fiftieth of a second; `zygotes.py`), else started afresh, and stopped when the next part
+starts its own (a process grades its parts one after another): what a candidate's code keeps in
+module-level state lives on from check to check of a part, never from one part to another, so a
+part grades the same whichever parts ran before it, and in whichever of the grading's two
+processes (`grade.split_parts`). The answer key's reference worker, which keeps no state, is
+shared by the parts that run the same files. Each check starts with an empty transcript, and
+with a fresh worker where the previous check left it crashed or timed out. Each part has its own
+wall-clock budget (`Limits.part_seconds`), counted from its first check that asks for a worker,
+within the submission's (`submission_deadline`), and its own calls that did not return in time
 (`Sandbox.hung`, `Sandbox.part_hangs`). An integrity event is the part's whose check's request
-brought it.
+brought it (the report flags one that several parts' workers sent once: `grade.worker_flags`).
 
 A part built on other parts (its `swapped` files in `grader/parts.toml`) is scored apart from
 them, on the answer key's modules for those parts, where the kit ships it. The answer key never
@@ -118,6 +119,9 @@ class WorkerFixtures:
         own = part if role == "candidate" else None  # the answer key's, stateless, is shared
         key = (role, own, package, tuple(sorted(files.items())), tuple(sorted(env.items())))
         if key not in workers:
+            if role == "candidate":  # the previous part's is done with
+                for done in [other for other in workers if other[0] == role and other[1] != part]:
+                    workers.pop(done).sandbox.close()
             kit = self.kit_files(part) if role == "candidate" else {}
             sandbox = Sandbox(files, self.limits, env, deadline, self.isolation,
                               remembers_hangs=role == "candidate", kit_files=kit,
@@ -184,7 +188,7 @@ class WorkerFixtures:
                 "reference_seconds": reference,
                 "ratio": round(ratio, 3),
                 "limit": limit,
-                "rounds": self.grading_profile.timing_rounds,  # fewer where slow: `affordable`
+                "rounds": self.grading_profile.timing_rounds,  # asked: `timing.affordable`
                 "passed": ratio <= limit and not implausible(ratio),
             })  # fmt: skip
 

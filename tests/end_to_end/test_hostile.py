@@ -466,8 +466,8 @@ def test_a_submission_whose_every_call_hangs_is_waited_for_once_per_call(tmp_pat
     import no `time`, an endless loop), graded on every part with a one-second call limit: every
     check fails as timed out, and once a call of a method has not returned in time, the part's
     later calls of it are not waited for, nor any call of a part where two have not (with the
-    default 30 s a call, such a grading waits at most 2 calls a part, not the 39 minutes of a
-    wait on every call)."""
+    default 30 s a call, such a grading waits at most 7 parts x 2 calls x 30 s, split between its
+    two processes, not the 39 minutes of a wait on every call)."""
     for stub in EXERCISES.glob("*.py"):
         kernel = stub.name == "paged_attention.py"
         hang = "while True: pass" if kernel else "time.sleep(3600)"

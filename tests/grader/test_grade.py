@@ -15,7 +15,8 @@ from types import SimpleNamespace
 import pytest
 
 from grader import grade
-from grader.grade import score_parts, with_failures
+from grader.grade import score_parts, with_failures, worker_flags
+from grader.sandbox.process import Events
 from grader.scoring.plugin import CheckResult
 from grader.scoring.profiles import PROFILES
 
@@ -199,3 +200,18 @@ def test_the_package_is_the_folders_name_unless_it_would_shadow_a_module(
     """A folder named `torch` imported as `torch` would stand in for torch in its own code and
     in a counterexample."""
     assert grade.package_name(folder) == package
+
+
+def test_an_event_several_parts_sent_is_flagged_once_in_the_first_of_them() -> None:
+    """Each part's worker imports the modules it runs, so an event of an import comes from each
+    part that imports the module: it is flagged in the first part, by the statement's order,
+    whichever process graded which part first."""
+    events = {part: Events() for part in ("sharing", "decode", "gather")}
+    for part in events:
+        events[part].add("tried to import grader (blocked)")
+    events["sharing"].add("tried to import os (blocked)")
+    flags = [(flag["part"], flag["message"]) for flag in worker_flags(events)]
+    assert flags == [
+        ("sharing", "tried to import os (blocked)"),
+        ("decode", "tried to import grader (blocked)"),
+    ]

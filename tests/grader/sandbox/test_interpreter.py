@@ -95,11 +95,18 @@ try:
     fails[(1,)](torch.zeros(4))
 except Exception as error:
     raised = type(error).__name__
+def patched():
+    return [f"{module.__name__}.{name}" for module in (tl, tl.core)
+            for name in ("program_id", "load", "arange")
+            if not tl.core.is_builtin(getattr(module, name))]
+
+counts = [patches_of(n) for n in (4, 40)]
+patched_after = patched()
+stray = tl.cdiv(7, 2)  # a device function the host calls, outside any launch
+patches_of(4)
 print(json.dumps({
-    "sped_up": sped_up, "digest": digest.hexdigest(), "raised": raised,
-    "patches": [patches_of(n) for n in (4, 40)],
-    "patched_after": [name for module in (tl, tl.core) for name in ("program_id", "load", "arange")
-                      if not tl.core.is_builtin(getattr(module, name))],
+    "sped_up": sped_up, "digest": digest.hexdigest(), "raised": raised, "patches": counts,
+    "patched_after": patched_after, "stray": [int(stray), patched()],
     "sanitize_overflow": interpreter.interpreter_builder.options.sanitize_overflow,
 }))
 """
@@ -118,7 +125,7 @@ def test_a_sped_up_interpreter_computes_the_same_values_and_patches_once_a_launc
     3, 1 and 7, an empty sequence), a failing launch raises as before, and a launch patches
     `triton.language` as often whether its kernel calls device functions 2 times or 20 (Triton
     alone patches again at each call), leaving nothing patched after it (Triton alone leaves
-    `triton.language.core` patched)."""
+    `triton.language.core` patched); a device function the host calls works as in Triton."""
     plain, sped_up = launched("plain"), launched("sped up")
     assert sped_up["sped_up"] is True
     assert sped_up["digest"] == plain["digest"]
@@ -127,6 +134,7 @@ def test_a_sped_up_interpreter_computes_the_same_values_and_patches_once_a_launc
     assert plain["patches"][0] < plain["patches"][1]
     assert sped_up["patched_after"] == []
     assert plain["patched_after"] != []
+    assert sped_up["stray"] == plain["stray"]  # outside a launch, Triton's own way
     assert (plain["sanitize_overflow"], sped_up["sanitize_overflow"]) == (True, False)
 
 

@@ -1,6 +1,6 @@
-"""The grading's workers (`WorkerFixtures.worker`): each part its own candidate's worker, so no
-module-level state carries from one part to another; one answer-key worker for the parts that
-run the same files."""
+"""The grading's workers (`WorkerFixtures.worker`): each part its own candidate's worker, stopped
+when the next part starts its own, so no module-level state carries from one part to another;
+one answer-key worker for the parts that run the same files."""
 
 from grader.parts import PARTS
 from grader.sandbox.process import Limits
@@ -20,16 +20,13 @@ def test_each_part_has_a_candidates_worker_of_its_own_and_shares_the_reference()
         limits=Limits(call_seconds=600.0, import_seconds=600.0),
         worker_env={part: {} for part in PARTS},
     )
-    workers = {}
+    workers, calls, started = {}, {}, {}
     try:
-        calls = {
-            (role, part): [
-                plugin.worker(workers, role, part, files, "submission").module("counter").call()
-                for _ in range(2)
-            ]
-            for role in ("candidate", "reference")
-            for part in ("allocator", "decode")
-        }
+        for role in ("candidate", "reference"):
+            for part in ("allocator", "decode"):
+                worker = plugin.worker(workers, role, part, files, "submission")
+                started[role, part] = worker.sandbox
+                calls[role, part] = [worker.module("counter").call() for _ in range(2)]
     finally:
         for worker in workers.values():
             worker.sandbox.close()
@@ -39,3 +36,6 @@ def test_each_part_has_a_candidates_worker_of_its_own_and_shares_the_reference()
         ("reference", "allocator"): [1, 2],
         ("reference", "decode"): [3, 4],
     }
+    assert started["candidate", "allocator"].process is None  # stopped when decode's started
+    assert started["candidate", "allocator"].home is None
+    assert started["reference", "allocator"] is started["reference", "decode"]

@@ -59,7 +59,7 @@ class FakeSandbox:
 
 
 class FakeBenchmark:
-    def pedantic(self, target, rounds: int, warmup_rounds: int) -> None:
+    def pedantic(self, target, rounds: int, warmup_rounds: int = 0) -> None:
         for _ in range(warmup_rounds + rounds):
             target()
 
