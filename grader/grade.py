@@ -408,7 +408,7 @@ def worker_flags(events: dict[str, Events]) -> list[dict]:
     """Each part's integrity events as flags: the first few distinct ones, then how many more.
     An event that several parts' workers sent (each imports the modules it runs) is flagged once,
     in the first of them in the statement's order."""
-    first = {}
+    first: dict[str, str] = {}  # each event's first part
     for part in PARTS:
         for event in events[part].shown if part in events else ():
             first.setdefault(event, part)

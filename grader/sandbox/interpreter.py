@@ -12,10 +12,9 @@ changes what a kernel computes:
 
 `speed_up` patches `triton.language` once a launch, through both names a function may see it by
 (`triton.language` and `triton.language.core`), and turns the dropped check off; outside a launch
-the interpreter works as it does without it. Where the
-installed Triton lacks what it replaces, it leaves the interpreter as it is: slower, never
-wrong. Like the watchers (`watchers.py`), it only saves time: a worker may undo it, and nothing
-it does is evidence.
+the interpreter works as it does without it. Where the installed Triton lacks what it replaces,
+it leaves the interpreter as it is: slower, never wrong. Like the watchers (`watchers.py`), it
+only saves time: a worker may undo it, and nothing it does is evidence.
 """
 
 import dataclasses
