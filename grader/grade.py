@@ -34,6 +34,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
+from itertools import compress, product
 from pathlib import Path
 from typing import Any
 
@@ -183,27 +184,33 @@ def run_checks(
 
 
 def split_parts(
-    parts: tuple[str, ...], here_only: Iterable[str] = ()
+    parts: tuple[str, ...], profile: str, here_only: Iterable[str] = ()
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """`parts` in two groups, each in the order given: this process's and the process beside's
     (empty where nothing is left for it). Each part runs in workers of its own
     (`WorkerFixtures.worker`), so any split grades alike: those of `here_only` stay here, and the
-    rest go dearest first (`Part.cost`), each to the cheaper group; this process, which runs the
-    engine checks too, keeps the cheaper one."""
-    here_only = set(here_only)
-    pinned = [part for part in parts if part in here_only]
-    groups: tuple[list[str], list[str]] = (list(pinned), [])
-    for part in sorted(parts, key=lambda part: -PARTS[part].cost):
-        if part not in pinned:
-            min(groups, key=cost).append(part)
-    mine, theirs = groups if pinned else sorted(groups, key=cost)
+    rest are split so that the dearer group costs least (`Part.cost` under `profile`; seven
+    parts make 128 splits to try); this process, which runs the engine checks too, keeps the
+    cheaper group where none is pinned here."""
+
+    def cost(group: Iterable[str]) -> float:
+        return sum(PARTS[part].cost[profile] for part in group)
+
+    here_only = set(here_only).intersection(parts)
+    free = [part for part in parts if part not in here_only]
+
+    def split(picks: tuple[int, ...]) -> tuple[list[str], list[str]]:
+        picked = set(compress(free, picks))
+        return ([part for part in parts if part in here_only or part in picked],
+                [part for part in free if part not in picked])  # fmt: skip
+
+    splits = map(split, product((1, 0), repeat=len(free)))
+    mine, theirs = min(splits, key=lambda pair: max(map(cost, pair)))
+    if not here_only:
+        mine, theirs = sorted((mine, theirs), key=cost)
     if not mine:
         mine, theirs = theirs, mine
-    return tuple(p for p in parts if p in mine), tuple(p for p in parts if p in theirs)
-
-
-def cost(parts: Iterable[str]) -> float:
-    return sum(PARTS[part].cost for part in parts)
+    return tuple(mine), tuple(theirs)
 
 
 def fork_beside(intake: Intake, options: Options, zygotes: Zygotes) -> Beside | None:
@@ -214,7 +221,7 @@ def fork_beside(intake: Intake, options: Options, zygotes: Zygotes) -> Beside | 
     not Linux (a fork's death signal), where this process runs a thread of Python's (a fork
     copies only the thread that makes it), or where the fork fails."""
     on_cuda = [part for part in options.parts if uses_cuda(device_environment(part))]
-    _, theirs = split_parts(options.parts, here_only=on_cuda)
+    _, theirs = split_parts(options.parts, options.profile.name, here_only=on_cuda)
     if not theirs or sys.platform != "linux" or threading.active_count() > 1:
         return None
     start_zygotes(zygotes, options.parts, grading_sides())

@@ -4,8 +4,10 @@
 """
 
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 MANIFEST = Path(__file__).with_name("parts.toml")
 
@@ -27,7 +29,8 @@ class Part:
     regraded: tuple[str, ...] = ()  # its check modules graded again on the kit's allocator, where
     # the candidate's fails part 1 and they lost points
     engine: bool = False  # the engine check serves a trace through it
-    cost: float = 1.0  # its checks' seconds on the answer key: splits a grading's parts
+    # its checks' seconds on the answer key, by profile: what splits a grading's parts
+    cost: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     def titled(self, lang: str) -> str:
         return self.title_zh if lang == "zh" else self.title
@@ -44,8 +47,11 @@ def load(path: Path = MANIFEST) -> dict[str, Part]:
 
 
 def as_field(value: object) -> object:
-    """A TOML value as a frozen `Part` holds it: lists become tuples."""
-    return tuple(value) if isinstance(value, list) else value
+    """A TOML value as a frozen `Part` holds it: lists become tuples, tables read-only
+    mappings."""
+    if isinstance(value, list):
+        return tuple(value)
+    return MappingProxyType(value) if isinstance(value, dict) else value
 
 
 PARTS = load()

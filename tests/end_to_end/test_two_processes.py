@@ -58,7 +58,7 @@ def test_two_processes_give_the_report_one_gives(tmp_path):
 
 def test_the_parts_of_a_second_process_that_dies_are_graded_in_the_first(tmp_path):
     report, stderr = graded("dying", SOLUTIONS, tmp_path / "report")
-    _, theirs = split_parts(CHOSEN)
+    _, theirs = split_parts(CHOSEN, "quick")
     (error,) = report["errors"]
     assert f"the grading process beside failed, so {', '.join(theirs)} were graded" in error
     assert "ended with status 3" in error

@@ -11,6 +11,7 @@ import pytest
 from grader import KIT_ROOT
 from grader.grade import split_parts
 from grader.parts import PARTS
+from grader.scoring.profiles import PROFILES
 
 # Each case forks from a process of its own with no thread (as `grade` does), not from pytest's.
 CASES = """
@@ -69,20 +70,26 @@ def test_a_child_that_fails_dies_or_hangs_is_reported(name: str, said: str):
     assert outcome["shown"] == []
 
 
-def test_the_parts_split_in_two_of_about_equal_cost():
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_parts_split_in_two_of_about_equal_cost(profile: str):
     parts = tuple(PARTS)
-    here, there = split_parts(parts)
+    here, there = split_parts(parts, profile)
     assert sorted(here + there) == sorted(parts)
     assert here == tuple(part for part in parts if part in here)  # each in the order given
-    cost = {name: sum(PARTS[part].cost for part in group) for name, group in
+    cost = {name: sum(PARTS[part].cost[profile] for part in group) for name, group in
             (("here", here), ("there", there))}  # fmt: skip
-    assert 0 < cost["here"] <= cost["there"] <= cost["here"] + max(PARTS[p].cost for p in parts)
-    assert split_parts(("caching",)) == (("caching",), ())
-    assert split_parts(("caching", "kernel")) == (("kernel",), ("caching",))
+    dearest = max(PARTS[part].cost[profile] for part in parts)
+    assert 0 < cost["here"] <= cost["there"] <= cost["here"] + dearest
+    for part in there:  # no part moved across makes the dearer group cheaper
+        moved = PARTS[part].cost[profile]
+        assert max(cost["here"] + moved, cost["there"] - moved) >= cost["there"]
+    assert split_parts(("caching",), profile) == (("caching",), ())
+    assert split_parts(("caching", "kernel"), profile) == (("kernel",), ("caching",))
 
 
 def test_parts_that_use_cuda_stay_here() -> None:
-    here, there = split_parts(tuple(PARTS), here_only=(part for part in ["kernel"]))
+    here, there = split_parts(tuple(PARTS), "quick", here_only=(part for part in ["kernel"]))
     assert "kernel" in here
     assert there
-    assert split_parts(("kernel", "caching"), here_only=["kernel"]) == (("kernel",), ("caching",))
+    split = split_parts(("kernel", "caching"), "quick", here_only=["kernel"])
+    assert split == (("kernel",), ("caching",))
