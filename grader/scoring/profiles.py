@@ -2,8 +2,9 @@
 
 Typical wall time of a whole grading (`python -m grader SUBMISSION`, every part, the engine check
 included) on a 2-core machine without a GPU (the kernel's GPU checks skipped), measured once
-each on idle cores, the parts split between two processes (`grader/beside.py`): the answer key
-takes 14 s with `quick` and 1 min 4 s with `full`; the stubs take 3 s. A slow submission takes
+on idle cores, three times or more each over an hour in which the machine's speed drifted, the
+parts split between two processes (`grader/beside.py`): the answer key takes 11 to 13 s with
+`quick` and 46 to 50 s with `full`; the stubs take 3 s. A slow submission takes
 longer (its timing rounds, its calls up to `--call-timeout`), as does one whose failures take
 long to shrink: each part's checks stop at its budget
 (`--part-timeout`), and the whole grading at the profile's (`budget_seconds`).
