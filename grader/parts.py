@@ -24,13 +24,14 @@ class Part:
     files: tuple[str, ...]
     weight: float
     checks: tuple[str, ...]  # module names in grader/checks/, in the order they run
+    # its checks' seconds on the answer key, by profile: what splits a grading's parts between
+    # its two processes
+    cost: Mapping[str, float] = field(hash=False)
     swapped: tuple[str, ...] = ()  # other parts' files, always the answer key's when graded
     alone: bool = False  # its worker holds its own files only
     regraded: tuple[str, ...] = ()  # its check modules graded again on the kit's allocator, where
     # the candidate's fails part 1 and they lost points
     engine: bool = False  # the engine check serves a trace through it
-    # its checks' seconds on the answer key, by profile: what splits a grading's parts
-    cost: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     def titled(self, lang: str) -> str:
         return self.title_zh if lang == "zh" else self.title

@@ -1,13 +1,13 @@
 """Grading profiles: how hard the checks look. Both run every check; `full` looks longer.
 
 Typical wall time of a whole grading (`python -m grader SUBMISSION`, every part, the engine check
-included) on a 2-core machine without a GPU (the kernel's GPU checks skipped), measured once
-on idle cores, three times or more each over an hour in which the machine's speed drifted, the
-parts split between two processes (`grader/beside.py`): the answer key takes 11 to 13 s with
-`quick` and 46 to 50 s with `full`; the stubs take 3 s. A slow submission takes
-longer (its timing rounds, its calls up to `--call-timeout`), as does one whose failures take
-long to shrink: each part's checks stop at its budget
-(`--part-timeout`), and the whole grading at the profile's (`budget_seconds`).
+included) on a 2-core machine without a GPU (the kernel's GPU checks skipped), on idle cores,
+measured several times over an hour in which the machine's speed drifted, the parts split
+between two processes (`grader/beside.py`): the answer key takes 11 to 13 s with `quick` and 46
+to 50 s with `full`; the stubs take 3 s. A slow submission takes longer (its timing rounds, its
+calls up to `--call-timeout`), as does one whose failures take long to shrink: each part's checks
+stop at its budget (`--part-timeout`), and the whole grading at the profile's
+(`budget_seconds`).
 
 The grade never depends on the environment: hypothesis loads its `ci` profile by itself whenever
 `CI` is set, so the grader builds its settings from the profile alone and applies them to every

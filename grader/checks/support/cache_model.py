@@ -15,13 +15,11 @@ filled block cached) shows as a cached count or a shared block the model does no
 """
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from grader.checks.support.expect import expect, int_list, plain_int, raises, same, succeeds
 from grader.said import said
-from grader.sandbox.proxy import Submission, attribute, method
+from grader.sandbox.proxy import Submission, method
 from kernels.reference import cdiv
 
 RAISED = said("a call that raises must leave everything as it was")
@@ -289,17 +287,10 @@ class CacheModel:
             self.contents[block] = key
 
     def check_state(self) -> None:
-        """Every live table, every block's `ref_count` and `num_free` are the model's, read in
-        one round trip."""
-        transcript, cache = self.transcript, self.cache
-        with transcript.quiet():  # the tables and counts: shown only where one is wrong
-            reads = self.submission.batch([
-                *(method(cache, "block_table", request_id) for request_id in self.live),
-                *(method(cache, "ref_count", block) for block in range(self.num_blocks)),
-                attribute(cache, "num_free"),
-            ])  # fmt: skip
-            self.check_tables_and_counts(reads)
-        free = plain_int(transcript, next(reads), "num_free")
+        """Every live table, every block's `ref_count` and `num_free` are the model's."""
+        if self.live or self.num_blocks:
+            self.check_tables_and_counts()
+        free = plain_int(self.transcript, self.cache.num_free, "num_free")
         same(
             self.transcript,
             free,
@@ -314,39 +305,46 @@ class CacheModel:
             got=f"{self.name}.num_free",
         )
 
-    def check_tables_and_counts(self, reads: Iterator[Any]) -> None:
-        """Every live table and every block's `ref_count`, taken from `reads` in that order."""
-        transcript, call = self.transcript, self.last_call
-        for request_id, live in self.live.items():
-            table = int_list(transcript, next(reads), f"block_table({request_id})")
+    def check_tables_and_counts(self) -> None:
+        """Every live table and every block's `ref_count`, read in one round trip."""
+        transcript, cache, call = self.transcript, self.cache, self.last_call
+        with transcript.quiet():
+            reads = self.submission.batch([
+                *(method(cache, "block_table", request_id) for request_id in self.live),
+                *(method(cache, "ref_count", block) for block in range(self.num_blocks)),
+            ])  # fmt: skip
+            for request_id, live in self.live.items():
+                table = int_list(transcript, next(reads), f"block_table({request_id})")
+                same(
+                    transcript,
+                    table,
+                    live.table,
+                    said(
+                        "after {call}, block_table({id}) is {table}, expected {expected} "
+                        "(a call may change only its own request)",
+                        call=call,
+                        id=request_id,
+                        table=table,
+                        expected=live.table,
+                    ),
+                    got=f"{self.name}.block_table({request_id})",
+                    expected=repr(live.table),
+                )
+            counts = [
+                plain_int(transcript, next(reads), "ref_count") for _ in range(self.num_blocks)
+            ]
+            expected = [self.holders[block] for block in range(self.num_blocks)]
             same(
                 transcript,
-                table,
-                live.table,
+                counts,
+                expected,
                 said(
-                    "after {call}, block_table({id}) is {table}, expected {expected} "
-                    "(a call may change only its own request)",
+                    "after {call}, the blocks' ref_count are {counts}, expected "
+                    "{expected} (how many live requests hold each)",
                     call=call,
-                    id=request_id,
-                    table=table,
-                    expected=live.table,
+                    counts=counts,
+                    expected=expected,
                 ),
-                got=f"{self.name}.block_table({request_id})",
-                expected=repr(live.table),
+                got=f"[{self.name}.ref_count(b) for b in range({self.num_blocks})]",
+                expected=repr(expected),
             )
-        counts = [plain_int(transcript, next(reads), "ref_count") for _ in range(self.num_blocks)]
-        expected = [self.holders[block] for block in range(self.num_blocks)]
-        same(
-            transcript,
-            counts,
-            expected,
-            said(
-                "after {call}, the blocks' ref_count are {counts}, expected "
-                "{expected} (how many live requests hold each)",
-                call=call,
-                counts=counts,
-                expected=expected,
-            ),
-            got=f"[{self.name}.ref_count(b) for b in range({self.num_blocks})]",
-            expected=repr(expected),
-        )
