@@ -31,7 +31,7 @@ from grader.report.messages import text_in
 from grader.said import message_of, said
 from grader.sandbox import isolation
 from grader.sandbox.process import INTERPRETED, Limits, may_not_fork, surely_no_gpu
-from grader.sandbox.zygotes import Zygotes, grading_sides
+from grader.sandbox.zygotes import Zygotes, grading_sides, inherit
 from grader.scoring.profiles import PROFILES, Profile
 from grader.scoring.rubric import Rubric, load_rubric
 from grader.text import clean
@@ -73,6 +73,7 @@ def limit_own_memory() -> None:
 def grade_submission(args: argparse.Namespace) -> int:
     """Grade the submission `args` name, write its report and print its summary: 0; or 2, with
     a message, where the grader refuses to start."""
+    inherit()  # the zygotes a drive lends its gradings, if this is one of them
     try:
         intake = read_submission(args.submission)
         out = args.out or Path("reports") / intake.name

@@ -1,7 +1,8 @@
 """Grading a drive's submissions on this machine: each in a process (group) of its own,
 `python -m grader ENTRY --out OUT/<name> ...`, with a timeout, up to `jobs` at once; a submission
-that breaks or hangs the grader costs only its own outcome. On Ctrl-C the gradings under way are
-stopped within a second or two and none starts after it.
+that breaks or hangs the grader costs only its own outcome. Where each grading would start the
+same zygotes, the drive starts them once and lends them to every grading (`lent_zygotes`). On
+Ctrl-C the gradings under way are stopped within a second or two and none starts after it.
 """
 
 import argparse
@@ -18,10 +19,14 @@ from pathlib import Path
 
 from grader import KIT_ROOT, interrupt
 from grader.drive import resume
+from grader.parts import PARTS
 from grader.report.compare import ReportError, load
 from grader.report.leaderboard import Outcome
 from grader.said import said
+from grader.sandbox import isolation
 from grader.sandbox.launch import die_with_the_grader
+from grader.sandbox.process import INTERPRETED, Limits, may_not_fork, surely_no_gpu
+from grader.sandbox.zygotes import Zygotes, grading_sides
 
 LOG_LINES = 4  # of a failed grading's output, shown in its row
 RUNNING: set[subprocess.Popen] = set()  # the gradings under way, stopped on Ctrl-C
@@ -46,8 +51,17 @@ def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str
     return line + args.grader_options
 
 
-def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
-    """Grade `entry` in a process (group) of its own; its report, or why there is none."""
+# What a grading started here inherits of the drive's zygotes: its environment's variables and
+# the descriptors it keeps (`Zygotes.handed_down`); none where the drive lends none.
+Lent = tuple[dict[str, str], tuple[int, ...]]
+NOTHING_LENT: Lent = ({}, ())
+
+
+def grade_one(
+    name: str, entry: Path, args: argparse.Namespace, lent: Lent = NOTHING_LENT
+) -> Outcome:
+    """Grade `entry` in a process (group) of its own, with the zygotes `lent`; its report, or
+    why there is none."""
     report_dir = (args.out / name).resolve()
     try:
         report_dir.mkdir(parents=True, exist_ok=True)
@@ -69,6 +83,8 @@ def grade_one(name: str, entry: Path, args: argparse.Namespace) -> Outcome:
             errors="replace",
             start_new_session=True,  # a group of its own, to kill whole on a timeout
             preexec_fn=start_grading,
+            env=os.environ | lent[0],
+            pass_fds=lent[1],
         )
         RUNNING.add(process)
     try:
@@ -112,9 +128,12 @@ def grade_locally(
 ) -> None:
     """Grade `entries` on this machine, `jobs` at a time, calling `done` with each outcome as it
     comes; on Ctrl-C, stop the gradings under way and raise KeyboardInterrupt."""
+    zygotes = lent_zygotes(args)
+    lent = zygotes.handed_down() if zygotes is not None else NOTHING_LENT
     pool = ThreadPoolExecutor(jobs, initializer=interrupt.leave_to_the_main_thread)
     try:
-        pending = {pool.submit(grade_one, name, entry, args) for name, entry in entries.items()}
+        pending = {pool.submit(grade_one, name, entry, args, lent)
+                   for name, entry in entries.items()}  # fmt: skip
         while pending:
             finished, pending = wait(pending, timeout=WAKE_EVERY, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -129,3 +148,19 @@ def grade_locally(
         raise
     finally:
         pool.shutdown()
+        if zygotes is not None:
+            zygotes.close()
+
+
+def lent_zygotes(args: argparse.Namespace) -> Zygotes | None:
+    """The zygotes every grading of the drive borrows instead of starting its own, started
+    once, here: where each grading would start them as it begins (every part chosen, no GPU,
+    sandboxed workers that may be forked: `__main__.launch_early`), else None. A grading of
+    other options (another `--import-timeout`) starts its own."""
+    if args.isolation != "bwrap" or set(args.parts or PARTS) != set(PARTS):
+        return None
+    if not (surely_no_gpu() and may_not_fork(INTERPRETED)):
+        return None
+    zygotes = Zygotes(isolation.probe("bwrap"), Limits.import_seconds)
+    zygotes.start((side, INTERPRETED) for side in grading_sides())
+    return zygotes

@@ -22,8 +22,11 @@ for any reason starts afresh.
 
 A process that forks gradings (the kit's tests' grader server) may start zygotes before it
 forks them (`WARM`): each grading forked from it borrows those that fit it instead of starting
-its own, and leaves them running. Its candidate's workers then come from a zygote that forked
-other submissions' workers before; none of those can reach it or a sibling (`zygote.py`).
+its own, and leaves them running. A drive lends its zygotes to the gradings it starts as
+processes of their own the same way (`Zygotes.handed_down`: their descriptors and the
+`HANDED_DOWN` variable, which `inherit` makes `WARM` there). Its candidate's workers then come
+from a zygote that forked other submissions' workers before; none of those can reach it or a
+sibling (`zygote.py`).
 
 This process talks to a zygote on a Unix socket: a request is a JSON datagram with the new
 worker's descriptors attached, the reply the pid of its keeper in the zygote's PID namespace.
@@ -47,6 +50,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import BinaryIO
 
@@ -66,6 +70,7 @@ WAIT_SECONDS = 10.0  # for a killed worker's status
 ANSWER_KEY, CANDIDATE = "answer key", "candidate"  # the two sides, each with its own zygotes
 SIDES = (CANDIDATE, ANSWER_KEY)
 MESSAGE_BYTES = 1 << 16
+HANDED_DOWN = "GRADER_ZYGOTES"  # the variable that describes the zygotes a drive lends
 LOCK_POLL_SECONDS, MAX_LOCK_POLL_SECONDS = 0.001, 0.05  # between tries of a held lock
 
 
@@ -205,8 +210,9 @@ class Zygote:
     per worker under `workers/`, written before that worker is forked.
 
     Processes forked after it started (the gradings a warm process forks, `Zygotes.borrowing`)
-    may use it too: each request is sent and answered under a lock on a file that has no name
-    (no worker can open it), and each worker's folder and request id is drawn at random."""
+    or started by its process with its descriptors (a drive's gradings, `inherited`) may use it
+    too: each request is sent and answered under a lock on a file that has no name (no worker can
+    open it), and each worker's folder and request id is drawn at random."""
 
     def __init__(self, isolated: Isolation, extra_env: dict[str, str], seconds: float) -> None:
         """Start the zygote; the caller waits until it is `ready`, whose pid it keeps."""
@@ -217,6 +223,7 @@ class Zygote:
         self.broken = False  # it did not answer in time: this process forks no worker from it
         self.seconds = seconds
         self.process: subprocess.Popen | None = None
+        self.owned = True  # this process started it: `close` stops it (not one `inherited`)
         self.home = Path(tempfile.mkdtemp(prefix="grader-zygote-"))
         copy_kit(self.home, Path(__file__).with_name("zygote.py"))
         (self.home / "workers" / "probe" / "package").mkdir(parents=True)  # its start's probe
@@ -304,7 +311,7 @@ class Zygote:
         came; else `ZygoteGone`. A zygote busy with other processes' requests past that time is
         not broken."""
         with self.lock, locked(self.lock_file, time.monotonic() + self.seconds):
-            if self.process is None:
+            if self.socket.fileno() < 0:
                 raise ZygoteGone("the zygote is closed")
             number = next(self.ids)
             deadline = time.monotonic() + self.seconds
@@ -323,7 +330,8 @@ class Zygote:
                 raise ZygoteGone(f"the zygote did not answer: {error}") from error
 
     def close(self) -> None:
-        """Stop the zygote (its workers die with it) and delete its folder."""
+        """Stop the zygote (its workers die with it) and delete its folder; of one `inherited`,
+        only let go of the descriptors (the process that lent it stops it)."""
         if self.process is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -331,9 +339,32 @@ class Zygote:
             self.process.stdout.close()
             self.process = None
         self.socket.close()
-        self.log.close()
         self.lock_file.close()
-        shutil.rmtree(self.home, ignore_errors=True)
+        if self.owned:
+            self.log.close()
+            shutil.rmtree(self.home, ignore_errors=True)
+
+    def handed_down(self) -> dict:
+        """What a process this one starts needs to fork workers from this zygote (`inherited`):
+        the descriptors of its socket and its lock, which that process must inherit, and the
+        zygote's places and time."""
+        return {"socket": self.socket.fileno(), "lock": self.lock_file.fileno(),
+                "home": str(self.home), "pid": self.pid, "user": self.user, "site": self.site,
+                "tools": self.tools, "seconds": self.seconds}  # fmt: skip
+
+    @classmethod
+    def inherited(cls, found: dict) -> "Zygote":
+        """The zygote that `found` (`handed_down`) describes, in a process started with its
+        descriptors: it forks workers as its lender does, and `close` leaves it running."""
+        zygote = cls.__new__(cls)
+        zygote.lock = threading.Lock()
+        zygote.ids = (secrets.token_hex(8) for _ in itertools.count())
+        zygote.broken, zygote.owned, zygote.process = False, False, None
+        zygote.seconds, zygote.pid, zygote.user = found["seconds"], found["pid"], found["user"]
+        zygote.home, zygote.site, zygote.tools = Path(found["home"]), found["site"], found["tools"]
+        zygote.socket = socket.socket(fileno=found["socket"])
+        zygote.lock_file = open(found["lock"], "rb")  # noqa: SIM115 (closed by `close`)
+        return zygote
 
 
 class Zygotes:
@@ -373,6 +404,18 @@ class Zygotes:
         not tried again there either."""
         self.await_all_launched()
         return self.borrowing(self.isolation, self.seconds, lender=self)
+
+    def handed_down(self) -> tuple[dict[str, str], tuple[int, ...]]:
+        """These zygotes, for the grading processes this one starts (a drive's,
+        `drive/local.py`): the `HANDED_DOWN` variable of their environment, and the descriptors
+        they must inherit (`inherit`)."""
+        self.await_all_launched()
+        ready = [(key, zygote) for key, zygote in self.zygotes.items() if zygote is not None]
+        described = {"isolation": asdict(self.isolation), "seconds": self.seconds,
+                     "zygotes": [[key, zygote.handed_down()] for key, zygote in ready]}  # fmt: skip
+        fds = [zygote.socket.fileno() for _, zygote in ready]
+        fds += [zygote.lock_file.fileno() for _, zygote in ready]
+        return {HANDED_DOWN: json.dumps(described)}, tuple(fds)
 
     def launch(self, wanted: Iterable[tuple[str, dict[str, str]]]) -> None:
         """Start, side by side, the zygotes of `wanted` (a side and a part's environment) not
@@ -468,3 +511,23 @@ class Zygotes:
 # forks them: every grading forked from it borrows those that fit it (`Zygotes.borrowing`), so
 # torch is imported once per side for all of them, not twice per grading.
 WARM: Zygotes | None = None
+
+
+def inherit() -> None:
+    """Borrow, as `WARM`, the zygotes that this process's starter lent it (`HANDED_DOWN`; the
+    variable is taken out of the environment), if it did and they can be found."""
+    global WARM
+    described = os.environ.pop(HANDED_DOWN, None)
+    if described is None or WARM is not None:
+        return
+    try:
+        found = json.loads(described)
+        zygotes = Zygotes(Isolation(**found["isolation"]), found["seconds"])
+        zygotes.zygotes = {
+            (side, tuple(map(tuple, env))): Zygote.inherited(zygote)
+            for (side, env), zygote in found["zygotes"]
+        }
+    except (ValueError, TypeError, KeyError, OSError):  # the grading starts its own
+        return
+    zygotes.borrowed = set(zygotes.zygotes)
+    WARM = zygotes

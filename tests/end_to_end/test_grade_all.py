@@ -4,6 +4,7 @@ wrong option stops the drive before anything is graded, and a failed drive (none
 Ctrl-C) leaves the earlier leaderboard as it was; the exit status says whether all were graded."""
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
@@ -30,6 +32,9 @@ from grader.report.leaderboard import (
     render_csv,
     render_html,
 )
+from grader.sandbox import isolation
+from grader.sandbox.process import INTERPRETED, may_not_fork, surely_no_gpu
+from grader.sandbox.zygotes import children, grading_sides
 from tests.grader.report.english import english_words
 from tests.grader.report.punctuation import slips
 from tests.grading import CLI_TIMEOUT, EXERCISES, KIT_ROOT, SOLUTIONS
@@ -440,3 +445,47 @@ def test_no_cell_is_a_formula_whatever_delimiter_a_spreadsheet_assumes(delimiter
     shown = [row["candidate"] for row in csv.DictReader(io.StringIO(text))]
     quoted = ["zz;'=HYPERLINK(CHAR(104))", "  '=1+1", "'+cmd", "zz\n'=1+1;", 'zz;"\'=1+1"']
     assert sorted(shown) == sorted(quoted)
+
+
+def test_a_drive_lends_its_zygotes_to_every_grading(tmp_path: Path) -> None:
+    """Where each grading would start the same zygotes (every part, no GPU, sandboxed workers),
+    the drive starts them once, and its gradings fork their workers from those: one zygote per
+    side for the whole drive, where each grading would otherwise start its own."""
+    if not (surely_no_gpu() and may_not_fork(INTERPRETED) and isolation.probe().isolated):
+        pytest.skip("zygotes are lent only where gradings fork sandboxed workers, without a GPU")
+    folder = tmp_path / "submissions"
+    for name in ("first", "second"):
+        shutil.copytree(EXERCISES, folder / name)
+    log = (tmp_path / "drive.log").open("w")
+    drive = subprocess.Popen(
+        [sys.executable, "-m", "grader", "grade-all", str(folder), "--out", str(tmp_path / "out"),
+         "--jobs", "2"],
+        cwd=KIT_ROOT, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    started = set()  # the zygotes the drive and its gradings started
+    deadline = time.monotonic() + CLI_TIMEOUT  # a safety net, not a speed goal
+    while drive.poll() is None:
+        if time.monotonic() > deadline:
+            drive.kill()
+            pytest.fail(f"the drive did not end in {CLI_TIMEOUT} s")
+        with contextlib.suppress(OSError, ValueError):  # a grading that ended meanwhile
+            started |= zygotes_of(drive.pid)
+        time.sleep(0.05)
+    log.close()
+    assert drive.returncode == 0, (tmp_path / "drive.log").read_text()
+    assert len(started) == len(grading_sides()), started
+
+
+def zygotes_of(drive: int) -> set[int]:
+    """The zygotes that `drive` and its gradings started and that still run: the processes
+    that run the kit's zygote in bubblewrap, found among the descendants of `drive` outside
+    any sandbox."""
+    found, pending = set(), [drive]
+    while pending:
+        for pid in children(pending.pop()):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if not argv[0].endswith(b"bwrap"):
+                pending.append(pid)  # a grading, or the process beside one
+            elif any(arg.endswith(b"/zygote.py") for arg in argv):
+                found.add(pid)
+    return found

@@ -25,6 +25,7 @@ from grader.scoring import progress
 from grader.scoring.progress import ProgressLines
 
 WAIT = 60.0  # seconds a test waits for a ticker's first tick, or Ctrl-C: far more than it needs
+UNLENT = Namespace(isolation="none", parts=None)  # a drive that lends its gradings no zygote
 PRINT_THE_MASK = (
     "import signal; print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))"
 )
@@ -70,12 +71,12 @@ def main_thread_mask() -> Iterator[None]:
 
 @pytest.mark.usefixtures("main_thread_mask")
 def test_the_drive_grades_in_threads_that_block_ctrl_c(monkeypatch: pytest.MonkeyPatch) -> None:
-    def grade_one(name: str, entry: Path, args: Namespace) -> tuple[str, bool]:
+    def grade_one(name: str, entry: Path, args: Namespace, lent: local.Lent) -> tuple[str, bool]:
         return name, blocks_ctrl_c()
 
     monkeypatch.setattr(local, "grade_one", grade_one)
     outcomes: list[tuple[str, bool]] = []
-    local.grade_locally({"a": Path("a"), "b": Path("b")}, Namespace(), 2, outcomes.append)
+    local.grade_locally({"a": Path("a"), "b": Path("b")}, UNLENT, 2, outcomes.append)
     assert sorted(outcomes) == [("a", True), ("b", True)]
 
 
@@ -91,7 +92,7 @@ def test_ctrl_c_taken_by_a_library_thread_stops_the_drive(monkeypatch: pytest.Mo
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as on a terminal
     stopped: list[bool] = []
 
-    def grade_one(name: str, entry: Path, args: Namespace) -> None:
+    def grade_one(name: str, entry: Path, args: Namespace, lent: local.Lent) -> None:
         if name == "long":
             grading.set()
             stopped.append(stopping.wait(WAIT))  # False: the grading ended before Ctrl-C
@@ -107,7 +108,7 @@ def test_ctrl_c_taken_by_a_library_thread_stops_the_drive(monkeypatch: pytest.Mo
     try:
         thread.start()
         with pytest.raises(KeyboardInterrupt):
-            local.grade_locally(entries, Namespace(), 2, lambda outcome: waiting.set())
+            local.grade_locally(entries, UNLENT, 2, lambda outcome: waiting.set())
     finally:
         stopping.set()  # whatever happened, the grading ends
         thread.join()

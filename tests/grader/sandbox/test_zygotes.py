@@ -359,6 +359,50 @@ def test_processes_forked_after_a_zygote_started_borrow_it_and_leave_it_running(
     assert len(set(folders)) == 10, "two workers shared a folder"
 
 
+# A process started with a zygote's descriptors (as a drive starts its gradings, `drive/local.py`):
+# it borrows the zygote its starter lent it (`zygotes.inherit`) and forks two workers from it.
+INHERITS = """
+import json, os
+from grader.sandbox import zygotes
+from grader.sandbox.isolation import probe as isolation
+from grader.sandbox.zygotes import CANDIDATE, HANDED_DOWN, Zygotes
+from tests.grader.sandbox.test_zygotes import CPU_PART, probe, worker
+
+zygotes.inherit()
+borrowed = Zygotes.borrowing(isolation("auto"), 600.0)
+sandboxes = [worker(borrowed) for _ in range(2)]
+modules = [probe(sandbox) for sandbox in sandboxes]
+seen = {"zygote": borrowed.get(CANDIDATE, CPU_PART).pid, "left": HANDED_DOWN in os.environ,
+        "pids": [module.pids() for module in modules],
+        "seen": [module.listing("/sandbox/workers") for module in modules]}
+for sandbox in sandboxes:
+    sandbox.close()
+borrowed.close()
+print(json.dumps(seen))
+"""
+
+
+def test_a_process_started_with_a_zygotes_descriptors_borrows_it_and_leaves_it_running(zygotes):
+    """The gradings a drive starts (`Zygotes.handed_down`, `zygotes.inherit`) fork their workers
+    from the drive's zygote, each worker its own and alone; the variable that described it is
+    gone from their environment, and the zygote serves on once they end."""
+    lender = zygotes.get(CANDIDATE, CPU_PART)
+    variables, fds = zygotes.handed_down()
+    done = subprocess.run([sys.executable, "-c", INHERITS], cwd=KIT_ROOT, capture_output=True,
+                          text=True, timeout=600, check=False, env=os.environ | variables,
+                          pass_fds=fds)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["zygote"] == lender.pid, "the process started a zygote of its own"
+    assert not seen["left"]
+    assert seen["pids"] == [[2, 1]] * 2
+    assert seen["seen"] == [[]] * 2  # no worker's folder, its own included
+    assert lender.process.poll() is None, "the process stopped the zygote it borrowed"
+    last = worker(zygotes)
+    probe(last)
+    last.close()
+
+
 def test_a_zygote_that_failed_is_not_tried_again_by_a_process_it_is_lent_to():
     """A grading process beside (`Zygotes.lent`) borrows what the grading has: a zygote that did
     not start, or did not answer, is not started again there, and nothing borrowed is closed."""
