@@ -18,6 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from grader import KIT_ROOT, interrupt
+from grader.cli import parser as grading_parser
 from grader.drive import resume
 from grader.parts import PARTS
 from grader.report.compare import ReportError, load
@@ -25,7 +26,7 @@ from grader.report.leaderboard import Outcome
 from grader.said import said
 from grader.sandbox import isolation
 from grader.sandbox.launch import die_with_the_grader
-from grader.sandbox.process import INTERPRETED, Limits, may_not_fork, surely_no_gpu
+from grader.sandbox.process import INTERPRETED, may_not_fork, surely_no_gpu
 from grader.sandbox.zygotes import Zygotes, grading_sides
 
 LOG_LINES = 4  # of a failed grading's output, shown in its row
@@ -118,7 +119,8 @@ def start_grading() -> None:
 
 
 def stop(process: subprocess.Popen) -> None:
-    """Kill a grading's process group; its sandbox workers die with it (PDEATHSIG)."""
+    """Kill a grading's process group; its sandbox workers die with it (PDEATHSIG, or their
+    keeper's lifeline where they were forked from a zygote)."""
     with contextlib.suppress(ProcessLookupError):  # it had just ended
         os.killpg(process.pid, signal.SIGKILL)
 
@@ -128,10 +130,11 @@ def grade_locally(
 ) -> None:
     """Grade `entries` on this machine, `jobs` at a time, calling `done` with each outcome as it
     comes; on Ctrl-C, stop the gradings under way and raise KeyboardInterrupt."""
-    zygotes = lent_zygotes(args)
-    lent = zygotes.handed_down() if zygotes is not None else NOTHING_LENT
     pool = ThreadPoolExecutor(jobs, initializer=interrupt.leave_to_the_main_thread)
+    zygotes = None
     try:
+        zygotes = lent_zygotes(args, len(entries))
+        lent = zygotes.handed_down() if zygotes is not None else NOTHING_LENT
         pending = {pool.submit(grade_one, name, entry, args, lent)
                    for name, entry in entries.items()}  # fmt: skip
         while pending:
@@ -152,15 +155,16 @@ def grade_locally(
             zygotes.close()
 
 
-def lent_zygotes(args: argparse.Namespace) -> Zygotes | None:
-    """The zygotes every grading of the drive borrows instead of starting its own, started
-    once, here: where each grading would start them as it begins (every part chosen, no GPU,
-    sandboxed workers that may be forked: `__main__.launch_early`), else None. A grading of
-    other options (another `--import-timeout`) starts its own."""
-    if args.isolation != "bwrap" or set(args.parts or PARTS) != set(PARTS):
+def lent_zygotes(args: argparse.Namespace, gradings: int) -> Zygotes | None:
+    """The zygotes every one of the drive's `gradings` borrows instead of starting its own,
+    started once, here: where there are several and each would start the same ones as it begins
+    (every part chosen, no GPU, sandboxed workers that may be forked: `__main__.launch_early`),
+    with the time to start that the gradings' own options give; else None."""
+    if args.isolation != "bwrap" or set(args.parts or PARTS) != set(PARTS) or gradings < 2:
         return None
     if not (surely_no_gpu() and may_not_fork(INTERPRETED)):
         return None
-    zygotes = Zygotes(isolation.probe("bwrap"), Limits.import_seconds)
+    seconds = grading_parser().parse_args(["SUBMISSION", *args.grader_options]).import_timeout
+    zygotes = Zygotes(isolation.probe("bwrap"), seconds)
     zygotes.start((side, INTERPRETED) for side in grading_sides())
     return zygotes

@@ -362,6 +362,8 @@ class Zygote:
         zygote.broken, zygote.owned, zygote.process = False, False, None
         zygote.seconds, zygote.pid, zygote.user = found["seconds"], found["pid"], found["user"]
         zygote.home, zygote.site, zygote.tools = Path(found["home"]), found["site"], found["tools"]
+        for fd in (found["socket"], found["lock"]):
+            os.set_inheritable(fd, False)  # as its lender's: nothing this process starts gets it
         zygote.socket = socket.socket(fileno=found["socket"])
         zygote.lock_file = open(found["lock"], "rb")  # noqa: SIM115 (closed by `close`)
         return zygote
@@ -515,7 +517,8 @@ WARM: Zygotes | None = None
 
 def inherit() -> None:
     """Borrow, as `WARM`, the zygotes that this process's starter lent it (`HANDED_DOWN`; the
-    variable is taken out of the environment), if it did and they can be found."""
+    variable is taken out of the environment), if it did and they can be found, and no `WARM`
+    is there already."""
     global WARM
     described = os.environ.pop(HANDED_DOWN, None)
     if described is None or WARM is not None:

@@ -456,22 +456,22 @@ def test_a_drive_lends_its_zygotes_to_every_grading(tmp_path: Path) -> None:
     folder = tmp_path / "submissions"
     for name in ("first", "second"):
         shutil.copytree(EXERCISES, folder / name)
-    log = (tmp_path / "drive.log").open("w")
-    drive = subprocess.Popen(
-        [sys.executable, "-m", "grader", "grade-all", str(folder), "--out", str(tmp_path / "out"),
-         "--jobs", "2"],
-        cwd=KIT_ROOT, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
     started = set()  # the zygotes the drive and its gradings started
     deadline = time.monotonic() + CLI_TIMEOUT  # a safety net, not a speed goal
-    while drive.poll() is None:
-        if time.monotonic() > deadline:
-            drive.kill()
-            pytest.fail(f"the drive did not end in {CLI_TIMEOUT} s")
-        with contextlib.suppress(OSError, ValueError):  # a grading that ended meanwhile
-            started |= zygotes_of(drive.pid)
-        time.sleep(0.05)
-    log.close()
+    with (tmp_path / "drive.log").open("w") as log:
+        drive = subprocess.Popen(
+            [sys.executable, "-m", "grader", "grade-all", str(folder), "--out",
+             str(tmp_path / "out"), "--jobs", "2"],
+            cwd=KIT_ROOT, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            while drive.poll() is None and time.monotonic() < deadline:
+                with contextlib.suppress(OSError, ValueError):  # a grading that ended meanwhile
+                    started |= zygotes_of(drive.pid)
+                time.sleep(0.05)
+        finally:
+            drive.kill()  # where it still runs; its gradings die with it
+            drive.wait()
     assert drive.returncode == 0, (tmp_path / "drive.log").read_text()
     assert len(started) == len(grading_sides()), started
 

@@ -1,6 +1,7 @@
 """A local drive lends its zygotes to its gradings only where each grading would start the same
-ones as it begins (`local.lent_zygotes`): a drive of some parts, or of unsandboxed workers,
-starts none (its gradings start what they need, when they need it)."""
+ones as it begins (`local.lent_zygotes`), and with the time to start them that the gradings'
+options give: a drive of one submission, of some parts, or of unsandboxed workers starts none
+(its gradings start what they need, when they need it)."""
 
 from argparse import Namespace
 
@@ -8,12 +9,41 @@ import pytest
 
 from grader.drive import local
 from grader.parts import PARTS
+from grader.sandbox.process import Limits
+
+
+class StartedZygotes:
+    """What `lent_zygotes` starts, without starting anything: the time it gave them."""
+
+    def __init__(self, isolated: object, seconds: float) -> None:
+        self.seconds = seconds
+
+    def start(self, wanted: object) -> None:
+        pass
 
 
 @pytest.mark.parametrize(
-    ("isolation", "parts"),
-    [("none", None), ("bwrap", ("allocator",)), ("bwrap", tuple(PARTS)[:-1])],
-)
-def test_a_drive_of_some_parts_or_unsandboxed_lends_no_zygote(isolation, parts, monkeypatch):
+    ("isolation", "parts", "gradings"),
+    [("none", None, 2), ("bwrap", ("allocator",), 2), ("bwrap", tuple(PARTS)[:-1], 2),
+     ("bwrap", None, 1)],
+)  # fmt: skip
+def test_a_drive_of_one_some_parts_or_unsandboxed_lends_no_zygote(
+    isolation: str, parts: tuple[str, ...] | None, gradings: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(local, "Zygotes", None)  # any start would fail
-    assert local.lent_zygotes(Namespace(isolation=isolation, parts=parts)) is None
+    args = Namespace(isolation=isolation, parts=parts, grader_options=[])
+    assert local.lent_zygotes(args, gradings) is None
+
+
+@pytest.mark.parametrize(
+    ("options", "seconds"), [([], Limits.import_seconds), (["--import-timeout", "7"], 7.0)]
+)
+def test_the_lent_zygotes_take_the_gradings_time_to_start(
+    options: list[str], seconds: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "Zygotes", StartedZygotes)
+    monkeypatch.setattr(local, "surely_no_gpu", lambda: True)
+    monkeypatch.setattr(local, "may_not_fork", lambda env: True)
+    monkeypatch.setattr(local.isolation, "probe", lambda mode: None)
+    args = Namespace(isolation="bwrap", parts=None, grader_options=options)
+    assert local.lent_zygotes(args, 2).seconds == seconds

@@ -372,9 +372,12 @@ zygotes.inherit()
 borrowed = Zygotes.borrowing(isolation("auto"), 600.0)
 sandboxes = [worker(borrowed) for _ in range(2)]
 modules = [probe(sandbox) for sandbox in sandboxes]
-seen = {"zygote": borrowed.get(CANDIDATE, CPU_PART).pid, "left": HANDED_DOWN in os.environ,
+zygote = borrowed.get(CANDIDATE, CPU_PART)
+lock = f"/proc/{os.getpid()}/fd/{zygote.lock_file.fileno()}"  # as this process opens it
+seen = {"zygote": zygote.pid, "left": HANDED_DOWN in os.environ,
         "pids": [module.pids() for module in modules],
-        "seen": [module.listing("/sandbox/workers") for module in modules]}
+        "seen": [module.listing("/sandbox/workers") for module in modules],
+        "lock": modules[0].read(lock)}
 for sandbox in sandboxes:
     sandbox.close()
 borrowed.close()
@@ -397,6 +400,7 @@ def test_a_process_started_with_a_zygotes_descriptors_borrows_it_and_leaves_it_r
     assert not seen["left"]
     assert seen["pids"] == [[2, 1]] * 2
     assert seen["seen"] == [[]] * 2  # no worker's folder, its own included
+    assert seen["lock"] == "FileNotFoundError"
     assert lender.process.poll() is None, "the process stopped the zygote it borrowed"
     last = worker(zygotes)
     probe(last)
