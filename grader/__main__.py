@@ -24,14 +24,13 @@ from pathlib import Path
 from grader import interrupt, seal_key
 from grader.cli import parser
 from grader.intake import Intake, SubmissionRefused, read_submission
-from grader.parts import PARTS
 from grader.report.compare import ReportError, read
 from grader.report.i18n import profile_name, tr
 from grader.report.messages import text_in
 from grader.said import message_of, said
 from grader.sandbox import isolation
-from grader.sandbox.process import INTERPRETED, Limits, may_not_fork, surely_no_gpu
-from grader.sandbox.zygotes import Zygotes, grading_sides, inherit
+from grader.sandbox.process import Limits, surely_started_zygotes
+from grader.sandbox.zygotes import Zygotes, inherit
 from grader.scoring.profiles import PROFILES, Profile
 from grader.scoring.rubric import Rubric, load_rubric
 from grader.text import clean
@@ -94,12 +93,12 @@ def grade_submission(args: argparse.Namespace) -> int:
 
 
 def launch_early(zygotes: Zygotes, parts: Iterable[str]) -> None:
-    """Launch now the zygotes (`zygotes.py`) that a grading of `parts` will surely start: where
-    every part is chosen, there is no GPU and workers may be forked, so that they import torch
-    while this process imports it, about a second sooner than the grading would ask for them.
-    A wrong guess (a GPU no device file shows) costs only their start: they stop unused."""
-    if set(parts) == set(PARTS) and surely_no_gpu() and may_not_fork(INTERPRETED):
-        zygotes.launch((side, INTERPRETED) for side in grading_sides())
+    """Launch now the zygotes (`zygotes.py`) that a grading of `parts` will surely start
+    (`surely_started_zygotes`: every part chosen, no GPU, workers that may be forked), so that
+    they import torch while this process imports it, about a second sooner than the grading
+    would ask for them. A wrong guess (a GPU no device file shows) costs only their start: they
+    stop unused."""
+    zygotes.launch(surely_started_zygotes(parts))
 
 
 def graded_and_written(

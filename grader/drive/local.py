@@ -26,8 +26,8 @@ from grader.report.leaderboard import Outcome
 from grader.said import said
 from grader.sandbox import isolation
 from grader.sandbox.launch import die_with_the_grader
-from grader.sandbox.process import INTERPRETED, may_not_fork, surely_no_gpu
-from grader.sandbox.zygotes import Zygotes, grading_sides
+from grader.sandbox.process import surely_started_zygotes
+from grader.sandbox.zygotes import Zygotes
 
 LOG_LINES = 4  # of a failed grading's output, shown in its row
 RUNNING: set[subprocess.Popen] = set()  # the gradings under way, stopped on Ctrl-C
@@ -157,14 +157,13 @@ def grade_locally(
 
 def lent_zygotes(args: argparse.Namespace, gradings: int) -> Zygotes | None:
     """The zygotes every one of the drive's `gradings` borrows instead of starting its own,
-    started once, here: where there are several and each would start the same ones as it begins
-    (every part chosen, no GPU, sandboxed workers that may be forked: `__main__.launch_early`),
-    with the time to start that the gradings' own options give; else None."""
-    if args.isolation != "bwrap" or set(args.parts or PARTS) != set(PARTS) or gradings < 2:
-        return None
-    if not (surely_no_gpu() and may_not_fork(INTERPRETED)):
+    started once, here: where there are several, sandboxed, and each would start the same ones
+    as it begins (`surely_started_zygotes`), with the time to start that the gradings' own
+    options give; else None."""
+    wanted = surely_started_zygotes(args.parts or PARTS) if args.isolation == "bwrap" else []
+    if not wanted or gradings < 2:
         return None
     seconds = grading_parser().parse_args(["SUBMISSION", *args.grader_options]).import_timeout
     zygotes = Zygotes(isolation.probe("bwrap"), seconds)
-    zygotes.start((side, INTERPRETED) for side in grading_sides())
+    zygotes.start(wanted)
     return zygotes

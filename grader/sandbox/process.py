@@ -29,10 +29,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.parts import PARTS
 from grader.said import Said, from_record, message_of, said
 from grader.sandbox import isolation, seccomp
 from grader.sandbox.isolation import Isolation, probe
@@ -51,6 +53,7 @@ from grader.sandbox.zygotes import (
     Zygote,
     ZygoteGone,
     Zygotes,
+    grading_sides,
     uses_torch,
 )
 from grader.text import clean
@@ -223,6 +226,15 @@ def may_not_fork(extra_env: dict[str, str]) -> bool:
     """Whether a worker may start no process (`seccomp.py`): unless it may use CUDA, where Triton
     runs a compiler; on Linux on x86-64 and arm64 (elsewhere the filter cannot run)."""
     return not uses_cuda(extra_env) and seccomp.supported()
+
+
+def surely_started_zygotes(parts: Iterable[str]) -> list[tuple[str, dict[str, str]]]:
+    """The zygotes, by side and workers' environment, that a grading of `parts` surely starts:
+    where every part is chosen, there is no GPU (its workers run under Triton's interpreter) and
+    workers may be forked; else none (the grading starts those it needs, when it needs them)."""
+    if set(parts) == set(PARTS) and surely_no_gpu() and may_not_fork(INTERPRETED):
+        return [(side, INTERPRETED) for side in grading_sides()]
+    return []
 
 
 def memory_rlimit(extra_env: dict[str, str]) -> int:

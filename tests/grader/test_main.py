@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import grader.__main__ as grader_main
 from grader import interrupt
 from grader.__main__ import (
     GRADER_MEMORY_BYTES,
@@ -24,6 +23,7 @@ from grader.cli import parser
 from grader.drive import command as drive_command
 from grader.parts import PARTS
 from grader.report.i18n import tr
+from grader.sandbox import process
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import INTERPRETED
 from grader.sandbox.zygotes import Zygotes, grading_sides
@@ -194,7 +194,7 @@ def test_zygotes_are_launched_early_only_where_the_grading_surely_starts_them(
     them."""
     wanted: list[tuple] = []
     monkeypatch.setattr(Zygotes, "launch", lambda _, pairs: wanted.extend(pairs))
-    monkeypatch.setattr(grader_main, "surely_no_gpu", lambda: not gpu)
-    monkeypatch.setattr(grader_main, "may_not_fork", lambda _: forks)
+    monkeypatch.setattr(process, "surely_no_gpu", lambda: not gpu)
+    monkeypatch.setattr(process, "may_not_fork", lambda _: forks)
     launch_early(Zygotes(Isolation("/usr/bin/bwrap"), 60.0), parts)
     assert wanted == ([(side, INTERPRETED) for side in grading_sides()] if early else [])

@@ -9,6 +9,7 @@ import pytest
 
 from grader.drive import local
 from grader.parts import PARTS
+from grader.sandbox import process
 from grader.sandbox.process import Limits
 
 
@@ -42,8 +43,8 @@ def test_the_lent_zygotes_take_the_gradings_time_to_start(
     options: list[str], seconds: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(local, "Zygotes", StartedZygotes)
-    monkeypatch.setattr(local, "surely_no_gpu", lambda: True)
-    monkeypatch.setattr(local, "may_not_fork", lambda env: True)
+    monkeypatch.setattr(process, "surely_no_gpu", lambda: True)
+    monkeypatch.setattr(process, "may_not_fork", lambda env: True)
     monkeypatch.setattr(local.isolation, "probe", lambda mode: None)
     args = Namespace(isolation="bwrap", parts=None, grader_options=options)
     assert local.lent_zygotes(args, 2).seconds == seconds
