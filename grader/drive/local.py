@@ -78,6 +78,7 @@ def grade_one(
         process = subprocess.Popen(
             command(entry, report_dir, args),
             cwd=KIT_ROOT,
+            stdin=subprocess.DEVNULL,  # not the drive's terminal, which its Ctrl-C alone reads
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -185,7 +185,7 @@ def locked(file: BinaryIO, deadline: float) -> Iterator[None]:
     still holds it at `deadline`."""
     try:
         lock = open(f"/proc/self/fd/{file.fileno()}", "rb")  # noqa: SIM115 (closed below)
-    except OSError as error:
+    except (OSError, ValueError) as error:  # ValueError: `file` is closed (the zygote too)
         raise ZygoteGone(f"the zygote's lock is gone: {error}") from error
     with lock:
         pause = LOCK_POLL_SECONDS

@@ -1,9 +1,14 @@
-"""A local drive lends its zygotes to its gradings only where each grading would start the same
+"""A grading of a local drive reads nothing of the drive's input.
+
+A local drive lends its zygotes to its gradings only where each grading would start the same
 ones as it begins (`local.lent_zygotes`), and with the time to start them that the gradings'
 options give: a drive of one submission, of some parts, or of unsandboxed workers starts none
 (its gradings start what they need, when they need it)."""
 
+import os
+import sys
 from argparse import Namespace
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +53,21 @@ def test_the_lent_zygotes_take_the_gradings_time_to_start(
     monkeypatch.setattr(local.isolation, "probe", lambda mode: None)
     args = Namespace(isolation="bwrap", parts=None, grader_options=options)
     assert local.lent_zygotes(args, 2).seconds == seconds
+
+
+def test_a_grading_reads_nothing_of_the_drives_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its standard input is /dev/null, whatever the drive's is (a terminal, a pipe, a file)."""
+    shows_stdin = "import os; print(os.readlink('/proc/self/fd/0'))"
+    monkeypatch.setattr(local, "command", lambda *_: [sys.executable, "-c", shows_stdin])
+    args = Namespace(out=tmp_path, timeout=60.0)
+    drives_stdin = os.dup(0)
+    try:
+        with open(__file__, "rb") as drive_input:
+            os.dup2(drive_input.fileno(), 0)
+        local.grade_one("one", tmp_path / "one", args)
+    finally:
+        os.dup2(drives_stdin, 0)
+        os.close(drives_stdin)
+    assert (tmp_path / "one" / "grade.log").read_text().strip() == "/dev/null"

@@ -454,6 +454,17 @@ def test_a_late_reply_to_an_earlier_request_is_not_taken_for_the_next_ones():
     zygote.lock_file.close()
 
 
+def test_a_closed_zygote_is_gone_for_a_thread_that_asks_it_afterwards():
+    """A part's thread that asks after the grading closed its zygotes (Ctrl-C, the grading's
+    end) gets `ZygoteGone`, which starts its worker afresh, not an error of its own."""
+    zygote, inside = bare_zygote(1.0)
+    inside.close()
+    zygote.socket.close()
+    zygote.lock_file.close()
+    with pytest.raises(ZygoteGone, match="lock is gone"):
+        zygote.ask({}, [])
+
+
 def test_a_process_waits_its_turn_and_a_busy_zygote_is_not_broken():
     """Another process that holds the zygote's lock (a grading asking for its worker) makes
     this one wait; past the zygote's time it starts its worker afresh, and the zygote, busy but
