@@ -58,7 +58,8 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--seed", type=int, help="a private seed: a fresh set of hidden examples")
     cli.add_argument("--shrinks", type=whole_number,
                      help="how many steps a failure is shrunk by, each to a smaller "
-                          f"counterexample (default: the profile's, {profile_shrinks()}): fewer "
+                          f"counterexample (default: the profile's, {profile_shrinks()}), "
+                          "running at most 16 examples a step: fewer "
                           "ends sooner, with the same verdicts unless shrinking meets a hang, a "
                           "crash or a spent budget")  # fmt: skip
     cli.add_argument("--lang", choices=("en", "zh"), default="en",

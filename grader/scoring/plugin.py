@@ -28,7 +28,6 @@ from typing import Any
 import hypothesis
 import hypothesis.core
 import pytest
-from hypothesis.internal.conjecture import engine as conjecture_engine
 from hypothesis.internal.conjecture import providers
 
 from grader.parts import PARTS
@@ -36,8 +35,9 @@ from grader.said import Said, message_of, said
 from grader.sandbox.process import SubmissionFailure, described
 from grader.sandbox.proxy import RemoteError
 from grader.sandbox.transcript import Transcript
+from grader.scoring import shrinking
 from grader.scoring.fixtures import WorkerFixtures, check_id, check_name
-from grader.scoring.profiles import SHRINK_SECONDS, hypothesis_settings
+from grader.scoring.profiles import hypothesis_settings
 from grader.scoring.progress import ProgressLines
 from grader.severity import SEVERITIES
 
@@ -86,9 +86,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
             "grader", hypothesis_settings(self.grading_profile, self.seeded)
         )
         hypothesis.settings.load_profile("grader")
-        # Shrinking a failure through a worker is slow: bound it by work (`profiles.py`).
-        conjecture_engine.MAX_SHRINKS = self.grading_profile.shrinks
-        conjecture_engine.MAX_SHRINKING_SECONDS = SHRINK_SECONDS
+        shrinking.bound(self.grading_profile)  # by work, through a worker (`shrinking.py`)
         # Hypothesis traces every line the grader runs once a property fails, only to print which
         # lines failing cases ran (`is_coverage`: dropped); under Python 3.11's settrace that is
         # most of a failing check's time. Its examples and its shrinking do not depend on it, and

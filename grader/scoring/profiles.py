@@ -26,14 +26,10 @@ class Profile:
     max_examples: int  # per property
     stateful_steps: int  # per state-machine example
     timing_rounds: int  # per timed workload, interleaved with the reference's
-    shrinks: int  # per failing property: how many smaller counterexamples it may step through
+    shrinks: int  # per failing property: how many smaller counterexamples (`shrinking.py`)
     budget_seconds: float  # the whole grading of one submission, whatever it does
 
 
-# Shrinking is bounded by work (successful shrinks), not by seconds, so that a busy machine
-# ends it at the same counterexample; SHRINK_SECONDS only guards against a shrinker stuck on
-# failed attempts, far past what an honest shrink takes.
-SHRINK_SECONDS = 300
 PROFILES = {
     "quick": Profile(
         "quick",
