@@ -125,14 +125,28 @@ def read(path):
 """
 
 
-@pytest.fixture
-def zygotes() -> Iterator[Zygotes]:
+def new_zygotes() -> Zygotes:
     if not seccomp.supported():
         pytest.skip("workers are forked only where the seccomp filter runs (Linux, x86-64/arm64)")
     found = isolation.probe("auto")
     if not found.isolated:
         pytest.fail(f"this test needs a sandbox: {found.reason} (make test installs bubblewrap)")
-    made = Zygotes(found, 600.0)
+    return Zygotes(found, 600.0)
+
+
+@pytest.fixture
+def zygotes() -> Iterator[Zygotes]:
+    """Zygotes of the test's own, none started: for a test of how they start."""
+    made = new_zygotes()
+    yield made
+    made.close()
+
+
+@pytest.fixture(scope="module")
+def serving() -> Iterator[Zygotes]:
+    """Zygotes the module's tests fork their workers from, one after another, as a grading's
+    parts do: each test's workers, crashed, hung or stopped, leave them serving the next."""
+    made = new_zygotes()
     yield made
     made.close()
 
@@ -157,8 +171,8 @@ def probe(sandbox: Sandbox):
     return module
 
 
-def test_a_forked_worker_sees_neither_the_zygote_nor_a_sibling(zygotes):
-    first, second = worker(zygotes), worker(zygotes)
+def test_a_forked_worker_sees_neither_the_zygote_nor_a_sibling(serving):
+    first, second = worker(serving), worker(serving)
     try:
         one, other = probe(first), probe(second)
         assert one.pids() == other.pids() == (2, 1)  # each under an init of its own
@@ -181,7 +195,7 @@ def test_a_forked_worker_sees_neither_the_zygote_nor_a_sibling(zygotes):
         assert other.attach(1) == "refused"
         assert other.signal_process(2) == "reached"  # itself
         assert one.pids() == (2, 1)  # the sibling lives on
-        third = worker(zygotes)
+        third = worker(serving)
         try:
             probe(third)  # and the zygote forks the next
         finally:
@@ -191,8 +205,8 @@ def test_a_forked_worker_sees_neither_the_zygote_nor_a_sibling(zygotes):
         second.close()
 
 
-def test_a_forked_workers_cpu_time_is_its_own(zygotes):
-    busy, idle = worker(zygotes), worker(zygotes)
+def test_a_forked_workers_cpu_time_is_its_own(serving):
+    busy, idle = worker(serving), worker(serving)
     try:
         probe(busy), probe(idle)
         before = idle.cpu_seconds()
@@ -204,11 +218,11 @@ def test_a_forked_workers_cpu_time_is_its_own(zygotes):
         idle.close()
 
 
-def test_a_workers_cpu_time_can_be_read_after_it_ended(zygotes):
+def test_a_workers_cpu_time_can_be_read_after_it_ended(serving):
     """The keeper, whose process tree the CPU time is read from, lives until the grader lets go
     of it: a worker that ends right after its reply (before the grader reads its clock) leaves
     its time there, and no pid the kernel may give to another process is read."""
-    ending = worker(zygotes)
+    ending = worker(serving)
     try:
         module = probe(ending)
         assert module.exit_soon() == "spun"
@@ -218,8 +232,8 @@ def test_a_workers_cpu_time_can_be_read_after_it_ended(zygotes):
         ending.close()
 
 
-def test_a_crash_or_a_hang_leaves_the_zygote_forking_the_next(zygotes):
-    crashing, hanging = worker(zygotes), worker(zygotes, call_seconds=2.0)
+def test_a_crash_or_a_hang_leaves_the_zygote_forking_the_next(serving):
+    crashing, hanging = worker(serving), worker(serving, call_seconds=2.0)
     try:
         probe(crashing)
         with pytest.raises(WorkerCrashed, match="exited with status 3"):
@@ -238,10 +252,10 @@ def test_a_crash_or_a_hang_leaves_the_zygote_forking_the_next(zygotes):
         hanging.close()
 
 
-def test_the_grader_stops_a_forked_worker_at_once_from_another_thread(zygotes):
+def test_the_grader_stops_a_forked_worker_at_once_from_another_thread(serving):
     """`Sandbox.cancel` lets go of the lifeline: the keeper kills the worker, and the call it
     was in (its limit ten minutes away) fails as a crash."""
-    hanging = worker(zygotes)
+    hanging = worker(serving)
     try:
         module = probe(hanging)
         threading.Timer(1.0, hanging.cancel).start()
@@ -251,14 +265,14 @@ def test_the_grader_stops_a_forked_worker_at_once_from_another_thread(zygotes):
         hanging.close()
 
 
-def test_the_answer_keys_workers_come_from_a_zygote_a_candidates_worker_cannot_see(zygotes):
-    candidate = worker(zygotes)
+def test_the_answer_keys_workers_come_from_a_zygote_a_candidates_worker_cannot_see(serving):
+    candidate = worker(serving)
     key_files = {"probe.py": PROBE, "key.py": f"SECRET = {MARKER!r}\n".encode()}
-    answer_key = worker(zygotes, answer_key=True, **key_files)
+    answer_key = worker(serving, answer_key=True, **key_files)
     try:
         key = probe(answer_key)
         module = probe(candidate)
-        assert len([made for made in zygotes.zygotes.values() if made is not None]) == 2
+        assert len([made for made in serving.zygotes.values() if made is not None]) == 2
         key_file = f"{key.own_folder()}/key.py"
         assert MARKER in key.read(key_file)
         elsewhere = "package/submission/key.py"
@@ -512,12 +526,12 @@ def test_only_a_worker_that_uses_torch_is_forked(zygotes):
     assert not uses_torch({name: files[name] for name in others})
 
 
-def test_a_worker_that_runs_a_kit_tool_is_forked_whatever_its_files(zygotes):
+def test_a_worker_that_runs_a_kit_tool_is_forked_whatever_its_files(serving):
     """A kit tool imports torch: a worker started to run one (the engine checks') is forked
     even where its files import no torch and its first request imports one of them (as the
     prefix-caching check's does)."""
     plain = PROBE.replace(b"import torch\n", b"")
-    runner = worker(zygotes, runs_tool=True, **{"probe.py": plain})
+    runner = worker(serving, runs_tool=True, **{"probe.py": plain})
     try:
         probe(runner)
     finally:
