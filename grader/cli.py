@@ -10,7 +10,7 @@ from grader import seal_key
 from grader.parts import PARTS
 from grader.sandbox import isolation
 from grader.sandbox.process import Limits
-from grader.scoring.profiles import PROFILES
+from grader.scoring.profiles import PROFILES, RUNS_PER_SHRINK
 from grader.scoring.rubric import parse_parts
 
 
@@ -59,7 +59,7 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--shrinks", type=whole_number,
                      help="how many steps a failure is shrunk by, each to a smaller "
                           f"counterexample (default: the profile's, {profile_shrinks()}), "
-                          "running at most 16 examples a step: fewer "
+                          f"running at most {RUNS_PER_SHRINK} examples per step in all: fewer "
                           "ends sooner, with the same verdicts unless shrinking meets a hang, a "
                           "crash or a spent budget")  # fmt: skip
     cli.add_argument("--lang", choices=("en", "zh"), default="en",

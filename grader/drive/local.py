@@ -78,7 +78,7 @@ def grade_one(
         process = subprocess.Popen(
             command(entry, report_dir, args),
             cwd=KIT_ROOT,
-            stdin=subprocess.DEVNULL,  # not the drive's terminal, which its Ctrl-C alone reads
+            stdin=subprocess.DEVNULL,  # the drive's input stays the drive's
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

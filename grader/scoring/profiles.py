@@ -30,6 +30,8 @@ class Profile:
     budget_seconds: float  # the whole grading of one submission, whatever it does
 
 
+RUNS_PER_SHRINK = 16  # examples a failure's shrinking and explaining may run, per shrink, in all
+
 PROFILES = {
     "quick": Profile(
         "quick",

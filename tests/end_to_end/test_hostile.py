@@ -97,9 +97,12 @@ class Hostile:
         return ",".join(self.zero + self.full)
 
     @property
-    def graded_as(self) -> tuple:
-        """What its grading depends on: hostiles alike in it are graded once."""
-        return self.edits, self.parts, self.options, self.on_stub, self.stubs, self.guarded
+    def inputs(self) -> tuple[tuple[str, ...], tuple[Edit, ...], tuple[str, ...], bool]:
+        """What its grading is made of: the stub files it keeps, its edits of the answer key, the
+        grader's options, and whether the file rule is on. Hostiles alike in it are graded once."""
+        stubs = self.stubs + (("kv_cache_manager.py",) if self.on_stub else ())
+        options = ("--parts", self.parts, *self.options, *VERDICTS_ONLY)
+        return stubs, self.edits, options, self.guarded
 
 
 def at_import(code: str, stub: bool = False) -> tuple[Edit, ...]:
@@ -380,20 +383,19 @@ def graded(request: pytest.FixtureRequest, tmp_path_factory) -> dict[str, Future
     root: Path = tmp_path_factory.mktemp("hostile")
 
     def job(hostile: Hostile):
-        stubs = hostile.stubs + (("kv_cache_manager.py",) if hostile.on_stub else ())
+        stubs, edits, options, guarded = hostile.inputs
         files = {name: EXERCISES / name for name in stubs}
-        folder = build_submission(root / hostile.id, files=files, edits=hostile.edits)
-        options = ("--parts", hostile.parts, *hostile.options, *VERDICTS_ONLY)
-        return lambda: grade(folder, *options, guarded=hostile.guarded)
+        folder = build_submission(root / hostile.id, files=files, edits=edits)
+        return lambda: grade(folder, *options, guarded=guarded)
 
     hostiles = selected(request, "hostile")
     for name in selected(request, "attack"):
         hostiles += ATTACKS[name].hostiles(name)
     first = {}
     for hostile in hostiles:
-        first.setdefault(hostile.graded_as, hostile)
+        first.setdefault(hostile.inputs, hostile)
     graded = concurrently({hostile.id: job(hostile) for hostile in first.values()})
-    return {hostile.id: graded[first[hostile.graded_as].id] for hostile in hostiles}
+    return {hostile.id: graded[first[hostile.inputs].id] for hostile in hostiles}
 
 
 @pytest.mark.parametrize("hostile", HOSTILES, ids=[hostile.id for hostile in HOSTILES])

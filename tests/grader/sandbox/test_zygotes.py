@@ -143,12 +143,19 @@ def zygotes() -> Iterator[Zygotes]:
 
 
 @pytest.fixture(scope="module")
-def serving() -> Iterator[Zygotes]:
-    """Zygotes the module's tests fork their workers from, one after another, as a grading's
-    parts do: each test's workers, crashed, hung or stopped, leave them serving the next."""
+def module_zygotes() -> Iterator[Zygotes]:
     made = new_zygotes()
     yield made
     made.close()
+
+
+@pytest.fixture
+def serving(module_zygotes: Zygotes) -> Zygotes:
+    """Zygotes the module's tests fork their workers from, one after another, as a grading's
+    parts do: each test's workers, crashed, hung or stopped, leave them serving the next."""
+    broken = [zygote for zygote in module_zygotes.zygotes.values() if zygote and zygote.broken]
+    assert not broken, "an earlier test of this module broke its zygote: see that test's failure"
+    return module_zygotes
 
 
 def worker(

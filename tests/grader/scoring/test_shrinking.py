@@ -14,7 +14,7 @@ from hypothesis.internal.conjecture import engine
 
 from grader import KIT_ROOT
 from grader.scoring import shrinking
-from grader.scoring.profiles import PROFILES, hypothesis_settings
+from grader.scoring.profiles import PROFILES, RUNS_PER_SHRINK, hypothesis_settings
 
 QUICK = PROFILES["quick"]
 NOTE = "# or any other generated value"
@@ -69,7 +69,7 @@ def test_a_failure_runs_at_most_its_bound_of_examples(restored: None) -> None:
     unbounded, _ = failure(5)
     shrinking.bound(QUICK)
     bounded, case = failure(5)
-    runs = shrinking.RUNS_PER_SHRINK * QUICK.shrinks
+    runs = RUNS_PER_SHRINK * QUICK.shrinks
     assert bounded < runs + 3 < unbounded  # with the failure itself and Hypothesis's replay
     assert "a=10," in case  # shrunk as far as ever: only the explaining was cut short
 
@@ -77,6 +77,7 @@ def test_a_failure_runs_at_most_its_bound_of_examples(restored: None) -> None:
 def test_a_failure_within_its_bound_is_shrunk_and_explained_as_hypothesis_alone_does(
     restored: None,
 ) -> None:
+    """(That the bound binds at all is the test above's.)"""
     engine.MAX_SHRINKS = QUICK.shrinks
     alone = failure(2)
     shrinking.bound(QUICK)
@@ -87,4 +88,4 @@ def test_a_failure_within_its_bound_is_shrunk_and_explained_as_hypothesis_alone_
 def test_a_gradings_plugin_bounds_hypothesis_by_its_profile() -> None:
     done = subprocess.run([sys.executable, "-c", CONFIGURED], cwd=KIT_ROOT, capture_output=True,
                           text=True, timeout=120, check=True)  # fmt: skip
-    assert json.loads(done.stdout) == [3, "BoundedRunner", 3 * shrinking.RUNS_PER_SHRINK]
+    assert json.loads(done.stdout) == [3, "BoundedRunner", 3 * RUNS_PER_SHRINK]
