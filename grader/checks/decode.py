@@ -97,7 +97,9 @@ def check_new_manager_and_request(submission):
             said("a new physical_kv_cache must be all zeros"),
             got=f"bool({name}.physical_kv_cache.any())",
         )
-    for sizes, what in [((4, 0, 8), "block_size 0"), ((4, 4, 0), "head_dim 0")]:
+    bad_sizes = [((-1, 4, 8), "num_blocks -1"), ((4, 0, 8), "block_size 0"),
+                 ((4, -1, 8), "block_size -1"), ((4, 4, 0), "head_dim 0")]  # fmt: skip
+    for sizes, what in bad_sizes:
         call = said("{call}, with {what},", call=f"KVCacheManager{sizes}", what=what)
         with raises(transcript, ValueError, call):
             new_manager(submission, *sizes)

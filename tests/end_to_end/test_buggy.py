@@ -114,6 +114,20 @@ BLOCK_SIZE_CHECK = """\
         if block_size < 1:
             raise ValueError(f"block_size must be >= 1, got {block_size}")
 """
+POOL_AFTER_ALLOCATOR = """\
+        self.allocator = BlockAllocator(num_blocks)
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.head_dim = head_dim
+        self.physical_kv_cache = torch.zeros(num_blocks, block_size, head_dim, dtype=torch.float32)
+"""
+POOL_BEFORE_ALLOCATOR = """\
+        self.physical_kv_cache = torch.zeros(num_blocks, block_size, head_dim, dtype=torch.float32)
+        self.allocator = BlockAllocator(num_blocks)
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.head_dim = head_dim
+"""
 PREFILL_CHECK = """\
         if req.block_table:
             raise ValueError(f"request {req.request_id} already has blocks: prefill it only once")
@@ -194,6 +208,10 @@ MUTANTS = [
     # Part 2: prefill, decode and free.
     Mutant("request_negative_prompt_accepted", "decode", manager((NEGATIVE_PROMPT, ""))),
     Mutant("manager_block_size_zero_accepted", "decode", manager((BLOCK_SIZE_CHECK, ""))),
+    Mutant("manager_negative_block_size_accepted", "decode", manager(
+        ("if block_size < 1:", "if block_size == 0:"))),
+    Mutant("manager_pool_made_before_its_allocator", "decode", manager(  # torch's RuntimeError
+        (POOL_AFTER_ALLOCATOR, POOL_BEFORE_ALLOCATOR))),
     Mutant("prefill_one_block_too_many", "decode", manager(
         (PREFILL_SIZE, "allocate(cdiv(req.seq_len, self.block_size) + 1)"))),
     Mutant("prefill_one_block_too_few", "decode", manager(
