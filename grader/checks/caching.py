@@ -50,7 +50,7 @@ def check_new_cache_and_bad_arguments(submission):
     for num_blocks, block_size in ((0, 1), (5, 4)):
         cache = model(submission, num_blocks, block_size)
         cache.check_state()
-    for args in ((-1, 4), (4, 0)):
+    for args in ((-1, 4), (4, 0), (4, -1)):
         with raises(transcript, ValueError, f"PrefixCache{args}"):
             submission.module("prefix_cache").PrefixCache(*args)
     cache = model(submission, 4, 2)

@@ -251,6 +251,8 @@ MUTANTS = [
     Mutant("copy_on_write_keeps_the_old_reference", "sharing", manager(
         ("        self.allocator.free([shared_block])\n", ""))),
     # Part 7: automatic prefix caching.
+    Mutant("prefix_negative_block_size_accepted", "caching", prefix_cache(
+        ("if block_size < 1:", "if block_size == 0:"))),
     Mutant("prefix_key_without_the_chain", "caching", replayed=True, edits=prefix_cache(
         (CHAINED_HASH, "self.hash = hash(tokens)"),
         (CHAINED_EQUALITY, "            return True\n"))),
