@@ -53,6 +53,7 @@ from grader.sandbox.zygotes import (
     Zygote,
     ZygoteGone,
     Zygotes,
+    children,
     grading_sides,
     uses_torch,
 )
@@ -681,8 +682,7 @@ class Sandbox:
                 total += time.clock_gettime(((~pid) << 3) | 2)  # the process's CPU-time clock
                 stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 total += (int(stat[13]) + int(stat[14])) / CLOCK_TICKS  # its waited-for children
-                for task in Path(f"/proc/{pid}/task").iterdir():
-                    pending += [int(child) for child in (task / "children").read_text().split()]
+                pending += children(pid)
             except (OSError, ValueError, IndexError):
                 if pid == self.process.pid:
                     raise

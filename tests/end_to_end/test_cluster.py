@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from grader.parts import PARTS as KIT_PARTS
+from grader.sandbox.zygotes import children
 from tests.grading import KIT_ROOT, SOLUTIONS, Edit, build_submission
 
 pytest.importorskip("ray", reason="the cluster extra is not installed: pip install '.[cluster]'")
@@ -91,13 +92,6 @@ def drive_folder(folder: Path) -> Path:
     with tarfile.open(folder / "broken.tar.gz", "w:gz") as bundle:
         bundle.add(SOLUTIONS / "block_allocator.py", "../block_allocator.py")
     return folder
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
-    return found
 
 
 def process(pid: int) -> tuple[str, int, str]:
