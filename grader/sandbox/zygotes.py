@@ -412,12 +412,12 @@ class Zygotes:
         `drive/local.py`): the `HANDED_DOWN` variable of their environment, and the descriptors
         they must inherit (`inherit`)."""
         self.await_all_launched()
-        ready = [(key, zygote) for key, zygote in self.zygotes.items() if zygote is not None]
+        zygotes = [[key, zygote.handed_down()]
+                   for key, zygote in self.zygotes.items() if zygote is not None]  # fmt: skip
         described = {"isolation": asdict(self.isolation), "seconds": self.seconds,
-                     "zygotes": [[key, zygote.handed_down()] for key, zygote in ready]}  # fmt: skip
-        fds = [zygote.socket.fileno() for _, zygote in ready]
-        fds += [zygote.lock_file.fileno() for _, zygote in ready]
-        return {HANDED_DOWN: json.dumps(described)}, tuple(fds)
+                     "zygotes": zygotes}  # fmt: skip
+        fds = tuple(found[fd] for _, found in zygotes for fd in ("socket", "lock"))
+        return {HANDED_DOWN: json.dumps(described)}, fds
 
     def launch(self, wanted: Iterable[tuple[str, dict[str, str]]]) -> None:
         """Start, side by side, the zygotes of `wanted` (a side and a part's environment) not
