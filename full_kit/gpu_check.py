@@ -1,10 +1,11 @@
 """`python -m full_kit.gpu_check [--out DIR]` (`make gpu-check`): part 4 on a CUDA machine.
 
-1. Preflight: can a sandboxed worker use the GPU? A probe process with the worker's stripped
-   environment and address-space limit imports torch and Triton and allocates what the timing
-   suite needs. CUDA reserves far more address space than it uses, so the probe tries the
-   grader's default limit first and then larger ones, and the grade runs with the first that
-   works (said in the log and the JSON).
+1. Preflight: can a sandboxed worker use the GPU? The grader's own probe (`grader.sandbox.cuda`)
+   starts a worker as part 4's are (the sandbox, its user, its memory limit), which allocates
+   `PROBE_BYTES` on the device and runs a Triton kernel on them; where it cannot, the log says
+   what the driver and the device files said. It tries the grader's default memory limit first
+   and then larger ones, and the grade runs with the first that works (said in the log and the
+   JSON).
 2. The kernel part's checks, natively: `python -m grader solutions --parts kernel`, its report
    under `DIR/grade/`, its output in the log.
 3. The device's copy bandwidth (`gpu_timing.copy_bandwidth`).
@@ -30,11 +31,9 @@ import itertools
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +44,8 @@ import torch
 
 from full_kit.torch_baseline import gather_sdpa_decode
 from grader import KIT_ROOT
+from grader.sandbox import cuda, isolation
+from grader.sandbox.process import Limits
 from grader.sandbox.tools import gpu_timing
 from kernels.cases import TOLERANCE, relative_error
 from kernels.reference import paged_attention_decode_reference
@@ -53,17 +54,9 @@ ANSWER_KEY = KIT_ROOT / "solutions" / "paged_attention.py"
 DEVICE = "cuda"
 ROUNDS = 10  # empty and timed batches per shape and implementation
 SEED = 2024
-PROBE_LIMITS_GB = (8, 64, 512, 4096)  # worker address-space limits to try, the default first
-PROBE_TIMEOUT = 120.0
+PROBE_LIMITS_GB = (8, 64, 512, 4096)  # worker memory limits to try, the grader's default first
+PROBE_BYTES = 10 << 30  # device memory the probe allocates: more than the timing suite's
 GRADE_TIMEOUT = 240.0
-PROBE = """
-import torch, triton
-assert torch.cuda.is_available(), "torch sees no CUDA device in the worker's environment"
-block = torch.empty(10 << 30, dtype=torch.uint8, device="cuda")
-block.fill_(1)
-torch.cuda.synchronize()
-print(torch.cuda.get_device_name(), triton.__version__)
-"""
 
 
 class Log:
@@ -79,37 +72,15 @@ class Log:
 
 
 def probe_worker(log: Log) -> dict:
-    """The smallest of `PROBE_LIMITS_GB` under which a worker-like process can use CUDA."""
-    from grader.sandbox.launch import worker_environment
-    from grader.sandbox.process import memory_rlimit
-
+    """The smallest of `PROBE_LIMITS_GB` under which a sandboxed worker can use CUDA."""
     failures = {}
     for limit_gb in PROBE_LIMITS_GB:
-        limit = limit_gb << 30
-
-        def apply_limit(limit: int = limit) -> None:
-            resource.setrlimit(memory_rlimit({}), (limit, limit))  # as a CUDA worker's
-
-        with tempfile.TemporaryDirectory(prefix="gpu-check-probe-") as home:
-            try:
-                done = subprocess.run(
-                    [sys.executable, "-c", PROBE],
-                    env=worker_environment(home, {}),
-                    cwd=home,
-                    preexec_fn=apply_limit,
-                    capture_output=True,
-                    text=True,
-                    timeout=PROBE_TIMEOUT,
-                )
-                output = (done.stdout + done.stderr).strip()
-                ok = done.returncode == 0
-            except subprocess.TimeoutExpired:
-                output, ok = f"no answer in {PROBE_TIMEOUT:.0f} s", False
-        last = output.splitlines()[-1] if output else "(no output)"
-        log(f"  worker probe, {limit_gb} GiB address space: {'ok' if ok else 'FAILED'}: {last}")
-        if ok:
+        limits = Limits(memory_bytes=limit_gb << 30)
+        problem = cuda.probe(isolation.probe(), limits, PROBE_BYTES)
+        log(f"  worker probe, {limit_gb} GiB memory limit: {problem or 'ok'}")
+        if not problem:
             return {"memory_limit_gb": limit_gb, "failures": failures}
-        failures[f"{limit_gb} GiB"] = output[-2000:]
+        failures[f"{limit_gb} GiB"] = problem
     return {"memory_limit_gb": None, "failures": failures}
 
 

@@ -48,7 +48,7 @@ from grader.intake import Intake
 from grader.integration import run_integration, run_prefix_integration
 from grader.parts import ENGINE_PARTS, PARTS
 from grader.said import recorded, said
-from grader.sandbox import seccomp
+from grader.sandbox import cuda, seccomp
 from grader.sandbox.isolation import Isolation
 from grader.sandbox.process import (
     DID_NOT_RETURN,
@@ -147,10 +147,11 @@ def answer_key_files() -> dict[str, bytes] | None:
 
 def device_environment(part: str | None = None) -> dict[str, str]:
     """What a worker of `part` adds to its environment (`launch.worker_environment`) to say
-    where it runs Triton: natively on CUDA, else under the interpreter on CPU. Only the kernel
-    part and the engine check (`part` None) see the GPU; the other parts run on the CPU, under
-    the address-space limit (`process.memory_rlimit`)."""
-    if not torch.cuda.is_available():
+    where it runs Triton: natively on CUDA where its workers can use it (`cuda.native`), else
+    under the interpreter on CPU. Only the kernel part and the engine check (`part` None) see the
+    GPU; the other parts run on the CPU, under the address-space limit
+    (`process.memory_rlimit`)."""
+    if not cuda.native():
         return INTERPRETED
     return {} if part in ("kernel", None) else NO_CUDA
 
@@ -585,7 +586,7 @@ def kit() -> str:
 def environment(options: Options) -> dict:
     """What graded: the kit, the device, the versions, the options; `report.json`'s
     `environment`."""
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    device = torch.cuda.get_device_name() if cuda.native() else "cpu"
     try:
         import triton
 
@@ -729,6 +730,21 @@ def isolation_flags(isolation: Isolation) -> list[dict]:
     return [{"source": "isolation", "message": isolation.describe()}]
 
 
+def gpu_errors() -> list[str]:
+    """Why part 4 ran under the interpreter on a machine with a GPU (`cuda.problem`), if so."""
+    if not (why := cuda.problem()):
+        return []
+    return [
+        said(
+            "this machine's GPU ({device}) does not work in the sandbox, so part 4 ran under "
+            "Triton's interpreter on the CPU, as on a machine without one, and its CUDA checks "
+            "were not graded; fix the machine and grade again. The sandboxed probe said: {why}",
+            device=torch.cuda.get_device_name(),
+            why=why,
+        )
+    ]
+
+
 def known_code_flags(intake: Intake, errors: list[str]) -> list[dict]:
     """A flag for each file of `intake` that matches the answer key or a public implementation
     (`similarity.known`); where the comparison fails, none, and `errors` says why: a flag changes
@@ -766,6 +782,8 @@ def grade(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> d
     engine_checks: list[EngineCheck] = []
     beside = None
     try:
+        if "kernel" in options.parts or set(options.parts) >= ENGINE_PARTS:
+            cuda.settle(options.isolation, options.limits)  # before any worker of theirs starts
         files = runnable(intake.files)  # before the fork: the process beside reads it cached
         beside = fork_beside(intake, options, zygotes)  # before any thread starts
         engine_checks += start_engine_checks(files, options, threads, zygotes)
@@ -795,7 +813,7 @@ def graded(
 ) -> dict:
     """`grade`'s report, its workers forked from `zygotes`, the `engine_checks` running beside
     the parts, and some parts graded by the process `beside`."""
-    errors: list[str] = []
+    errors = gpu_errors()
     report = {
         "score": 0.0,
         "max_score": 0.0,

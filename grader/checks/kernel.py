@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from grader.checks.support.expect import expect, same
 from grader.said import said
+from grader.sandbox import cuda
 from grader.sandbox.transcript import Transcript
 from kernels.cases import (
     LARGE_LOGITS,
@@ -44,7 +45,6 @@ pytestmark = [
     ),
 ]
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 HEAD_DIMS = (32, 64, 80, 96, 128, 256)
 BLOCK_SIZES = (1, 8, 16, 32)
 DTYPES = tuple(TOLERANCE)
@@ -244,9 +244,10 @@ def described(**params) -> str:
 
 
 def build(params: dict) -> tuple[Case, str]:
-    """The case `params` describe, on this machine's device, and the call that makes it."""
-    device = {"device": DEVICE} if DEVICE != "cpu" else {}
-    return make_case(**params, device=DEVICE), described(**params, **device)
+    """The case `params` describe, on the grading's device (`cuda.native`), and the call that
+    makes it."""
+    device = {"device": "cuda"} if cuda.native() else {}
+    return make_case(**params, **device), described(**params, **device)
 
 
 @st.composite
@@ -351,7 +352,7 @@ def check_large_logits(submission, dtype):
 
 @pytest.mark.points(3)
 @pytest.mark.severity("safety")
-@pytest.mark.skipif(not torch.cuda.is_available(), reason=said("needs a CUDA device"))
+@pytest.mark.skipif(not cuda.native(), reason=said("needs a CUDA device"))
 def check_large_cases_on_cuda(submission):
     for params in LARGE_CASES:
         submission.transcript.reset()

@@ -85,6 +85,7 @@ import torch
 
 from grader.checks.kernel import run_kernel
 from grader.said import said
+from grader.sandbox import cuda
 from grader.sandbox.process import SubmissionFailure
 from grader.sandbox.tools import gpu_timing
 from grader.scoring.timing import implausible
@@ -93,7 +94,7 @@ from kernels.reference import paged_attention_decode_reference
 
 pytestmark = [
     pytest.mark.part("kernel"),
-    pytest.mark.skipif(not torch.cuda.is_available(), reason=said("needs a CUDA device")),
+    pytest.mark.skipif(not cuda.native(), reason=said("needs a CUDA device")),
     pytest.mark.skipif(
         importlib.util.find_spec("triton") is None,
         reason=said("needs Triton, which installs on Linux only"),

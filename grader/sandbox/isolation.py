@@ -14,7 +14,8 @@ a user namespace of its own: `privileges`.) The root it sees holds, read-only, o
   outside `/usr`;
 - the site-packages folders (torch, triton), at `/site/N`;
 - its own folder at `/sandbox`: its copy of the submission, the kit tools it needs, the worker;
-- a GPU worker also gets the NVIDIA device nodes and `/sys`.
+- a GPU worker also gets the NVIDIA device nodes, `/sys`, and the folders of the driver's
+  libraries wherever this process loaded them from, when outside `/usr` (`driver_folders`).
 
 Its `/proc` (its own processes; no sysctl it could write) and `/dev` are read-only too. Its one
 writable place is a private tmpfs at `/tmp` (its cwd and HOME; bounded in size where the bwrap
@@ -160,11 +161,36 @@ def open_parents(binds: list[str]) -> list[str]:
 
 
 def gpu_binds() -> list[str]:
-    """What CUDA needs beyond `/usr`: the NVIDIA device nodes and `/sys` (read-only)."""
+    """What CUDA needs beyond `/usr` and the driver's libraries: the NVIDIA device nodes and
+    `/sys` (read-only)."""
     args = []
     for device in sorted(glob.glob("/dev/nvidia*")):
         args += ["--dev-bind", device, device]
     return [*args, "--ro-bind-try", "/sys", "/sys"]
+
+
+def driver_binds(binds: list[str]) -> list[str]:
+    """The driver's library folders (`driver_folders`) that no mount point of `binds` holds,
+    read-only at their own paths."""
+    points = [binds[index + 2] for index, arg in enumerate(binds) if arg in BINDS]
+    args = []
+    for folder in driver_folders(Path("/proc/self/maps")):
+        if not any(holds(point, folder) for point in points):
+            args += ["--ro-bind", folder, folder]
+    return args
+
+
+def driver_folders(maps: Path) -> list[str]:
+    """The folders of the NVIDIA driver's libraries (`libcuda`, `libnvidia-*`) mapped in the
+    process whose `maps` these are: a driver installed outside `/usr` (in `/run/nvidia/driver`,
+    as NVIDIA's GPU Operator installs it, or `/opt`) is found by a worker's loader there too."""
+    try:
+        lines = maps.read_text().splitlines()
+    except OSError:
+        return []
+    paths = [fields[5] for line in lines if len(fields := line.split(maxsplit=5)) == 6]
+    names = ("libcuda.so", "libnvidia-")
+    return sorted({os.path.dirname(path) for path in paths if Path(path).name.startswith(names)})
 
 
 def worker_user() -> int | None:
@@ -212,6 +238,8 @@ def command(
     `home` read-only at `HOME` and the folders `site` at `SITE`/0, `SITE`/1, ...; a `zygote`'s
     keeps the capability that makes namespaces (`privileges`)."""
     binds = [*system_binds(), "--ro-bind", str(home), HOME, *site_binds(site)]
+    if gpu:
+        binds += driver_binds(binds)
     args = [
         isolation.bwrap,
         *privileges(zygote),

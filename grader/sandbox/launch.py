@@ -18,10 +18,11 @@ WORKER_FILES = tuple(  # copied beside it
 # The kit's modules a part runs a candidate's code on, as the candidate's worker gets them:
 # stand-ins whose objects the kit's worker serves (`kit_server.py`).
 STAND_INS = HERE / "stand_ins"
-# The kit's standalone helpers (torch only, no kit imports) that checks may run in the worker
+# The kit's standalone helpers (no kit imports) that checks may run in the worker
 # (`Submission.tool`): each is copied into the worker's folder, never imported from the kit.
 TOOLS = {
-    name: HERE / "tools" / f"{name}.py" for name in ("gpu_timing", "engine", "prefix_engine")
+    name: HERE / "tools" / f"{name}.py"
+    for name in ("gpu_probe", "gpu_timing", "engine", "prefix_engine")
 }  # prefix_engine loads engine, its model, from beside it
 
 

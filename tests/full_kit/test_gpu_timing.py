@@ -757,3 +757,33 @@ def test_gpu_check_times_each_implementation_and_reports_failures_as_rows(
     assert results["tiny"]["absent"] == {"error": "not loaded: no file"}
     log.file.close()
     assert "small              torch" in (tmp_path / "log").read_text()
+
+
+def test_gpu_check_grades_with_the_first_memory_limit_the_sandboxed_probe_passes(
+    monkeypatch, tmp_path
+):
+    asked = []
+
+    def probe(isolation, limits, allocate_bytes):
+        asked.append((limits.memory_bytes >> 30, allocate_bytes))
+        return "torch cannot use CUDA here: out of memory" if len(asked) < 3 else ""
+
+    monkeypatch.setattr(gpu_check.cuda, "probe", probe)
+    log = gpu_check.Log(tmp_path / "log")
+    found = gpu_check.probe_worker(log)
+    log.file.close()
+    assert asked == [(limit, gpu_check.PROBE_BYTES) for limit in gpu_check.PROBE_LIMITS_GB[:3]]
+    assert found["memory_limit_gb"] == gpu_check.PROBE_LIMITS_GB[2]
+    assert list(found["failures"]) == [f"{limit} GiB" for limit in gpu_check.PROBE_LIMITS_GB[:2]]
+    lines = (tmp_path / "log").read_text().splitlines()
+    assert lines[0].endswith("memory limit: torch cannot use CUDA here: out of memory")
+    assert lines[2].endswith("memory limit: ok")
+
+
+def test_gpu_check_says_when_no_memory_limit_lets_a_worker_use_cuda(monkeypatch, tmp_path):
+    monkeypatch.setattr(gpu_check.cuda, "probe", lambda *_: "uid 65534 may not open /dev/nvidia0")
+    log = gpu_check.Log(tmp_path / "log")
+    found = gpu_check.probe_worker(log)
+    log.file.close()
+    assert found["memory_limit_gb"] is None
+    assert set(found["failures"].values()) == {"uid 65534 may not open /dev/nvidia0"}

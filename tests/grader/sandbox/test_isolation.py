@@ -165,6 +165,29 @@ def test_only_a_gpu_worker_gets_the_devices_and_sys():
     assert "/sys" in command(gpu=True)
 
 
+def test_the_driver_folders_are_those_of_its_mapped_libraries(tmp_path):
+    maps = tmp_path / "maps"
+    maps.write_text(
+        "7f00-7f01 r-xp 00000000 00:1f 12 /run/nvidia/driver/usr/lib64/libcuda.so.580.159.04\n"
+        "7f01-7f02 r--p 00000000 00:1f 13 /run/nvidia/driver/usr/lib64/libnvidia-nvvm.so.4\n"
+        "7f02-7f03 r-xp 00000000 00:1f 14 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "7f03-7f04 rw-p 00000000 00:00 0 \n"
+        "7f04-7f05 r-xp 00000000 00:1f 15 /opt/cuda/lib64/libcudart.so.13\n"
+    )
+    assert isolation.driver_folders(maps) == ["/run/nvidia/driver/usr/lib64"]
+    assert isolation.driver_folders(tmp_path / "absent") == []
+
+
+def test_a_gpu_worker_gets_the_driver_folders_outside_the_bound_ones(monkeypatch):
+    found = ["/run/nvidia/driver/lib64", "/usr/lib/x86_64-linux-gnu"]
+    monkeypatch.setattr(isolation, "driver_folders", lambda maps: found)
+    gpu, cpu = " ".join(command(gpu=True)), " ".join(command(gpu=False))
+    assert "--ro-bind /run/nvidia/driver/lib64 /run/nvidia/driver/lib64" in gpu
+    assert "--perms 0755 --dir /run/nvidia/driver" in gpu  # a worker that is NOBODY enters it
+    assert "/usr/lib/x86_64-linux-gnu /usr/lib" not in gpu  # /usr holds it
+    assert "/run/nvidia" not in cpu
+
+
 def test_none_and_a_missing_bwrap_say_why(monkeypatch):
     assert not isolation.probe("none").isolated
     assert "--isolation none" in isolation.probe("none").describe()
