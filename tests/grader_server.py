@@ -41,19 +41,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader.drive.forking import GRADING_IMPORTS, exit_status
 from grader.scoring.profiles import PROFILES
-from tests.fork_server import exit_status
 
 if TYPE_CHECKING:
     from grader.sandbox.zygotes import Zygotes
 
-# What `python -m grader` imports before it grades (`grader.__main__.grade_submission`).
-GRADING_IMPORTS = (
-    "grader.__main__",
-    "grader.grade",
-    "grader.report.summary",
-    "grader.report.writers",
-)
 PEER_CREDENTIALS = (socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))  # pid, uid, gid
 # Seconds, a safety net for one grading (and for the server's start): past the quick profile's
 # budget, where a grading stops itself, by as much again for its start and its report.

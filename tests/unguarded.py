@@ -15,7 +15,8 @@ from grader.drive import local
 
 def unguard() -> None:
     """No file is held to the file rule, in this process and the gradings `grade-all` starts
-    here (not those it sends to a Ray cluster)."""
+    here: those it forks inherit the rule's absence, those it starts afresh run this module
+    (not those it sends to a Ray cluster)."""
     file_rule.breaks = lambda files: {}
     graded_by = local.command
     local.command = lambda *args: unguarded(graded_by(*args))

@@ -311,8 +311,7 @@ def grade(
         cluster.grade(todo, args, key, progress.done, begin)
     else:
         jobs = local_jobs(args, len(todo))
-        progress.begin(len(todo), jobs)
-        grade_locally(todo, args, jobs, progress.done)
+        grade_locally(todo, args, jobs, progress.done, lambda: progress.begin(len(todo), jobs))
 
 
 def finish(

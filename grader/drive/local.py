@@ -1,6 +1,7 @@
 """Grading a drive's submissions on this machine: each in a process (group) of its own,
 `python -m grader ENTRY --out OUT/<name> ...`, with a timeout, up to `jobs` at once; a submission
-that breaks or hangs the grader costs only its own outcome. Where each grading would start the
+that breaks or hangs the grader costs only its own outcome. Each grading is forked from one warm
+process where it can be (`forking.py`), else started afresh. Where each grading would start the
 same zygotes, the drive starts them once and lends them to every grading (`lent_zygotes`). On
 Ctrl-C the gradings under way are stopped within a second or two and none starts after it.
 """
@@ -11,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +22,7 @@ from pathlib import Path
 from grader import KIT_ROOT, interrupt
 from grader.cli import parser as grading_parser
 from grader.drive import resume
+from grader.drive.forking import Forker, ServerGone
 from grader.parts import PARTS
 from grader.report.compare import ReportError, load
 from grader.report.leaderboard import Outcome
@@ -37,9 +40,14 @@ WAKE_EVERY = 1.0  # seconds between the main thread's looks for Ctrl-C while gra
 # SIGINT taken by a library's thread (the grader's own threads block it) wakes no lock
 
 
-def command(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str]:
-    """The grader's command line for one submission, with the batch's options."""
-    line = [sys.executable, "-m", "grader", str(entry.resolve()), "--out", str(report_dir)]
+def command(argv: list[str]) -> list[str]:
+    """The command line of a grading started afresh: `python -m grader ARGV`."""
+    return [sys.executable, "-m", "grader", *argv]
+
+
+def grader_argv(entry: Path, report_dir: Path, args: argparse.Namespace) -> list[str]:
+    """`python -m grader`'s arguments for one submission, with the batch's options."""
+    line = [str(entry.resolve()), "--out", str(report_dir)]
     line += ["--profile", args.profile, "--lang", args.lang, "--isolation", args.isolation]
     if args.seed is not None:
         line += ["--seed", str(args.seed)]
@@ -59,10 +67,14 @@ NOTHING_LENT: Lent = ({}, ())
 
 
 def grade_one(
-    name: str, entry: Path, args: argparse.Namespace, lent: Lent = NOTHING_LENT
+    name: str,
+    entry: Path,
+    args: argparse.Namespace,
+    lent: Lent = NOTHING_LENT,
+    forker: Forker | None = None,
 ) -> Outcome:
-    """Grade `entry` in a process (group) of its own, with the zygotes `lent`; its report, or
-    why there is none."""
+    """Grade `entry` in a process (group) of its own, forked by `forker` where there is one,
+    with the zygotes `lent`; its report, or why there is none."""
     report_dir = (args.out / name).resolve()
     try:
         report_dir.mkdir(parents=True, exist_ok=True)
@@ -72,11 +84,46 @@ def grade_one(
         )
     resume.clear(report_dir)
     started = time.monotonic()
+    run = forked if forker is not None else afresh
+    try:
+        failure, output = run(grader_argv(entry, report_dir, args), report_dir, args, lent, forker)
+    except Interrupted:
+        return Outcome(name, str(entry), None, said("interrupted"), [], 0.0)
+    seconds = time.monotonic() - started
+    report = None
+    if not failure:
+        try:
+            report = load(report_dir).report
+        except ReportError as error:
+            failure = said("exit status 0 but {problem}", problem=error)
+    tail = [line for line in output.splitlines() if line.strip()][-LOG_LINES:]
+    return Outcome(name, str(entry), report, failure, tail, seconds)
+
+
+class Interrupted(Exception):
+    """Ctrl-C came before the grading started: it does not start."""
+
+
+# Why a grading gave no report ("" where it ended with status 0), and its output.
+Ran = tuple[str, str]
+
+
+def failure_of(status: int | None, args: argparse.Namespace) -> str:
+    """What an exit `status` says of a grading ("" for 0); None: it timed out and was killed."""
+    if status is None:
+        return said("timed out after {seconds} s", seconds=f"{args.timeout:g}")
+    return said("exit status {status}", status=status) if status else ""
+
+
+def afresh(
+    argv: list[str], report_dir: Path, args: argparse.Namespace, lent: Lent, forker: None
+) -> Ran:
+    """`python -m grader ARGV` started afresh, its output also written to its `grade.log`."""
     with LAUNCHING:  # Ctrl-C stops every grading started, and none starts after it
         if STOPPING.is_set():
-            return Outcome(name, str(entry), None, said("interrupted"), [], 0.0)
+            raise Interrupted
         process = subprocess.Popen(
-            command(entry, report_dir, args),
+            command(argv),
             cwd=KIT_ROOT,
             stdin=subprocess.DEVNULL,  # the drive's input stays the drive's
             stdout=subprocess.PIPE,
@@ -91,25 +138,35 @@ def grade_one(
         RUNNING.add(process)
     try:
         output, _ = process.communicate(timeout=args.timeout)
-        failure = (
-            said("exit status {status}", status=process.returncode) if process.returncode else ""
-        )
+        status = process.returncode
     except subprocess.TimeoutExpired:
         stop(process)
         output, _ = process.communicate()
-        failure = said("timed out after {seconds} s", seconds=f"{args.timeout:g}")
+        status = None
     finally:
         RUNNING.discard(process)
-    seconds = time.monotonic() - started
     (report_dir / "grade.log").write_text(output, encoding="utf-8")
-    report = None
-    if not failure:
+    return failure_of(status, args), output
+
+
+def forked(
+    argv: list[str], report_dir: Path, args: argparse.Namespace, lent: Lent, forker: Forker
+) -> Ran:
+    """`python -m grader ARGV` forked by `forker`'s server, its output also written to its
+    `grade.log` once it ends (the report folder holds nothing else while it grades)."""
+    with tempfile.TemporaryDirectory(prefix="grade-all-log-") as folder:
+        log = Path(folder) / "grade.log"
         try:
-            report = load(report_dir).report
-        except ReportError as error:
-            failure = said("exit status 0 but {problem}", problem=error)
-    tail = [line for line in output.splitlines() if line.strip()][-LOG_LINES:]
-    return Outcome(name, str(entry), report, failure, tail, seconds)
+            with LAUNCHING:  # as `afresh`: Ctrl-C's `forker.kill_all` reaches it once begun
+                if STOPPING.is_set():
+                    raise Interrupted
+                grading = forker.begin(argv, os.environ | lent[0], lent[1], log)
+            failure = failure_of(forker.wait(grading, args.timeout), args)
+        except ServerGone as gone:
+            failure = said("no exit status: {why}", why=gone)
+        output = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    (report_dir / "grade.log").write_text(output, encoding="utf-8")
+    return failure, output
 
 
 def start_grading() -> None:
@@ -127,16 +184,23 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def grade_locally(
-    entries: dict[str, Path], args: argparse.Namespace, jobs: int, done: Callable[[Outcome], None]
+    entries: dict[str, Path],
+    args: argparse.Namespace,
+    jobs: int,
+    done: Callable[[Outcome], None],
+    begin: Callable[[], None],
 ) -> None:
-    """Grade `entries` on this machine, `jobs` at a time, calling `done` with each outcome as it
-    comes; on Ctrl-C, stop the gradings under way and raise KeyboardInterrupt."""
+    """Grade `entries` on this machine, `jobs` at a time, calling `begin` as the first starts
+    and `done` with each outcome as it comes; on Ctrl-C, stop the gradings under way and raise
+    KeyboardInterrupt."""
     pool = ThreadPoolExecutor(jobs, initializer=interrupt.leave_to_the_main_thread)
-    zygotes = None
+    zygotes = forker = None
     try:
         zygotes = lent_zygotes(args, len(entries))
         lent = zygotes.handed_down() if zygotes is not None else NOTHING_LENT
-        pending = {pool.submit(grade_one, name, entry, args, lent)
+        forker = Forker.start()  # while this process has one thread: before `begin`'s
+        begin()
+        pending = {pool.submit(grade_one, name, entry, args, lent, forker)
                    for name, entry in entries.items()}  # fmt: skip
         while pending:
             finished, pending = wait(pending, timeout=WAKE_EVERY, return_when=FIRST_COMPLETED)
@@ -149,9 +213,13 @@ def grade_locally(
             started = list(RUNNING)
         for process in started:
             stop(process)  # each grading runs in a session of its own: Ctrl-C did not reach it
+        if forker is not None:
+            forker.kill_all()
         raise
     finally:
         pool.shutdown()
+        if forker is not None:
+            forker.close()
         if zygotes is not None:
             zygotes.close()
 

@@ -71,12 +71,13 @@ def main_thread_mask() -> Iterator[None]:
 
 @pytest.mark.usefixtures("main_thread_mask")
 def test_the_drive_grades_in_threads_that_block_ctrl_c(monkeypatch: pytest.MonkeyPatch) -> None:
-    def grade_one(name: str, entry: Path, args: Namespace, lent: local.Lent) -> tuple[str, bool]:
+    def grade_one(name: str, entry: Path, args: Namespace, *lent: object) -> tuple[str, bool]:
         return name, blocks_ctrl_c()
 
     monkeypatch.setattr(local, "grade_one", grade_one)
+    monkeypatch.setattr(local.Forker, "start", lambda: None)  # gradings started afresh
     outcomes: list[tuple[str, bool]] = []
-    local.grade_locally({"a": Path("a"), "b": Path("b")}, UNLENT, 2, outcomes.append)
+    local.grade_locally({"a": Path("a"), "b": Path("b")}, UNLENT, 2, outcomes.append, lambda: None)
     assert sorted(outcomes) == [("a", True), ("b", True)]
 
 
@@ -92,12 +93,13 @@ def test_ctrl_c_taken_by_a_library_thread_stops_the_drive(monkeypatch: pytest.Mo
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as on a terminal
     stopped: list[bool] = []
 
-    def grade_one(name: str, entry: Path, args: Namespace, lent: local.Lent) -> None:
+    def grade_one(name: str, entry: Path, args: Namespace, *lent: object) -> None:
         if name == "long":
             grading.set()
             stopped.append(stopping.wait(WAIT))  # False: the grading ended before Ctrl-C
 
     monkeypatch.setattr(local, "grade_one", grade_one)
+    monkeypatch.setattr(local.Forker, "start", lambda: None)
 
     def library() -> None:
         if waiting.wait(WAIT) and grading.wait(WAIT):
@@ -108,7 +110,7 @@ def test_ctrl_c_taken_by_a_library_thread_stops_the_drive(monkeypatch: pytest.Mo
     try:
         thread.start()
         with pytest.raises(KeyboardInterrupt):
-            local.grade_locally(entries, UNLENT, 2, lambda outcome: waiting.set())
+            local.grade_locally(entries, UNLENT, 2, lambda outcome: waiting.set(), lambda: None)
     finally:
         stopping.set()  # whatever happened, the grading ends
         thread.join()

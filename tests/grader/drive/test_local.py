@@ -60,7 +60,8 @@ def test_a_grading_reads_nothing_of_the_drives_input(
 ) -> None:
     """Its standard input is /dev/null, whatever the drive's is (a terminal, a pipe, a file)."""
     shows_stdin = "import os; print(os.readlink('/proc/self/fd/0'))"
-    monkeypatch.setattr(local, "command", lambda *_: [sys.executable, "-c", shows_stdin])
+    monkeypatch.setattr(local, "grader_argv", lambda *_: [])
+    monkeypatch.setattr(local, "command", lambda argv: [sys.executable, "-c", shows_stdin])
     args = Namespace(out=tmp_path, timeout=60.0)
     drives_stdin = os.dup(0)
     try:
