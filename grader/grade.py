@@ -731,16 +731,17 @@ def isolation_flags(isolation: Isolation) -> list[dict]:
 
 
 def gpu_errors() -> list[str]:
-    """Why part 4 ran under the interpreter on a machine with a GPU (`cuda.problem`), if so."""
-    if not (why := cuda.problem()):
+    """Why part 4 ran under the interpreter on a machine with a GPU (`cuda.settle`), if so."""
+    found = cuda.settled()
+    if not found.problem:
         return []
     return [
         said(
             "this machine's GPU ({device}) does not work in the sandbox, so part 4 ran under "
             "Triton's interpreter on the CPU, as on a machine without one, and its CUDA checks "
             "were not graded; fix the machine and grade again. The sandboxed probe said: {why}",
-            device=torch.cuda.get_device_name(),
-            why=why,
+            device=found.device,
+            why=found.problem,
         )
     ]
 
@@ -766,12 +767,9 @@ def grade(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> d
     message with its record beside it (`said.recorded`). Its workers are forked from `zygotes`
     (the caller's, who closes them) or from zygotes of its own."""
     started = time.time()
-    budget = options.limits.submission_seconds or options.profile.budget_seconds
-    options = replace(
-        options,
-        limits=replace(options.limits, submission_seconds=budget),
-        deadline=time.monotonic() + budget,
-    )
+    if "kernel" in options.parts:  # the GPU's part (the engine check's too), asked before the
+        cuda.settle(options.isolation, options.limits)  # budget starts: not the submission's time
+    options = with_budget(options)
     torch.set_num_threads(1)  # the checks' tensors are small: a second thread costs, not gains
     threads = ThreadPoolExecutor(
         2, thread_name_prefix="engine-check", initializer=interrupt.leave_to_the_main_thread
@@ -782,8 +780,6 @@ def grade(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> d
     engine_checks: list[EngineCheck] = []
     beside = None
     try:
-        if "kernel" in options.parts or set(options.parts) >= ENGINE_PARTS:
-            cuda.settle(options.isolation, options.limits)  # before any worker of theirs starts
         files = runnable(intake.files)  # before the fork: the process beside reads it cached
         beside = fork_beside(intake, options, zygotes)  # before any thread starts
         engine_checks += start_engine_checks(files, options, threads, zygotes)
@@ -801,6 +797,16 @@ def grade(intake: Intake, options: Options, zygotes: Zygotes | None = None) -> d
         threads.shutdown()
         if own:
             zygotes.close()
+
+
+def with_budget(options: Options) -> Options:
+    """`options` with the submission's time budget (its own, or its profile's) starting now."""
+    budget = options.limits.submission_seconds or options.profile.budget_seconds
+    return replace(
+        options,
+        limits=replace(options.limits, submission_seconds=budget),
+        deadline=time.monotonic() + budget,
+    )
 
 
 def graded(

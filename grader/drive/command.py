@@ -339,7 +339,8 @@ def finish(
 
 
 def local_jobs(args: argparse.Namespace, count: int) -> int:
-    """Gradings at once on this machine: one where two could time kernels on one GPU."""
+    """Gradings at once on this machine: one where two could use one GPU (time kernels, or
+    fill its memory under the other's workers)."""
     jobs = min(args.jobs, count)
     if jobs > 1 and "kernel" in (args.parts or PARTS) and gpu_present():
         print(tr(args.lang, "drive_one_at_a_time"), file=sys.stderr)

@@ -11,9 +11,12 @@ dying with the server, which dies with the drive.
 
 The server forks from its one Python thread; requests and replies are JSON lines on two pipes
 (`{"id", "argv", "env", "keep", "log"}`; `{"id", "pid"}`, then `{"id", "status"}`, a signal's
-death as a negative status). Not where a GPU may be (`surely_no_gpu`): a process that has asked
-CUDA anything cannot hand CUDA on to a forked child, and the grading asks; there, and in a drive
-that already runs other threads, the drive starts `python -m grader` afresh (`local.py`).
+death as a negative status). A grading the server could not fork gets status 1 and the reason in
+its log, and the server goes on; where the server itself dies, the drive grades afresh.
+
+Not where a GPU may be (`surely_no_gpu`): a process that has asked CUDA anything cannot hand
+CUDA on to a forked child, and the grading asks; there, and in a drive that already runs other
+threads, the drive starts `python -m grader` afresh (`local.py`).
 """
 
 import contextlib
@@ -98,7 +101,12 @@ class Forker:
                 raise ServerGone("the drive's grading server has died")
             self.ids += 1
             self.gradings[self.ids] = grading = Grading()
-            self.requests.write(json.dumps({"id": self.ids, **request}) + "\n")
+            try:
+                self.requests.write(json.dumps({"id": self.ids, **request}) + "\n")
+            except OSError as error:  # it died, and the reader has not seen it yet
+                self.gone = True
+                del self.gradings[self.ids]
+                raise ServerGone(f"the drive's grading server has died ({error})") from None
         return grading
 
     def wait(self, grading: Grading, timeout: float) -> int | None:
@@ -129,27 +137,32 @@ class Forker:
             self.kill(grading)
 
     def read(self, replies: int) -> None:
-        """The reader thread: each reply to its grading; at the server's end, every grading
-        still waiting ends without a status."""
-        with os.fdopen(replies) as stream:
-            for line in stream:
-                reply = json.loads(line)
-                with self.lock:
-                    grading = self.gradings[reply["id"]]
-                    if "status" in reply:
-                        grading.status = reply["status"]
-                        del self.gradings[reply["id"]]
-                        grading.ended.set()
-                        continue
-                    grading.pid = reply["pid"]
-                    killed = grading.killed
-                if killed:  # before its pid came
-                    self.kill(grading)
+        """The reader thread: each reply to its grading; at the server's end, or at a reply it
+        cannot read, every grading still waiting ends without a status."""
+        try:
+            with os.fdopen(replies) as stream:
+                for line in stream:
+                    self.take(json.loads(line))
+        finally:
+            with self.lock:
+                self.gone = True
+                waiting, self.gradings = list(self.gradings.values()), {}
+            for grading in waiting:
+                grading.ended.set()
+
+    def take(self, reply: dict) -> None:
+        """A reply: its grading's pid (killed now if it was killed before), or its status."""
         with self.lock:
-            self.gone = True
-            waiting, self.gradings = list(self.gradings.values()), {}
-        for grading in waiting:
-            grading.ended.set()
+            grading = self.gradings[reply["id"]]
+            if "status" in reply:
+                grading.status = reply["status"]
+                del self.gradings[reply["id"]]
+                grading.ended.set()
+                return
+            grading.pid = reply["pid"]
+            killed = grading.killed
+        if killed:  # before its pid came
+            self.kill(grading)
 
     def close(self) -> None:
         """Stop the server (the gradings it still runs die with it) and wait for it."""
@@ -196,7 +209,12 @@ def serve(requests: int, replies: int, drive: int) -> None:
                 *lines, pending = (pending + chunk).split(b"\n")
                 for line in lines:
                     request = json.loads(line)
-                    pid = os.fork()
+                    try:
+                        pid = os.fork()
+                    except OSError as error:  # this grading fails, the server goes on
+                        Path(request["log"]).write_text(f"the drive could not fork it: {error}")
+                        answer(replies, {"id": request["id"], "status": 1})
+                        continue
                     if pid == 0:
                         grade(request, server, (requests, replies, wake_read, wake_write))
                     with contextlib.suppress(OSError):  # it may have ended already
@@ -246,11 +264,14 @@ def grade(request: dict, server: int, own: tuple[int, ...]) -> None:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
         close_all_but({0, 1, 2, *request["keep"]})
+        for fd in request["keep"]:
+            os.set_inheritable(fd, True)  # as `subprocess`'s `pass_fds` leaves them
         sys.stdout = sys.__stdout__ = os.fdopen(1, "w", encoding="utf-8", closefd=False)
         sys.stderr = sys.__stderr__ = os.fdopen(
             2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False
         )
         os.chdir(KIT_ROOT)
+        sys.path[0] = str(KIT_ROOT)  # as `-m` puts the working folder first
         os.environ.clear()
         os.environ.update(request["env"])
         sys.argv[:] = ["grader", *request["argv"]]

@@ -153,7 +153,9 @@ def forked(
     argv: list[str], report_dir: Path, args: argparse.Namespace, lent: Lent, forker: Forker
 ) -> Ran:
     """`python -m grader ARGV` forked by `forker`'s server, its output also written to its
-    `grade.log` once it ends (the report folder holds nothing else while it grades)."""
+    `grade.log` once it ends (the report folder holds nothing else while it grades); started
+    afresh where the server has died, before or during the grading (a fault of the machine,
+    never of the submission)."""
     with tempfile.TemporaryDirectory(prefix="grade-all-log-") as folder:
         log = Path(folder) / "grade.log"
         try:
@@ -162,8 +164,9 @@ def forked(
                     raise Interrupted
                 grading = forker.begin(argv, os.environ | lent[0], lent[1], log)
             failure = failure_of(forker.wait(grading, args.timeout), args)
-        except ServerGone as gone:
-            failure = said("no exit status: {why}", why=gone)
+        except ServerGone:
+            resume.clear(report_dir)  # what the grading had written before the server died
+            return afresh(argv, report_dir, args, lent, None)
         output = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
     (report_dir / "grade.log").write_text(output, encoding="utf-8")
     return failure, output

@@ -182,8 +182,10 @@ def driver_binds(binds: list[str]) -> list[str]:
 
 def driver_folders(maps: Path) -> list[str]:
     """The folders of the NVIDIA driver's libraries (`libcuda`, `libnvidia-*`) mapped in the
-    process whose `maps` these are: a driver installed outside `/usr` (in `/run/nvidia/driver`,
-    as NVIDIA's GPU Operator installs it, or `/opt`) is found by a worker's loader there too."""
+    process whose `maps` these are: bound for a worker, a driver installed outside `/usr` (in
+    `/run/nvidia/driver`, as NVIDIA's GPU Operator installs it, or `/opt`) is where the loader's
+    cache (`/etc/ld.so.cache`, bound too) says it is. (A driver found only through
+    `LD_LIBRARY_PATH`, which a worker's environment leaves out, is not: the probe says so.)"""
     try:
         lines = maps.read_text().splitlines()
     except OSError:

@@ -19,26 +19,26 @@ import torch
 import triton
 import triton.language as tl
 
-BLOCK = 1024  # elements a program of `add_one` writes
+BLOCK = 1024  # elements `add_one` writes: its one program's
 
 
 @triton.jit
-def add_one(x_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 1, mask=mask)
+def add_one(x_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) + 1)
 
 
 def probe(allocate_bytes: int) -> str:
-    """The device's name, once this worker has allocated `allocate_bytes` on it and a Triton
-    kernel has written all of them; else RuntimeError saying why (`driver_says`)."""
+    """The device's name, once this worker has allocated and written `allocate_bytes` on it and
+    a Triton kernel has run there; else RuntimeError saying why (`driver_says`)."""
     try:
         torch.cuda.init()
     except Exception as error:
         raise RuntimeError(f"torch cannot use CUDA here: {error} ({driver_says()})") from None
-    values = torch.zeros(max(allocate_bytes // 4, 1), dtype=torch.int32, device="cuda")
+    torch.ones(allocate_bytes, dtype=torch.uint8, device="cuda")
+    values = torch.zeros(BLOCK, dtype=torch.int32, device="cuda")
     try:
-        add_one[(triton.cdiv(values.numel(), BLOCK),)](values, values.numel(), BLOCK=BLOCK)
+        add_one[(1,)](values, BLOCK=BLOCK)
     except Exception as error:
         raise RuntimeError(f"a Triton kernel does not compile or run here: {error}") from None
     if not bool((values == 1).all()):

@@ -72,3 +72,38 @@ def test_a_grading_reads_nothing_of_the_drives_input(
         os.dup2(drives_stdin, 0)
         os.close(drives_stdin)
     assert (tmp_path / "one" / "grade.log").read_text().strip() == "/dev/null"
+
+
+class DeadServer:
+    """A forker whose server has died: before the grading, or during it."""
+
+    def __init__(self, during: bool) -> None:
+        self.during = during
+
+    def begin(self, *_: object) -> object:
+        if not self.during:
+            raise local.ServerGone("the drive's grading server has died")
+        return object()
+
+    def wait(self, *_: object) -> None:
+        raise local.ServerGone("the drive's grading server died during the grading")
+
+
+@pytest.mark.parametrize("during", [False, True])
+def test_a_grading_whose_server_died_is_started_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, during: bool
+) -> None:
+    """A fault of the drive's machinery, not of the submission: the grading runs again, as a
+    fresh `python -m grader`, in a report folder cleared of what the first had written."""
+    started = []
+    monkeypatch.setattr(local, "grader_argv", lambda *_: ["ARGV"])
+    monkeypatch.setattr(local, "command", lambda argv: started.append(argv) or
+                        [sys.executable, "-c", "print('afresh')"])  # fmt: skip
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "report.json").write_text("{}")  # left by the first
+    args = Namespace(out=tmp_path, timeout=60.0)
+    outcome = local.grade_one("one", tmp_path / "one", args, local.NOTHING_LENT, DeadServer(during))
+    assert started == [["ARGV"]]
+    assert (tmp_path / "one" / "grade.log").read_text().strip() == "afresh"
+    assert not (tmp_path / "one" / "report.json").exists()
+    assert outcome.failure  # the stand-in wrote no report
