@@ -84,9 +84,12 @@ def grade_one(
         )
     resume.clear(report_dir)
     started = time.monotonic()
-    run = forked if forker is not None else afresh
+    argv = grader_argv(entry, report_dir, args)
     try:
-        failure, output = run(grader_argv(entry, report_dir, args), report_dir, args, lent, forker)
+        if forker is None:
+            failure, output = afresh(argv, report_dir, args, lent)
+        else:
+            failure, output = forked(argv, report_dir, args, lent, forker)
     except Interrupted:
         return Outcome(name, str(entry), None, said("interrupted"), [], 0.0)
     seconds = time.monotonic() - started
@@ -115,9 +118,7 @@ def failure_of(status: int | None, args: argparse.Namespace) -> str:
     return said("exit status {status}", status=status) if status else ""
 
 
-def afresh(
-    argv: list[str], report_dir: Path, args: argparse.Namespace, lent: Lent, forker: None
-) -> Ran:
+def afresh(argv: list[str], report_dir: Path, args: argparse.Namespace, lent: Lent) -> Ran:
     """`python -m grader ARGV` started afresh, its output also written to its `grade.log`."""
     with LAUNCHING:  # Ctrl-C stops every grading started, and none starts after it
         if STOPPING.is_set():
@@ -166,7 +167,7 @@ def forked(
             failure = failure_of(forker.wait(grading, args.timeout), args)
         except ServerGone:
             resume.clear(report_dir)  # what the grading had written before the server died
-            return afresh(argv, report_dir, args, lent, None)
+            return afresh(argv, report_dir, args, lent)
         output = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
     (report_dir / "grade.log").write_text(output, encoding="utf-8")
     return failure, output
