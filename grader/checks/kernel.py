@@ -46,6 +46,11 @@ pytestmark = [
 ]
 
 HEAD_DIMS = (32, 64, 80, 96, 128, 256)
+# GQA groups of 3 and 7 query heads a kv head: any divisor is a group, not only a power of two.
+GROUPS_NOT_A_POWER_OF_TWO = (
+    {"num_heads": 6, "num_kv_heads": 2},
+    {"num_heads": 7, "num_kv_heads": 1},
+)
 BLOCK_SIZES = (1, 8, 16, 32)
 DTYPES = tuple(TOLERANCE)
 # Interpreter cost grows with programs x loop iterations: keep each case to a few dozen.
@@ -285,6 +290,9 @@ def check_head_layouts_in_float32(submission):
         run_kernel(submission, *build(params))
 
     layouts()
+    for groups in GROUPS_NOT_A_POWER_OF_TWO:  # beside the drawn layouts (`cases`)
+        submission.transcript.reset()
+        run_kernel(submission, *build({"seq_lens": [5, 9], **groups}))
 
 
 @pytest.mark.points(4)
@@ -335,6 +343,7 @@ def check_padding_and_shared_blocks_are_handled(submission):
 def check_scale(submission):
     case, description = build({"seq_lens": [9, 4], "seed": 3})
     run_kernel(submission, case, description, scale=0.37)
+    run_kernel(submission, case, description, scale=0.0)  # a scale, not "none given"
     run_kernel(submission, case, description)
 
 

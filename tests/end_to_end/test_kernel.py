@@ -108,6 +108,15 @@ BUGGY = [
         "kv_head = head // group_size", "kv_head = head % (tl.num_programs(1) // group_size)")),
     Buggy("default_scale_one_over_head_dim", kernel(
         "scale = head_dim**-0.5 if scale is None", "scale = 1.0 / head_dim if scale is None")),
+    # A scale of 0.0 taken for "none given": `scale or` the default.
+    Buggy("zero_scale_taken_as_the_default", kernel(
+        "scale = head_dim**-0.5 if scale is None else float(scale)",
+        "scale = float(scale or head_dim**-0.5)")),
+    # The group padded to a power of two (as for a `tl.arange` over it) and used for the mapping
+    # too: right while every group is a power of two; a group of 3 maps head 3 to kv head 0.
+    Buggy("gqa_group_padded_to_a_power_of_two", kernel(
+        "        num_heads // num_kv_heads,\n",
+        "        triton.next_power_of_2(num_heads // num_kv_heads),\n")),
     # No running max: exp of the raw scores, exact while every score stays small (the softmax
     # does not change when they shift), overflows once one passes about 88.
     Buggy("no_running_max", kernel(
