@@ -18,7 +18,7 @@ from hypothesis.stateful import (
 
 from grader.checks.support.expect import Held, distinct, expect, int_list, plain_int, raises, same
 from grader.said import said
-from grader.sandbox.transcript import Shown
+from grader.sandbox.transcript import Iter, Shown
 
 pytestmark = pytest.mark.part("allocator")
 
@@ -195,6 +195,13 @@ def check_freed_blocks_are_reused(submission):
         said("only the freed blocks can be handed out again"),
         got=f"sorted({transcript.source(again, 'again')})",
         expected=f"sorted({name}[1:4])",
+    )
+    allocator.free(Iter(Shown(again, transcript.source(again, "again"))))  # any Iterable, once
+    same(
+        transcript,
+        allocator.num_free,
+        3,
+        said("free(ids) must take any iterable of ids, read once: free(iter(ids)) must free each"),
     )
 
 

@@ -231,7 +231,7 @@ class Submission:
         if isinstance(value, tuple):
             return {"$tuple": [self.encode(item) for item in value]}
         if isinstance(value, Iter):
-            return {"$iter": [self.encode(item) for item in value.items]}
+            return {"$iter": self.encode(value.items)}
         if isinstance(value, slice):
             return {"$slice": [value.start, value.stop, value.step]}
         if value is Ellipsis:

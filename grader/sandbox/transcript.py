@@ -99,9 +99,10 @@ class Handle:
 
 
 class Iter:
-    """An argument that reaches the candidate as a one-shot iterator over `items`."""
+    """An argument that reaches the candidate as a one-shot iterator over `items` (a list, or a
+    `Shown` one, written as its code: `iter(ids)`)."""
 
-    def __init__(self, items: list) -> None:
+    def __init__(self, items: "list | Shown") -> None:
         self.items = items
 
 
@@ -188,7 +189,7 @@ class Transcript:
                 return f"torch.tensor({value.tolist()!r}, dtype={value.dtype})"
             return f"<tensor {list(value.shape)} {value.dtype}>"
         if isinstance(value, Iter):
-            return f"iter({value.items!r})"
+            return f"iter({self.code(value.items, limit)})"
         if value is Ellipsis:
             return "..."
         if isinstance(value, list):

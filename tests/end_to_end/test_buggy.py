@@ -193,6 +193,11 @@ MUTANTS = [
         (POP_ITEMS, f"{POP_ITEMS}{KEEP_THE_FIRST_FREE}"))),
     Mutant("free_accepts_a_double_free_within_one_call", "allocator", allocator(
         ("if count > self._ref_counts[block_id]:", "if self._ref_counts[block_id] == 0:"))),
+    # Its ids read twice (checked in one pass, freed in another): a one-shot iterator frees none.
+    Mutant("free_reads_its_ids_twice", "allocator", allocator(
+        ("        drops = Counter(self._checked_id(block_id) for block_id in block_ids)\n",
+         "        for block_id in block_ids:\n            self._checked_id(block_id)\n"
+         "        drops = Counter(block_ids)\n"))),
     Mutant("free_accepts_a_never_allocated_id", "allocator", allocator(
         ("if count > self._ref_counts[block_id]:",
          "if self._ref_counts[block_id] and count > self._ref_counts[block_id]:"))),
