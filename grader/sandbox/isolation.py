@@ -149,11 +149,15 @@ def site_binds(site: list[str]) -> list[str]:
     return args
 
 
+def mount_points(binds: list[str]) -> list[str]:
+    """Where each of `binds`' mounts lands inside (the argument after its source)."""
+    return [binds[index + 2] for index, arg in enumerate(binds) if arg in BINDS]
+
+
 def open_parents(binds: list[str]) -> list[str]:
     """A folder any user may enter for each folder above a mount point of `binds` (bwrap's own
     are 0700, which a worker that became `NOBODY` could not enter), outermost first."""
-    points = [binds[index + 2] for index, arg in enumerate(binds) if arg in BINDS]
-    parents = {str(parent) for point in points for parent in Path(point).parents}
+    parents = {str(parent) for point in mount_points(binds) for parent in Path(point).parents}
     args = []
     for parent in sorted(parents - {"/"}, key=lambda path: path.count("/")):
         args += ["--perms", "0755", "--dir", parent]
@@ -172,7 +176,7 @@ def gpu_binds() -> list[str]:
 def driver_binds(binds: list[str]) -> list[str]:
     """The driver's library folders (`driver_folders`) that no mount point of `binds` holds,
     read-only at their own paths."""
-    points = [binds[index + 2] for index, arg in enumerate(binds) if arg in BINDS]
+    points = mount_points(binds)
     args = []
     for folder in driver_folders(Path("/proc/self/maps")):
         if not any(holds(point, folder) for point in points):
