@@ -4,7 +4,8 @@ The scheduler runs on the kit's reference manager (where the kit ships it: its w
 stand-ins of `kv_cache_manager.py` and `block_allocator.py`, served by the kit's own worker), so
 this part is scored apart from parts 1 and 2.
 Each check runs hypothesis-generated traces (`scheduler_trace.traces`: arrivals between steps,
-pools from tight to roomy, blocks of 1 to 16 tokens, 1 to 8 seats) and judges one rule:
+ids in any order relative to arrival, pools from tight to roomy, blocks of 1 to 16 tokens, 1 to 8
+seats), after a fixed trace whose ids run against arrival order, and judges one rule:
 
 - the contract's invariants, 2 points each: `add_request`'s refusals, every request gets exactly its
   tokens, at most `max_num_seqs` per step, no deadlock, admission in arrival order, no block
@@ -24,10 +25,11 @@ from functools import partial
 from itertools import zip_longest
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 
 from grader.checks.support.expect import expect, raises, same, succeeds
 from grader.checks.support.scheduler_trace import (
+    IDS_AGAINST_ARRIVAL,
     LONG_TAILED,
     Kept,
     Run,
@@ -146,8 +148,8 @@ def check_add_request_refuses_what_can_never_run(submission):
 
 
 def for_every_trace(rule: Callable[..., None], *schedulers: Submission) -> None:
-    """`rule(*schedulers, trace)` on the profile's number of generated traces; a failure shrinks
-    to a smallest trace.
+    """`rule(*schedulers, trace)` on `IDS_AGAINST_ARRIVAL`, then on the profile's number of
+    generated traces; a failure of a generated trace shrinks to a smallest trace.
 
     Every check searches the same traces (one test function, hence one derandomized seed), so
     a trace that breaks several rules is judged by each of them alike, and a scheduler's run of a
@@ -158,6 +160,7 @@ def for_every_trace(rule: Callable[..., None], *schedulers: Submission) -> None:
     # Hypothesis derives the derandomized seed from this function's source: a change of its
     # text changes every grading's traces.
     @given(trace=traces())
+    @example(trace=IDS_AGAINST_ARRIVAL)
     def every_trace(trace: SchedulerTrace) -> None:
         rule(trace)
 
@@ -222,19 +225,20 @@ def every_request_gets_exactly_its_tokens(
     submission: Submission | Kept, trace: SchedulerTrace
 ) -> None:
     run, transcript = Run(trace), submission.transcript
-    tokens: dict[int, list[int]] = {request_id: [] for request_id in range(len(trace.arrivals))}
+    tokens: dict[int, list[int]] = {request_id: [] for request_id in trace.ids}
     for number, step in enumerate(run_steps(submission, run)):
         for request_id in step.scheduled:
-            arrived = run.arrived_by(number)
+            arrived = run.ids_by(number)
             expect(
                 transcript,
-                0 <= request_id < arrived,
+                request_id in arrived,
                 said(
                     "step {step} scheduled request {id}, which was never added",
                     step=number,
                     id=request_id,
                 ),
-                got=f"[r for r in steps[{number}].scheduled if not 0 <= r < {arrived}]",
+                got=f"[r for r in steps[{number}].scheduled if r not in "
+                f"{trace.ids_code(len(arrived))}]",
                 expected="[]",
             )
             same(
@@ -251,7 +255,7 @@ def every_request_gets_exactly_its_tokens(
                 got=f"steps[{number}].scheduled.count({request_id})",
             )
             tokens[request_id].append(number)
-            arrival = trace.arrivals[request_id]
+            arrival = trace.arrival(request_id)
             expect(
                 transcript,
                 len(tokens[request_id]) <= arrival.max_new_tokens,
@@ -275,7 +279,8 @@ def every_request_gets_exactly_its_tokens(
         if run.drained
         else said(" (the trace stopped after {steps} steps)", steps=len(run.steps))
     )
-    for request_id, arrival in enumerate(trace.arrivals):
+    for arrival in trace.arrivals:
+        request_id = arrival.request_id
         got, wanted = len(tokens[request_id]), arrival.max_new_tokens
         expect(
             transcript,
@@ -333,14 +338,14 @@ def at_most_max_num_seqs_per_step(submission: Submission | Kept, trace: Schedule
 
 def no_deadlock(submission: Submission | Kept, trace: SchedulerTrace) -> None:
     run, transcript = Run(trace), submission.transcript
-    tokens = [0] * len(trace.arrivals)
+    tokens = dict.fromkeys(trace.ids, 0)
     finished: set[int] = set()
     for number, step in enumerate(run_steps(submission, run)):
         unfinished = [
-            request_id
-            for request_id in range(run.arrived_by(number))
-            if request_id not in finished
-            and tokens[request_id] < trace.arrivals[request_id].max_new_tokens
+            arrival.request_id
+            for arrival in trace.arrivals[: run.arrived_by(number)]
+            if arrival.request_id not in finished
+            and tokens[arrival.request_id] < arrival.max_new_tokens
         ]
         expect(
             transcript,
@@ -358,7 +363,7 @@ def no_deadlock(submission: Submission | Kept, trace: SchedulerTrace) -> None:
             expected=f"bool({unfinished_code(run, number)})",
         )
         for request_id in step.scheduled:
-            if 0 <= request_id < len(tokens):
+            if request_id in tokens:
                 tokens[request_id] += 1
         finished |= set(step.finished)
     for number, answer in run.unfinished_after_adds:
@@ -374,7 +379,7 @@ def no_deadlock(submission: Submission | Kept, trace: SchedulerTrace) -> None:
             got=lambda number=number: transcript.name(run.asked[number], "unfinished"),
             expected="True",
         )
-    everyone = f"set(range({len(trace.arrivals)}))"
+    everyone = f"set({trace.ids_code()})"
     expect(
         transcript,
         run.drained,
@@ -410,7 +415,10 @@ def admission_in_arrival_order(submission: Submission | Kept, trace: SchedulerTr
     admitted: set[int] = set()
     for number, step in enumerate(run_steps(submission, run)):
         for request_id in step.scheduled:
-            earlier = [r for r in range(request_id) if r not in admitted]
+            if request_id not in trace.ids:
+                continue  # never added: the token check's failure
+            before = trace.ids[: trace.ids.index(request_id)]
+            earlier = [r for r in before if r not in admitted]
             first_runs = f"steps[:{number + 1}] for r in step.scheduled"
             expect(
                 submission.transcript,
@@ -425,7 +433,7 @@ def admission_in_arrival_order(submission: Submission | Kept, trace: SchedulerTr
                     ids=earlier,
                 ),
                 got=f"list(dict.fromkeys(r for step in {first_runs}))",
-                expected="list(range(len(got)))",
+                expected=f"list({trace.ids_code()})[: len(got)]",
             )
             admitted.add(request_id)
     run.assert_ran(submission.transcript)
@@ -480,10 +488,10 @@ def unfinished_code(run: Run, number: int) -> str:
     """The requests that have work left just before step `number`, as the counterexample
     computes them from its steps (added by then, never reported finished, short of their
     tokens)."""
-    wanted = [arrival.max_new_tokens for arrival in run.trace.arrivals]
+    wanted = {arrival.request_id: arrival.max_new_tokens for arrival in run.trace.arrivals}
     return (
-        f"[r for r in range({run.arrived_by(number)}) if not any(r in step.finished for step in "
-        f"steps[:{number}]) and {run.tokens_code('r', number)} < {wanted}[r]]"
+        f"[r for r in {run.trace.ids_code(run.arrived_by(number))} if not any(r in step.finished "
+        f"for step in steps[:{number}]) and {run.tokens_code('r', number)} < {wanted}[r]]"
     )
 
 

@@ -119,6 +119,16 @@ MUTANTS = [
         ("Request(req.request_id, req.seq_len)",
          "Request(req.request_id, self._prompt_lens[req.request_id])")),
         fails=frozenset({"every_request_gets_exactly_its_tokens", TRACE})),
+    # Arrival order taken for id order: the traces give ids in any order.
+    Mutant("waits_in_id_order", scheduler(
+        ("        self.waiting.append(Request(request_id, prompt_len))\n",
+         "        self.waiting.append(Request(request_id, prompt_len))\n"
+         "        self.waiting = deque(sorted(self.waiting, key=lambda r: r.request_id))\n")),
+        fails=frozenset({"admission_in_arrival_order", TRACE})),
+    Mutant("finishes_in_id_order", scheduler(
+        ("        self.running = still_running\n",
+         "        self.running = still_running\n        out.finished.sort()\n")),
+        fails=frozenset({TRACE})),
     Mutant("never_preempts_and_deadlocks", scheduler(
         (PREEMPT_ON_OOM, "            except RuntimeError:\n                return False\n")),
         fails=frozenset({"every_request_gets_exactly_its_tokens", "no_deadlock", TRACE}),

@@ -215,7 +215,7 @@ def run(trace: Trace) -> tuple[Scheduler, list[StepOutput]]:
         assert len(outputs) < bound, "the trace did not drain: deadlock or livelock"
         while added < len(trace.arrivals) and trace.arrivals[added].step == len(outputs):
             arrival = trace.arrivals[added]
-            scheduler.add_request(added, arrival.prompt_len, arrival.max_new_tokens)
+            scheduler.add_request(arrival.request_id, arrival.prompt_len, arrival.max_new_tokens)
             added += 1
         busy = scheduler.has_unfinished()
         outputs.append(scheduler.step())
@@ -223,7 +223,7 @@ def run(trace: Trace) -> tuple[Scheduler, list[StepOutput]]:
     return scheduler, outputs
 
 
-def check_steps(outputs: list[StepOutput], max_num_seqs: int) -> None:
+def check_steps(trace: Trace, outputs: list[StepOutput]) -> None:
     """Replays the running set from the outputs alone. In each step every running request
     either gets a token or is preempted; the admitted come after the decoded, only in a step
     without preemption, and never beyond the seats."""
@@ -234,15 +234,16 @@ def check_steps(outputs: list[StepOutput], max_num_seqs: int) -> None:
         assert out.scheduled[: len(decoded)] == decoded, f"step {number}: admitted before decoded"
         assert sorted(decoded + out.preempted) == sorted(running), f"step {number}"
         assert not (out.preempted and admitted), f"step {number}: admitted after a preemption"
-        assert len(out.scheduled) <= max_num_seqs
+        assert len(out.scheduled) <= trace.max_num_seqs
         running = [r for r in running if r not in out.preempted] + admitted
-        assert len(running) <= max_num_seqs
+        assert len(running) <= trace.max_num_seqs
         assert set(out.finished) <= set(running), f"step {number}: finished a non-running id"
         running = [r for r in running if r not in out.finished]
-        # running + waiting stays in arrival order (ids), so each list is sorted:
-        assert out.scheduled == sorted(out.scheduled)
-        assert out.preempted == sorted(out.preempted, reverse=True)  # newest first
-        assert out.finished == sorted(out.finished)
+        # running + waiting stays in arrival order, so each list is in it:
+        arrived = trace.ids.index
+        assert out.scheduled == sorted(out.scheduled, key=arrived)
+        assert out.preempted == sorted(out.preempted, key=arrived, reverse=True)  # newest first
+        assert out.finished == sorted(out.finished, key=arrived)
 
 
 def check_tokens(trace: Trace, outputs: list[StepOutput], manager: SpyManager) -> None:
@@ -250,10 +251,11 @@ def check_tokens(trace: Trace, outputs: list[StepOutput], manager: SpyManager) -
     in the cache, and finishes once, in the step of its last token. A preempted request is
     prefilled again with every token it held when preempted."""
     tokens = Counter(r for out in outputs for r in out.scheduled)
-    assert tokens == {r: a.max_new_tokens for r, a in enumerate(trace.arrivals)}
+    assert tokens == {a.request_id: a.max_new_tokens for a in trace.arrivals}
     finished = [r for out in outputs for r in out.finished]
-    assert sorted(finished) == list(range(len(trace.arrivals)))
-    for request_id, arrival in enumerate(trace.arrivals):
+    assert sorted(finished) == sorted(trace.ids)
+    for arrival in trace.arrivals:
+        request_id = arrival.request_id
         last_token = max(n for n, out in enumerate(outputs) if request_id in out.scheduled)
         assert request_id in outputs[last_token].finished
         prefills = [seq_len for r, seq_len in manager.prefills if r == request_id]
@@ -269,16 +271,16 @@ def check_preempted_reappear(outputs: list[StepOutput]) -> None:
             assert any(request_id in later.scheduled for later in outputs[number + 1 :])
 
 
-def check_first_admissions_in_arrival_order(outputs: list[StepOutput]) -> None:
+def check_first_admissions_in_arrival_order(trace: Trace, outputs: list[StepOutput]) -> None:
     first_admissions = list(dict.fromkeys(r for out in outputs for r in out.scheduled))
-    assert first_admissions == sorted(first_admissions)
+    assert first_admissions == list(trace.ids)
 
 
 @given(traces())
 def test_random_traces_keep_the_invariants(trace: Trace) -> None:
     scheduler, outputs = run(trace)
-    check_steps(outputs, trace.max_num_seqs)
+    check_steps(trace, outputs)
     check_tokens(trace, outputs, scheduler.manager)
     check_preempted_reappear(outputs)
-    check_first_admissions_in_arrival_order(outputs)
+    check_first_admissions_in_arrival_order(trace, outputs)
     assert len(scheduler.manager.free_blocks) == trace.num_blocks, "blocks leaked"

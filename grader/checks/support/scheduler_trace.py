@@ -1,10 +1,12 @@
 """Traces for part 5's checks: requests arriving between steps, run through a scheduler.
 
-A `SchedulerTrace` gives request `i` (ids in arrival order) its arrival step, prompt length and
-token count, over a pool that fits each request alone (the contract's `add_request` refuses the
-others). `run_trace` drives a scheduler in a worker through it and keeps what each step reported;
-the checks then judge the `Run`. Only public behaviour is observed: the step outputs,
-`has_unfinished()` and the pool's free count.
+A `SchedulerTrace` gives each request its id, arrival step, prompt length and token count, over
+a pool that fits each request alone (the contract's `add_request` refuses the others). Ids are
+any distinct ints, in any order relative to arrival: a scheduler that orders or indexes its
+requests by id, where the contract orders them by arrival or admission, is found. `run_trace`
+drives a scheduler in a worker through it and keeps what each step reported; the checks then
+judge the `Run`. Only public behaviour is observed: the step outputs, `has_unfinished()` and the
+pool's free count.
 
 Part 5's checks search the same traces, each judging one rule. A trace's run is kept once a check
 has run it to its end (`KEPT`), and the later checks judge the kept run (`judged`): a scheduler
@@ -38,6 +40,7 @@ from kernels.reference import cdiv
 
 @dataclass(frozen=True)
 class Arrival:
+    request_id: int
     step: int  # added just before this step
     prompt_len: int
     max_new_tokens: int
@@ -45,12 +48,27 @@ class Arrival:
 
 @dataclass(frozen=True)
 class SchedulerTrace:
-    """Requests with ids 0, 1, ... in arrival order, over `num_blocks` blocks of `block_size`."""
+    """Requests in arrival order (distinct ids), over `num_blocks` blocks of `block_size`."""
 
     arrivals: tuple[Arrival, ...]
     num_blocks: int
     block_size: int
     max_num_seqs: int
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """The request ids in arrival order."""
+        return tuple(arrival.request_id for arrival in self.arrivals)
+
+    def arrival(self, request_id: int) -> Arrival | None:
+        """The request with this id, or None for an id the trace never adds."""
+        return next((a for a in self.arrivals if a.request_id == request_id), None)
+
+    def ids_code(self, count: int | None = None) -> str:
+        """The first `count` ids (all by default) as a counterexample writes them: a `range`
+        where they are 0, 1, ..., else a list."""
+        ids = self.ids[:count]
+        return f"range({len(ids)})" if ids == tuple(range(len(ids))) else repr(list(ids))
 
     @property
     def max_steps(self) -> int:
@@ -64,17 +82,22 @@ class SchedulerTrace:
 
 @st.composite
 def traces(draw: st.DrawFn) -> SchedulerTrace:
-    """1 to 10 requests arriving over steps 0 to 8; pools from the tightest (the largest request
-    alone) to roomy (every request at once); blocks of 1 to 16 tokens; 1 to 8 seats."""
+    """1 to 10 requests arriving over steps 0 to 8, with distinct ids from -4 to 99 in any
+    order; pools from the tightest (the largest request alone) to roomy (every request at once);
+    blocks of 1 to 16 tokens; 1 to 8 seats. Shrinking takes ids towards 0, 1, ... in arrival
+    order where the order does not matter."""
     block_size = draw(st.integers(1, 16))
-    arrivals = draw(
+    requests = draw(
         st.lists(
-            st.builds(Arrival, st.integers(0, 8), st.integers(1, 48), st.integers(1, 24)),
+            st.tuples(st.integers(0, 8), st.integers(1, 48), st.integers(1, 24)),
             min_size=1,
             max_size=10,
         )
     )
-    arrivals.sort(key=lambda arrival: arrival.step)
+    requests.sort(key=lambda request: request[0])
+    count = len(requests)
+    ids = draw(st.lists(st.integers(-4, 99), min_size=count, max_size=count, unique=True))
+    arrivals = [Arrival(id_, *request) for id_, request in zip(ids, requests, strict=True)]
     needs = [cdiv(a.prompt_len + a.max_new_tokens, block_size) for a in arrivals]
     tight, roomy = max(needs), sum(needs)
     num_blocks = draw(st.integers(tight, min(roomy, 2 * tight)) | st.integers(tight, roomy))
@@ -85,18 +108,29 @@ def traces(draw: st.DrawFn) -> SchedulerTrace:
 # a few want many. Static batching holds a batch's seats until its longest request ends.
 LONG_TAILED = SchedulerTrace(
     arrivals=tuple(
-        Arrival(step, prompt_len, max_new_tokens)
-        for step, prompt_len, max_new_tokens in [
+        Arrival(request_id, step, prompt_len, max_new_tokens)
+        for request_id, (step, prompt_len, max_new_tokens) in enumerate([
             (0, 17, 8), (0, 42, 12), (0, 23, 6), (0, 60, 96), (0, 31, 10), (0, 12, 7),
             (0, 45, 16), (0, 28, 5), (0, 36, 64), (0, 19, 9), (0, 53, 11), (0, 25, 6),
             (0, 40, 14), (0, 16, 8), (0, 48, 48), (0, 33, 10), (8, 22, 12), (8, 57, 6),
             (8, 30, 9), (8, 44, 128), (16, 26, 7), (16, 39, 10), (16, 18, 5), (16, 50, 8),
-        ]
+        ])
     ),
     num_blocks=64,
     block_size=16,
     max_num_seqs=8,
 )  # fmt: skip
+
+
+# Ids against arrival order, tried first by every seed: requests 5, 3 and 4 arrive together and
+# are admitted in that order; step 1's decode preempts 4 (the newest, not the highest id), and 5
+# and 3 finish together in step 2 (oldest admission first, not the lowest id first).
+IDS_AGAINST_ARRIVAL = SchedulerTrace(
+    arrivals=(Arrival(5, 0, 1, 3), Arrival(3, 0, 1, 3), Arrival(4, 0, 1, 3)),
+    num_blocks=4,
+    block_size=2,
+    max_num_seqs=3,
+)
 
 
 @dataclass(frozen=True)
@@ -137,7 +171,7 @@ class Run:
     def not_finished(self) -> list[int]:
         """Ids never reported finished."""
         finished = {r for step in self.steps for r in step.finished}
-        return [r for r in range(len(self.trace.arrivals)) if r not in finished]
+        return [r for r in self.trace.ids if r not in finished]
 
     @property
     def drained(self) -> bool:
@@ -146,6 +180,10 @@ class Run:
     def arrived_by(self, step: int) -> int:
         """How many requests were added before `step`."""
         return sum(1 for arrival in self.trace.arrivals if arrival.step <= step)
+
+    def ids_by(self, step: int) -> tuple[int, ...]:
+        """The ids of the requests added before `step`, in arrival order."""
+        return self.trace.ids[: self.arrived_by(step)]
 
     def assert_ran(self, transcript: Transcript) -> None:
         """A check of what the steps did needs a step that did something."""
@@ -176,8 +214,7 @@ def run_to_the_end(trace: SchedulerTrace) -> tuple[str, ...]:
     an implementation that follows the contract may need more steps than it did)."""
     finished = "{r for step in steps for r in step.finished}"
     return (
-        f"while len(steps) < {trace.max_steps} and not {finished} >= set(range("
-        f"{len(trace.arrivals)})):",
+        f"while len(steps) < {trace.max_steps} and not {finished} >= set({trace.ids_code()}):",
         "    steps.append(scheduler.step())",
         "",
     )
@@ -309,8 +346,8 @@ def run_steps(submission: Submission | Kept, run: Run) -> Iterator[Step]:
         number = len(run.steps)
         arrivals = trace.arrivals[added : run.arrived_by(number)]
         for arrival in arrivals:
-            scheduler.add_request(added, arrival.prompt_len, arrival.max_new_tokens)
-            unfinished.add(added)
+            scheduler.add_request(arrival.request_id, arrival.prompt_len, arrival.max_new_tokens)
+            unfinished.add(arrival.request_id)
             added += 1
         if arrivals:
             run.unfinished_after_adds.append((number, scheduler.has_unfinished()))

@@ -70,8 +70,8 @@ def steps_taken():
     return STEPS[0]
 """
 # Three requests for two seats: the third waits, reported preempted, until a seat is free.
-TRACE = SchedulerTrace((Arrival(0, 5, 3), Arrival(0, 7, 4), Arrival(1, 3, 6)), 4, 4, 2)
-CUT_SHORT = SchedulerTrace((Arrival(0, 2, 5),), 2, 4, 1)
+TRACE = SchedulerTrace((Arrival(0, 0, 5, 3), Arrival(1, 0, 7, 4), Arrival(2, 1, 3, 6)), 4, 4, 2)
+CUT_SHORT = SchedulerTrace((Arrival(0, 0, 2, 5),), 2, 4, 1)
 
 
 @pytest.fixture(scope="module")
