@@ -97,11 +97,15 @@ def check_a_shared_prompt_is_reused(submission):
 @pytest.mark.severity("safety")
 def check_keys_chain_the_whole_prefix(submission):
     """A block of the same tokens after a different prefix is another key: no hit (a hash of
-    the block's own tokens serves another prompt's cache)."""
+    the block's own tokens serves another prompt's cache); nor is a block whose key's hash is
+    another's (hash(-1) == hash(-2) in Python: a hit compares the tokens)."""
     cache = model(submission, 9, 2)
     served(cache, [1, 2, 3, 4, 0])
     served(cache, [9, 9, 3, 4, 0])
     served(cache, [3, 4, 1, 2, 0])
+    cache = model(submission, 4, 2)
+    served(cache, [-1, -1, 0])
+    served(cache, [-2, -2, 0])
 
 
 @pytest.mark.points(1)
@@ -123,10 +127,10 @@ def check_only_full_blocks_are_cached(submission):
     """A partly filled block is never a hit, and a decoded token that fills it caches it."""
     cache = model(submission, 8, 3)
     first = served(cache, [1, 2, 3, 4, 5])
-    served(cache, [1, 2, 3, 4, 5, 6, 7])
-    assert cache.append(first, 6)
+    served(cache, [1, 2, 3, 4, 5, 7, 7])  # first's (4, 5) is no hit: a block of (4, 5, 7) is taken
+    assert cache.append(first, 6)  # (4, 5, 6) fills first's last block, which is cached
     cache.check_state()
-    served(cache, [1, 2, 3, 4, 5, 6, 7])
+    served(cache, [1, 2, 3, 4, 5, 6, 7])  # both of first's blocks are hits
 
 
 @pytest.mark.points(2)

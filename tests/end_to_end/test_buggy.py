@@ -178,6 +178,38 @@ EVICT_ALL_IDLE = """\
                     self._empty.append(block)
 """
 
+CHECKED_REF_COUNT = "        return self._ref_counts[self._checked_id(block_id)]\n"
+REF_COUNT_OF_A_FREE_BLOCK_RAISES = """\
+        count = self._ref_counts[self._checked_id(block_id)]
+        if count == 0:
+            raise ValueError(f"block {block_id} is free")
+        return count
+"""
+COPY_ON_WRITE_STEPS = """\
+        (private_block,) = self.allocator.allocate(1)
+        self.physical_kv_cache[private_block] = self.physical_kv_cache[shared_block]
+        self.allocator.free([shared_block])
+"""
+FORK_SHARES = """\
+        for block_id in parent.block_table:
+            self.allocator.incref(block_id)
+        child.block_table = list(parent.block_table)
+"""
+FORK_COPIES = """\
+        child.block_table = self.allocator.allocate(len(parent.block_table))
+        for mine, theirs in zip(child.block_table, parent.block_table):
+            self.physical_kv_cache[mine] = self.physical_kv_cache[theirs]
+"""
+PREFIX_FREE_LOOKUP = """\
+        request = self._request(request_id)
+        del self._requests[request_id]
+"""
+PREFIX_FREE_OF_AN_UNKNOWN_ID_IGNORED = """\
+        request = self._requests.pop(request_id, None)
+        if request is None:
+            return
+"""
+
 # fmt: off
 MUTANTS = [
     # Part 1: the allocator's rules.
@@ -206,6 +238,9 @@ MUTANTS = [
         ("if not 0 <= block_id < self.num_blocks:", "if block_id >= self.num_blocks:"))),
     Mutant("free_frees_the_valid_ids_before_raising", "allocator", allocator(
         (FREE_CHECKS, FREE_ONE_BY_ONE))),
+    # allocate(0) on an empty pool taken for running out.
+    Mutant("allocate_zero_on_an_empty_pool_raises", "allocator", allocator(
+        ("if n > len(self._free):", "if n > len(self._free) or not self._free:"))),
     Mutant("free_list_with_pop0", "allocator", timing_only=True, replayed=True, edits=allocator(
         ("dict.fromkeys(range(num_blocks - 1, -1, -1))", "list(range(num_blocks))"),
         ("self._free.popitem()[0]", "self._free.pop(0)"),
@@ -235,6 +270,8 @@ MUTANTS = [
     Mutant("free_does_not_clear_the_table", "decode", manager(
         ("        req.block_table.clear()\n", ""))),
     # Part 3: the gather and the slot mapping.
+    Mutant("gather_in_block_id_order", "gather", manager(
+        ("index_select(0, blocks)", "index_select(0, blocks.sort().values)"))),
     Mutant("gather_does_not_slice", "gather", replayed=True, edits=manager(
         ("        return rows[: req.seq_len]\n", "        return rows\n"))),
     Mutant("slot_mapping_without_block_size", "gather", manager(
@@ -249,18 +286,29 @@ MUTANTS = [
         ("self._ref_counts[block_id] += 1", "self._ref_counts[block_id] += 2"))),
     Mutant("free_ignores_other_references", "sharing", allocator(
         ("self._ref_counts[block_id] -= count", "self._ref_counts[block_id] = 0"))),
+    Mutant("ref_count_of_a_free_block_raises", "sharing", allocator(
+        (CHECKED_REF_COUNT, REF_COUNT_OF_A_FREE_BLOCK_RAISES))),
     Mutant("fork_without_incref", "sharing", manager((FORK_INCREF, ""))),
+    Mutant("fork_copies_the_blocks", "sharing", manager((FORK_SHARES, FORK_COPIES))),
     Mutant("copy_on_write_missing", "sharing", manager((COPY_ON_WRITE, ""))),
     Mutant("copy_on_write_copies_nothing", "sharing", replayed=True, edits=manager(
         (COPY_ROWS, ""))),
     Mutant("copy_on_write_keeps_the_old_reference", "sharing", manager(
         ("        self.allocator.free([shared_block])\n", ""))),
+    # The old block's reference dropped before the new block is had: a failed copy changed it.
+    Mutant("copy_on_write_drops_the_old_reference_first", "sharing", manager(
+        (COPY_ON_WRITE_STEPS, "        self.allocator.free([shared_block])\n"
+                              + COPY_ON_WRITE_STEPS.replace(
+                                  "        self.allocator.free([shared_block])\n", "")))),
     # Part 7: automatic prefix caching.
     Mutant("prefix_negative_block_size_accepted", "caching", prefix_cache(
         ("if block_size < 1:", "if block_size == 0:"))),
     Mutant("prefix_key_without_the_chain", "caching", replayed=True, edits=prefix_cache(
         (CHAINED_HASH, "self.hash = hash(tokens)"),
         (CHAINED_EQUALITY, "            return True\n"))),
+    # Keys equal when their hashes are: tokens -2 serve the blocks of tokens -1.
+    Mutant("prefix_hit_trusts_the_hash", "caching", prefix_cache(
+        ("            if mine.tokens != theirs.tokens:\n                return False\n", ""))),
     Mutant("prefix_last_prompt_token_cached", "caching", prefix_cache(
         ("start + size < len(tokens)", "start + size <= len(tokens)"))),
     Mutant("prefix_partial_blocks_cached", "caching", prefix_cache(
@@ -269,6 +317,24 @@ MUTANTS = [
         ("        if self._holders[block] == 0:\n            del self._idle[block]\n", ""))),
     Mutant("prefix_evicts_the_most_recently_idle", "caching", replayed=True, edits=prefix_cache(
         ("self._idle.popitem(last=False)", "self._idle.popitem()"))),
+    Mutant("prefix_live_id_allocated_again", "caching", prefix_cache(
+        ("        if request_id in self._requests:\n"
+         "            raise ValueError(f\"request {request_id} already has blocks\")\n", ""))),
+    Mutant("prefix_empty_prompt_accepted", "caching", prefix_cache(
+        ("        if not tokens:\n"
+         "            raise ValueError(\"a prompt needs at least one token\")\n", ""))),
+    Mutant("prefix_free_of_an_unknown_id_ignored", "caching", prefix_cache(
+        (PREFIX_FREE_LOOKUP, PREFIX_FREE_OF_AN_UNKNOWN_ID_IGNORED))),
+    Mutant("prefix_ref_count_wraps_negative_ids", "caching", prefix_cache(
+        ("        if not 0 <= block_id < self.num_blocks:\n",
+         "        if block_id >= self.num_blocks:\n"))),
+    Mutant("prefix_decoded_block_not_cached", "caching", prefix_cache(
+        ("            self._add(request.table[-1], request.last_key)\n", ""))),
+    Mutant("prefix_evicts_while_an_empty_block_is_free", "caching", prefix_cache(
+        ("        if self._empty:\n            block = self._empty.pop()\n",
+         "        if self._empty and not self._idle:\n            block = self._empty.pop()\n"))),
+    Mutant("prefix_num_free_counts_only_the_empty", "caching", prefix_cache(
+        ("return len(self._empty) + len(self._idle)", "return len(self._empty)"))),
     Mutant("prefix_frees_head_first", "caching", prefix_cache(
         ("for block in reversed(request.table):", "for block in request.table:"))),
     Mutant("prefix_oom_evicts_before_failing", "caching", prefix_cache(

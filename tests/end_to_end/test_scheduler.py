@@ -129,6 +129,22 @@ MUTANTS = [
         ("        self.running = still_running\n",
          "        self.running = still_running\n        out.finished.sort()\n")),
         fails=frozenset({TRACE})),
+    # The refusals and the has_unfinished() answer.
+    Mutant("accepts_a_finished_id_again", scheduler(
+        ("                out.finished.append(req.request_id)\n",
+         "                out.finished.append(req.request_id)\n"
+         "                del self._final_seq_lens[req.request_id]\n")),
+        fails=frozenset({"add_request_refuses_what_can_never_run"})),
+    Mutant("has_unfinished_forgets_the_waiting", scheduler(
+        ("return bool(self.waiting or self.running)", "return bool(self.running)")),
+        fails=frozenset({"no_deadlock"})),
+    # Admitted with its prefill only: its first token holds no slot, so it gets one too many and
+    # finishes a step late.
+    Mutant("admits_without_the_first_token", scheduler(
+        ("            self.manager.allocate_for_prefill(req)\n"
+         "            self.manager.allocate_for_decode(req)\n",
+         "            self.manager.allocate_for_prefill(req)\n")),
+        fails=frozenset({"every_request_gets_exactly_its_tokens", "no_deadlock", TRACE})),
     Mutant("never_preempts_and_deadlocks", scheduler(
         (PREEMPT_ON_OOM, "            except RuntimeError:\n                return False\n")),
         fails=frozenset({"every_request_gets_exactly_its_tokens", "no_deadlock", TRACE}),
