@@ -61,7 +61,8 @@ class Scheduler:
         self.max_num_seqs = max_num_seqs
 
     def add_request(self, request_id: int, prompt_len: int, max_new_tokens: int) -> None:
-        """Queue a request (it waits until a `step()` admits it).
+        """Queue a request (it waits until a `step()` admits it). Ids are any ints, in no order
+        relative to arrival: order requests by arrival and admission, never by id.
 
         ValueError when `prompt_len < 1`, `max_new_tokens < 1`, `request_id` is already known
         (waiting, running or finished), or the request could never fit:

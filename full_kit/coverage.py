@@ -20,6 +20,7 @@ Every sentence is named by one entry. `python -m full_kit.coverage` writes the t
 and the mutants, and the page to the table.
 """
 
+import hashlib
 import re
 import sys
 import tomllib
@@ -33,7 +34,6 @@ TABLE = KIT_ROOT / "docs" / "coverage.toml"
 PAGE = KIT_ROOT / "docs" / "coverage.md"
 PARTS = ("allocator", "decode", "gather", "kernel", "scheduler", "sharing", "caching")
 KINDS = ("rule", "freedom", "about")
-TABLE_HEADERS = {"member", "method", "argument", "dtype"}
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,15 @@ class Entry:
 
 @dataclass
 class Coverage:
-    """The table, and the contract's sentences it names, by part."""
+    """The table's entries, the contract digest it was written against, and the contract's
+    sentences now, by part."""
 
     entries: list[Entry] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)  # by part, as the table records them
     sentences: dict[str, list[str]] = field(default_factory=dict)
 
     def of(self, part: str) -> list[Entry]:
+        """The entries of `part`, in the table's order."""
         return [entry for entry in self.entries if entry.part == part]
 
 
@@ -73,33 +76,37 @@ def part_sections(statement: str) -> dict[str, str]:
 
 
 def sentences_of(text: str) -> list[str]:
-    """`text` cut at sentence ends and at semicolons, never inside code or parentheses."""
+    """`text` cut at sentence ends (a `.`, `!` or `?`, closing marks after it, then a space;
+    not `e.g.`, `i.e.` or a bold label such as `**Decode.**`) and at semicolons, never inside
+    code or parentheses. ValueError for unbalanced parentheses, which would hide every later
+    cut."""
     codes: list[str] = []
 
-    def hide(found: re.Match) -> str:
+    def hide(found: re.Match[str]) -> str:
         codes.append(found.group(0))
         return f"\0{len(codes) - 1}\0"
 
     hidden = re.sub(r"`[^`]*`", hide, " ".join(text.split()))
     depth, start, pieces = 0, 0, []
-    for at, char in enumerate(hidden):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        end_of_sentence = (
-            char in ".!?"
-            and hidden[at + 1 : at + 2] == " "
-            and hidden[at - 3 : at + 1] not in ("e.g.", "i.e.")
-        )
-        if depth == 0 and (char == ";" or end_of_sentence):
-            pieces.append(hidden[start : at + 1])
-            start = at + 1
+    for end in re.finditer(r"[()]|;|(?<!e\.g)(?<!i\.e)[.!?][*\"']*(?= )", hidden):
+        depth += {"(": 1, ")": -1}.get(end.group(0), 0)
+        if depth < 0:
+            raise ValueError(f"a `)` closes nothing: {text!r}")
+        label = re.fullmatch(r" ?\*\*[^*]+\*\*", hidden[start : end.end()])  # **Decode.**
+        if depth == 0 and end.group(0) not in "()" and not label:
+            pieces.append(hidden[start : end.end()])
+            start = end.end()
+    if depth:
+        raise ValueError(f"a `(` is never closed: {text!r}")
     pieces.append(hidden[start:])
     shown = [re.sub(r"\0(\d+)\0", lambda m: codes[int(m.group(1))], piece) for piece in pieces]
     return [piece.strip() for piece in shown if piece.strip().strip(";")]
 
 
 def contract_sentences(section: str) -> list[str]:
-    """A part's section as sentences: its paragraphs, list items and table rows (code blocks and
-    tables' header rows left out)."""
+    """A part's section as sentences: its paragraphs, list items and table rows, each sentence
+    of a row read as "`member`: ..." (headings, code blocks, rules and the rows above a table's
+    `---` row left out)."""
     out: list[str] = []
     paragraph: list[str] = []
     in_code = False
@@ -109,51 +116,66 @@ def contract_sentences(section: str) -> list[str]:
             out.extend(sentences_of(" ".join(paragraph)))
             paragraph.clear()
 
-    for line in section.split("\n")[1:]:
-        if line.startswith("```"):
+    lines = section.split("\n")[1:]
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("```"):
             flush()
             in_code = not in_code
         elif in_code:
             continue
-        elif line.startswith("|"):
+        elif stripped.startswith("|"):
             flush()
-            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-            if set("".join(cells)) <= set("-: ") or cells[0] in TABLE_HEADERS:
-                continue
-            out.extend(f"{cells[0]}: {sentence}" for sentence in sentences_of(" ".join(cells[1:])))
-        elif not line.strip() or line.strip() == "---":
+            if not (is_table_rule(stripped) or is_table_rule(next_line(lines, number))):
+                member, *said = [cell.strip() for cell in stripped.strip("|").split("|")]
+                out.extend(f"{member}: {sentence}" for sentence in sentences_of(" ".join(said)))
+        elif not stripped or stripped == "---" or stripped.startswith("#"):
             flush()
-        elif re.match(r"(- |\d+\. )", line):
+        elif re.match(r"([-*] |\d+\. )", stripped):
             flush()
-            paragraph.append(re.sub(r"^(- |\d+\. )", "", line))
+            paragraph.append(re.sub(r"^([-*] |\d+\. )", "", stripped))
         else:
-            paragraph.append(line.strip())
+            paragraph.append(stripped)
     flush()
     return out
+
+
+def is_table_rule(line: str) -> bool:
+    """`| --- | ---: |`: the row under a table's header."""
+    return line.startswith("|") and set(line) <= set("|-: ")
+
+
+def next_line(lines: list[str], number: int) -> str:
+    return lines[number + 1].strip() if number + 1 < len(lines) else ""
+
+
+def digest(sentences: list[str]) -> str:
+    """A short fingerprint of a part's sentences: the table records it, so that any edit of the
+    part's contract, even within a sentence already named, asks for the table to be read again."""
+    return hashlib.sha256("\n".join(sentences).encode()).hexdigest()[:12]
+
+
+def entry_of(part: str, item: dict) -> Entry:
+    """One `[[part]]` item of the table; ValueError for a key `Entry` does not have."""
+    unknown = set(item) - {name for name in Entry.__dataclass_fields__ if name != "part"}
+    if unknown:
+        raise ValueError(f"docs/coverage.toml: [[{part}]] {item.get('quote')!r} has {unknown}")
+    tuples = {key: tuple(value) for key, value in item.items() if isinstance(value, list)}
+    return Entry(part=part, **{**item, **tuples, "quote": " ".join(item["quote"].split())})
 
 
 def load(statement: Path = STATEMENT, table: Path = TABLE) -> Coverage:
     """The table and the contract's sentences."""
     sections = part_sections(statement.read_text(encoding="utf-8"))
     raw = tomllib.loads(table.read_text(encoding="utf-8"))
-    entries = [
-        Entry(
-            part=part,
-            quote=" ".join(item["quote"].split()),
-            kind=item["kind"],
-            checks=tuple(item.get("checks", ())),
-            inputs=item.get("inputs", ""),
-            mutants=tuple(item.get("mutants", ())),
-            gap=item.get("gap", ""),
-            designs=tuple(item.get("designs", ())),
-        )
-        for part in PARTS
-        for item in raw.get(part, [])
-    ]
-    return Coverage(entries, {part: contract_sentences(sections[part]) for part in PARTS})
+    return Coverage(
+        entries=[entry_of(part, item) for part in PARTS for item in raw.get(part, [])],
+        digests=raw.get("contract", {}),
+        sentences={part: contract_sentences(sections[part]) for part in PARTS},
+    )
 
 
-def sentence_of(coverage: Coverage, entry: Entry) -> list[str]:
+def sentences_quoting(coverage: Coverage, entry: Entry) -> list[str]:
     """The sentences of `entry`'s part that hold its quote (exactly one, in a sound table)."""
     return [sentence for sentence in coverage.sentences[entry.part] if entry.quote in sentence]
 
@@ -201,13 +223,13 @@ def render(coverage: Coverage) -> str:
                 if entry.mutants
                 else f"**gap**: {entry.gap}"
             )
-            said = cell(" ".join(sentence_of(coverage, entry)))
+            said = cell(" ".join(sentences_quoting(coverage, entry)))
             lines.append(f"| {said} | {cell(checks)} | {cell(entry.inputs)} | {cell(mutants)} |")
         freedoms = [entry for entry in entries if entry.kind == "freedom"]
         if freedoms:
             lines += ["", "Left to the candidate, and graded so:", ""]
             lines += [
-                f"- {' '.join(sentence_of(coverage, entry))} Full marks for "
+                f"- {' '.join(sentences_quoting(coverage, entry))} Full marks for "
                 + ", ".join(f"`{design}`" for design in entry.designs)
                 + "."
                 for entry in freedoms
@@ -216,6 +238,7 @@ def render(coverage: Coverage) -> str:
 
 
 def main() -> None:
+    """Write the page from the table."""
     PAGE.write_text(render(load()), encoding="utf-8")
     print(f"wrote {PAGE.relative_to(KIT_ROOT)}", file=sys.stderr)
 

@@ -68,6 +68,8 @@ class Scheduler:
 
     def add_request(self, request_id: int, prompt_len: int, max_new_tokens: int) -> None:
         """Queue a request at the tail of the waiting queue; it waits until a `step()` admits it.
+        Ids are any ints, in no order relative to arrival: requests are ordered by arrival and
+        admission, never by id.
 
         ValueError, and nothing queued, when `prompt_len < 1`, `max_new_tokens < 1`,
         `request_id` is already known (waiting, running or finished), or the request could never

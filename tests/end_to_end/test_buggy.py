@@ -241,6 +241,9 @@ MUTANTS = [
     # allocate(0) on an empty pool taken for running out.
     Mutant("allocate_zero_on_an_empty_pool_raises", "allocator", allocator(
         ("if n > len(self._free):", "if n > len(self._free) or not self._free:"))),
+    # Block 0 never put in the free list: a pool one block short.
+    Mutant("pool_without_block_0", "allocator", allocator(
+        ("range(num_blocks - 1, -1, -1)", "range(num_blocks - 1, 0, -1)"))),
     Mutant("free_list_with_pop0", "allocator", timing_only=True, replayed=True, edits=allocator(
         ("dict.fromkeys(range(num_blocks - 1, -1, -1))", "list(range(num_blocks))"),
         ("self._free.popitem()[0]", "self._free.pop(0)"),
@@ -301,6 +304,10 @@ MUTANTS = [
                               + COPY_ON_WRITE_STEPS.replace(
                                   "        self.allocator.free([shared_block])\n", "")))),
     # Part 7: automatic prefix caching.
+    # Its OutOfBlocks taken from the allocator's file, which part 7's worker does not hold.
+    Mutant("prefix_imports_another_file", "caching", prefix_cache(
+        ("from operator import index\n",
+         "from operator import index\n\nfrom .block_allocator import OutOfBlocks as _\n"))),
     Mutant("prefix_negative_block_size_accepted", "caching", prefix_cache(
         ("if block_size < 1:", "if block_size == 0:"))),
     Mutant("prefix_key_without_the_chain", "caching", replayed=True, edits=prefix_cache(
@@ -325,6 +332,17 @@ MUTANTS = [
          "            raise ValueError(\"a prompt needs at least one token\")\n", ""))),
     Mutant("prefix_free_of_an_unknown_id_ignored", "caching", prefix_cache(
         (PREFIX_FREE_LOOKUP, PREFIX_FREE_OF_AN_UNKNOWN_ID_IGNORED))),
+    Mutant("prefix_append_token_of_an_unknown_id_ignored", "caching", prefix_cache(
+        ("        request = self._request(request_id)\n        token_id = index(token_id)\n",
+         "        request = self._requests.get(request_id)\n        if request is None:\n"
+         "            return\n        token_id = index(token_id)\n"))),
+    Mutant("prefix_block_table_of_an_unknown_id_is_empty", "caching", prefix_cache(
+        ("return list(self._request(request_id).table)",
+         "return list(self._requests[request_id].table) if request_id in self._requests else []"))),
+    Mutant("prefix_freed_id_stays_known", "caching", prefix_cache(
+        ("        del self._requests[request_id]\n", ""))),
+    Mutant("prefix_pool_one_block_short", "caching", prefix_cache(
+        ("list(range(num_blocks - 1, -1, -1))", "list(range(num_blocks - 2, -1, -1))"))),
     Mutant("prefix_ref_count_wraps_negative_ids", "caching", prefix_cache(
         ("        if not 0 <= block_id < self.num_blocks:\n",
          "        if block_id >= self.num_blocks:\n"))),

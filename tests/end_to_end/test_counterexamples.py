@@ -71,6 +71,8 @@ MUTANTS = [
     of_test_kernel("gqa_head_mapping_by_modulo", limit=2),
     of_test_kernel("nan_for_an_empty_sequence", limit=2),
     of_test_scheduler("never_preempts_and_deadlocks"),
+    # Ids against arrival order: its counterexamples write the ids as a list, not a range.
+    of_test_scheduler("waits_in_id_order"),
     of_test_buggy("copy_on_write_copies_nothing", "sharing"),
     of_test_buggy("ref_count_off_by_one_after_incref", "sharing"),
     of_test_buggy("prefix_key_without_the_chain", "caching"),

@@ -124,7 +124,7 @@ MUTANTS = [
         ("        self.waiting.append(Request(request_id, prompt_len))\n",
          "        self.waiting.append(Request(request_id, prompt_len))\n"
          "        self.waiting = deque(sorted(self.waiting, key=lambda r: r.request_id))\n")),
-        fails=frozenset({"admission_in_arrival_order", TRACE})),
+        fails=frozenset({"admission_in_arrival_order", TRACE}), replayed=True),
     Mutant("finishes_in_id_order", scheduler(
         ("        self.running = still_running\n",
          "        self.running = still_running\n        out.finished.sort()\n")),
@@ -145,6 +145,19 @@ MUTANTS = [
          "            self.manager.allocate_for_decode(req)\n",
          "            self.manager.allocate_for_prefill(req)\n")),
         fails=frozenset({"every_request_gets_exactly_its_tokens", "no_deadlock", TRACE})),
+    # Done one token early: seq_len one short of prompt_len + max_new_tokens.
+    Mutant("finishes_a_token_early", scheduler(
+        ("if req.seq_len == self._final_seq_lens[req.request_id]:",
+         "if req.seq_len >= self._final_seq_lens[req.request_id] - 1:")),
+        fails=frozenset({"every_request_gets_exactly_its_tokens", TRACE})),
+    Mutant("decodes_in_id_order", scheduler(
+        (DECODE_LOOP, DECODE_LOOP_OVER_A_COPY.replace(
+            "list(self.running)", "sorted(self.running, key=lambda r: r.request_id)"))),
+        fails=frozenset({TRACE})),
+    # A member the contract does not give: the stand-in manager of part 5 has none of it.
+    Mutant("reads_the_managers_allocator", scheduler(
+        ("len(self.manager.free_blocks)", "self.manager.allocator.num_free")),
+        fails=frozenset({*INVARIANTS, TRACE})),
     Mutant("never_preempts_and_deadlocks", scheduler(
         (PREEMPT_ON_OOM, "            except RuntimeError:\n                return False\n")),
         fails=frozenset({"every_request_gets_exactly_its_tokens", "no_deadlock", TRACE}),

@@ -1,10 +1,11 @@
 """The coverage table (`docs/coverage.toml`) holds to the contract, the checks and the mutants, and
 its page (`docs/coverage.md`) to the table.
 
-Every sentence of parts 1 to 7 in `exercises/README.md` is named by an entry, and every entry by
-exactly one sentence; a rule names checks of its part and mutants of its part (or a gap), and
+Every sentence of parts 1 to 7 in `exercises/README.md` is named by exactly one entry, and the
+table records a digest of each part's sentences, so that any edit of the contract asks for its
+entries to be read again. A rule names checks of its part and mutants of its part (or a gap);
 each such mutant, graded as its own test module grades it (the same shared grading), fails one
-of the checks its rules name.
+of the checks its rule names; and every mutant the tests say is caught is named by some rule.
 """
 
 from dataclasses import dataclass
@@ -12,7 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from full_kit.coverage import KINDS, PAGE, PARTS, Coverage, Entry, load, render, sentence_of
+from full_kit.coverage import (
+    KINDS,
+    PAGE,
+    PARTS,
+    Coverage,
+    Entry,
+    contract_sentences,
+    digest,
+    load,
+    render,
+    sentences_of,
+    sentences_quoting,
+)
 from grader.parts import PARTS as GRADED_PARTS
 from grader.scoring.plugin import check_names
 from tests.end_to_end import test_buggy, test_kernel, test_scheduler
@@ -22,8 +35,8 @@ COVERAGE: Coverage = load()
 
 
 @dataclass(frozen=True)
-class Mutant:
-    """A buggy submission of the kit's tests, as its module grades it."""
+class KnownBug:
+    """A mutant of the kit's tests, as its own module grades it."""
 
     part: str
     options: tuple[str, ...]
@@ -32,11 +45,15 @@ class Mutant:
     uncaught: str  # why no check catches it yet ("" when one does)
 
 
-MUTANTS: dict[str, Mutant] = {
-    **{m.id: Mutant(m.part, m.options, {}, m.edits, "") for m in test_buggy.MUTANTS},
-    **{m.id: Mutant("scheduler", m.options, {}, m.edits, "") for m in test_scheduler.MUTANTS},
-    **{b.id: Mutant("kernel", b.options, b.files, b.edits, b.uncaught) for b in test_kernel.BUGGY},
-}
+BUGS: list[tuple[str, KnownBug]] = [
+    *((m.id, KnownBug(m.part, m.options, {}, m.edits, "")) for m in test_buggy.MUTANTS),
+    *((m.id, KnownBug("scheduler", m.options, {}, m.edits, "")) for m in test_scheduler.MUTANTS),
+    *(
+        (b.id, KnownBug("kernel", b.options, b.files, b.edits, b.uncaught))
+        for b in test_kernel.BUGGY
+    ),
+]
+KNOWN_BUGS = dict(BUGS)
 RULES = [entry for entry in COVERAGE.entries if entry.kind == "rule"]
 NAMED = sorted({mutant for entry in RULES for mutant in entry.mutants})
 
@@ -45,19 +62,78 @@ def described(entry: Entry) -> str:
     return f"{entry.part}: {entry.quote!r}"
 
 
+def test_the_splitter_cuts_at_sentences_and_semicolons_only() -> None:
+    text = "**One.** (a; b. C) two. Three `x. Y`; four, e.g. five! Six is **so.** Seven"
+    assert sentences_of(text) == [
+        "**One.** (a; b. C) two.",
+        "Three `x. Y`;",
+        "four, e.g. five!",
+        "Six is **so.**",
+        "Seven",
+    ]
+    for unbalanced in ("a) b. C.", "a (b. C."):
+        with pytest.raises(ValueError):
+            sentences_of(unbalanced)
+
+
+def test_the_splitter_reads_rows_items_and_paragraphs() -> None:
+    section = "\n".join([
+        "## Part 9 · `x` · title",
+        "### A heading",
+        "Para one. Para",
+        "two.",
+        "",
+        "| method | contract |",
+        "| --- | --- |",
+        "| `f()` | does a; raises B. |",
+        "| method | a body row named like a header |",
+        "",
+        "* item one",
+        "1. item two",
+        "```python",
+        "code. Not read.",
+        "```",
+        "---",
+    ])  # fmt: skip
+    assert contract_sentences(section) == [
+        "Para one.",
+        "Para two.",
+        "`f()`: does a;",
+        "`f()`: raises B.",
+        "method: a body row named like a header",
+        "item one",
+        "item two",
+    ]
+
+
+def test_the_table_was_written_against_the_contract_as_it_is() -> None:
+    changed = {
+        part: digest(sentences)
+        for part, sentences in COVERAGE.sentences.items()
+        if COVERAGE.digests.get(part) != digest(sentences)
+    }
+    assert not changed, (
+        "the contract of these parts changed since docs/coverage.toml was written: read their "
+        f"entries again, then set their digests in its [contract] table to {changed}"
+    )
+
+
 @pytest.mark.parametrize("part", PARTS)
-def test_every_sentence_of_the_contract_is_in_the_table(part: str) -> None:
+def test_every_sentence_of_the_contract_is_named_by_one_entry(part: str) -> None:
     quotes = [entry.quote for entry in COVERAGE.of(part)]
-    missing = [s for s in COVERAGE.sentences[part] if not any(q in s for q in quotes)]
-    assert COVERAGE.sentences[part]
-    assert not missing, f"sentences of part {part} that no entry names:\n" + "\n".join(missing)
+    named = {sentence: sum(q in sentence for q in quotes) for sentence in COVERAGE.sentences[part]}
+    assert named
+    wrong = [f"{count} entries: {sentence}" for sentence, count in named.items() if count != 1]
+    assert not wrong, f"sentences of part {part} not named by exactly one entry:\n" + "\n".join(
+        wrong
+    )
 
 
 def test_every_entry_names_one_sentence() -> None:
     wrong = {
-        described(entry): sentence_of(COVERAGE, entry)
+        described(entry): sentences_quoting(COVERAGE, entry)
         for entry in COVERAGE.entries
-        if len(sentence_of(COVERAGE, entry)) != 1
+        if len(sentences_quoting(COVERAGE, entry)) != 1
     }
     assert not wrong, f"entries that name no sentence, or several: {wrong}"
 
@@ -95,9 +171,17 @@ def test_rules_name_caught_mutants_of_their_part() -> None:
         f"{described(entry)}: {mutant}"
         for entry in RULES
         for mutant in entry.mutants
-        if mutant not in MUTANTS or MUTANTS[mutant].part != entry.part or MUTANTS[mutant].uncaught
+        if mutant not in KNOWN_BUGS
+        or KNOWN_BUGS[mutant].part != entry.part
+        or KNOWN_BUGS[mutant].uncaught
     ]
     assert not wrong, "mutants unknown, of another part, or not caught:\n" + "\n".join(wrong)
+
+
+def test_every_caught_mutant_is_named_by_a_rule() -> None:
+    assert len(KNOWN_BUGS) == len(BUGS), "two test modules give a mutant the same id"
+    unnamed = [id_ for id_, bug in BUGS if not bug.uncaught and id_ not in NAMED]
+    assert not unnamed, f"mutants that no rule of docs/coverage.toml names: {unnamed}"
 
 
 def test_the_page_is_the_table() -> None:
@@ -107,11 +191,13 @@ def test_the_page_is_the_table() -> None:
 
 
 @pytest.mark.parametrize("mutant_id", NAMED)
-def test_a_mutant_fails_a_check_of_each_rule_it_breaks(mutant_id: str, shared_gradings: Path):
-    mutant = MUTANTS[mutant_id]
-    result = grade_shared(shared_gradings, mutant_id, mutant.options, mutant.files, mutant.edits)
+def test_a_mutant_fails_a_check_of_each_rule_it_breaks(
+    mutant_id: str, shared_gradings: Path
+) -> None:
+    bug = KNOWN_BUGS[mutant_id]
+    result = grade_shared(shared_gradings, mutant_id, bug.options, bug.files, bug.edits)
     # a check id is "part/name", or "part/name[case]" for a check run case by case
-    caught = {check_id.split("/", 1)[1].split("[")[0] for check_id in result.caught(mutant.part)}
+    caught = {check_id.split("/", 1)[1].split("[")[0] for check_id in result.caught(bug.part)}
     missed = [
         described(entry)
         for entry in RULES
@@ -120,5 +206,5 @@ def test_a_mutant_fails_a_check_of_each_rule_it_breaks(mutant_id: str, shared_gr
     assert not missed, (
         f"{mutant_id} fails {sorted(caught)}, none of the checks of these rules:\n"
         + "\n".join(missed)
-        + f"\n{result.describe(mutant.part)}"
+        + f"\n{result.describe(bug.part)}"
     )

@@ -55,14 +55,22 @@ class SchedulerTrace:
     block_size: int
     max_num_seqs: int
 
+    def __post_init__(self) -> None:
+        steps = [arrival.step for arrival in self.arrivals]
+        if not self.arrivals or steps != sorted(steps) or len(set(self.ids)) != len(self.ids):
+            raise ValueError(f"a trace's ids are distinct, its arrivals in step order: {self}")
+
     @property
     def ids(self) -> tuple[int, ...]:
         """The request ids in arrival order."""
         return tuple(arrival.request_id for arrival in self.arrivals)
 
-    def arrival(self, request_id: int) -> Arrival | None:
-        """The request with this id, or None for an id the trace never adds."""
-        return next((a for a in self.arrivals if a.request_id == request_id), None)
+    def arrival(self, request_id: int) -> Arrival:
+        """The request with this id; KeyError for an id the trace never adds."""
+        for arrival in self.arrivals:
+            if arrival.request_id == request_id:
+                return arrival
+        raise KeyError(request_id)
 
     def ids_code(self, count: int | None = None) -> str:
         """The first `count` ids (all by default) as a counterexample writes them: a `range`
