@@ -15,15 +15,19 @@ what it is:
   submissions, unlike the answer key, that get full marks;
 - `about`: an explanation, a hint or the section's summary of the grader: nothing to check.
 
-Every sentence is named by one entry. `python -m full_kit.coverage` writes the table as a page,
+Every sentence is named by exactly one entry, and the table records a digest of each part's
+sentences (`[contract]`): an edit of a part's contract, even inside a sentence already named,
+fails the tests until its entries are read again. `python -m full_kit.coverage` writes the page,
 `docs/coverage.md`; `tests/full_kit/test_coverage.py` holds the table to the contract, the checks
-and the mutants, and the page to the table.
+and the mutants, and the page to the table; each mutant's own test, which grades it, holds it to
+the rules that name it (`rules_missed`).
 """
 
 import hashlib
 import re
 import sys
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,6 +150,7 @@ def is_table_rule(line: str) -> bool:
 
 
 def next_line(lines: list[str], number: int) -> str:
+    """The line after `lines[number]`, stripped ("" after the last)."""
     return lines[number + 1].strip() if number + 1 < len(lines) else ""
 
 
@@ -178,6 +183,17 @@ def load(statement: Path = STATEMENT, table: Path = TABLE) -> Coverage:
 def sentences_quoting(coverage: Coverage, entry: Entry) -> list[str]:
     """The sentences of `entry`'s part that hold its quote (exactly one, in a sound table)."""
     return [sentence for sentence in coverage.sentences[entry.part] if entry.quote in sentence]
+
+
+def rules_missed(coverage: Coverage, mutant_id: str, caught: Iterable[str]) -> list[str]:
+    """The rules that name `mutant_id` but none of whose checks is among `caught` (check ids,
+    "part/name" or "part/name[case]"): how a mutant's own test holds it to the table."""
+    names = {check_id.split("/", 1)[1].split("[")[0] for check_id in caught}
+    return [
+        f"{entry.part}: {entry.quote!r} (checks {', '.join(entry.checks)})"
+        for entry in coverage.entries
+        if mutant_id in entry.mutants and not names & set(entry.checks)
+    ]
 
 
 def cell(text: str) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from full_kit.coverage import load, rules_missed
 from grader.scoring.plugin import check_names
 from grader.scoring.profiles import PROFILES
 from tests.end_to_end.cascade import CASCADE_LIMIT, cascade, losses, reached, table
@@ -41,6 +42,8 @@ from tests.grading import (
     mutant_options,
 )
 from tests.grading import selected_params as selected
+
+COVERAGE = load()  # each mutant fails a check of every rule of docs/coverage.toml naming it
 
 
 @dataclass(frozen=True)
@@ -412,6 +415,8 @@ def test_mutant_loses_points_in_its_part(mutant: Mutant, graded: dict[str, Futur
     caught = result.caught(part)
     assert caught, f"no check of part {part} catches {mutant.id}\n{result.describe(part)}"
     assert result.score(part) < result.max_score(part), result.describe(part)
+    missed = rules_missed(COVERAGE, mutant.id, caught)
+    assert not missed, f"rules of docs/coverage.toml whose checks miss {mutant.id}: {missed}"
     if mutant.timing_only:
         beyond_timing = set(result.not_passed(part)) - timing_check_ids(part)
         assert not beyond_timing, (

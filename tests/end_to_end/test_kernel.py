@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from full_kit.coverage import load, rules_missed
 from tests.grading import (
     FIXTURES,
     NEEDS_CUDA,
@@ -38,6 +39,7 @@ from tests.grading import (
 from tests.grading import selected_params as selected
 
 PART = "kernel"
+COVERAGE = load()  # each buggy kernel fails a check of every rule of docs/coverage.toml naming it
 UNTOUCHED = "allocator"  # its checks never import paged_attention.py
 # Seconds for each part (--part-timeout) where every check crashes its worker. Each kernel check
 # then starts a worker that imports torch and Triton (about 5 s of CPU); for the bug to count as
@@ -218,6 +220,8 @@ def test_buggy_kernel_loses_points(buggy: Buggy, graded: dict[str, Future[Graded
     caught = result.caught(PART)
     assert caught, f"no kernel check catches {buggy.id}\n{result.describe(PART)}"
     assert result.score(PART) < result.max_score(PART), result.describe(PART)
+    missed = rules_missed(COVERAGE, buggy.id, caught)
+    assert not missed, f"rules of docs/coverage.toml whose checks miss {buggy.id}: {missed}"
     if buggy.scores_nothing:
         assert result.score(PART) == 0, result.describe(PART)
     if buggy.says:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from full_kit.coverage import load, rules_missed
 from tests.grading import (
     CUT_SHORT,
     EXERCISES,
@@ -34,6 +35,7 @@ INVARIANTS = (
     "no_blocks_leaked",
 )
 TRACE = "trace_matches_the_reference"
+COVERAGE = load()  # each mutant fails a check of every rule of docs/coverage.toml naming it
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,8 @@ def test_buggy_scheduler_fails_the_checks_of_its_rule(
     assert failed == mutant.fails, (
         f"{mutant.id} must fail exactly {sorted(mutant.fails)}\n{result.describe(PART)}"
     )
+    missed = rules_missed(COVERAGE, mutant.id, result.caught(PART))
+    assert not missed, f"rules of docs/coverage.toml whose checks miss {mutant.id}: {missed}"
     assert result.score(PART) < result.max_score(PART), result.describe(PART)
     for check in result.part(PART)["checks"]:
         if check["name"] in mutant.fails:

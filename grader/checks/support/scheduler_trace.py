@@ -58,7 +58,12 @@ class SchedulerTrace:
     def __post_init__(self) -> None:
         steps = [arrival.step for arrival in self.arrivals]
         if not self.arrivals or steps != sorted(steps) or len(set(self.ids)) != len(self.ids):
-            raise ValueError(f"a trace's ids are distinct, its arrivals in step order: {self}")
+            raise ValueError(
+                said(
+                    "a trace's ids must be distinct and its arrivals in step order: {trace}",
+                    trace=f"{self!r}",
+                )
+            )
 
     @property
     def ids(self) -> tuple[int, ...]:
