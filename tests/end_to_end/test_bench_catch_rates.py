@@ -17,8 +17,7 @@ from tests.grading import Edit, build_submission, concurrently, grade
 
 SEEDS = range(5)
 MUTANTS: list[tuple[str, str, tuple[str, ...], tuple[Edit, ...]]] = [
-    *((m.id, m.part, m.options, m.edits) for m in test_buggy.MUTANTS),
-    *((m.id, "scheduler", m.options, m.edits) for m in test_scheduler.MUTANTS),
+    (m.id, m.part, m.options, m.edits) for m in (*test_buggy.MUTANTS, *test_scheduler.MUTANTS)
 ]
 
 

@@ -53,7 +53,7 @@ def of_test_buggy(mutant_id: str, part: str) -> Mutant:
 
 def of_test_scheduler(mutant_id: str) -> Mutant:
     mutant = SCHEDULERS[mutant_id]
-    return Mutant(mutant_id, "scheduler", mutant.options, mutant.edits)
+    return Mutant(mutant_id, mutant.part, mutant.options, mutant.edits)
 
 
 def of_test_kernel(buggy_id: str, limit: int) -> Mutant:

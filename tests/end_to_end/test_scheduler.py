@@ -46,6 +46,11 @@ class Mutant:
     replayed: bool = False  # test_counterexamples.py runs its counterexamples: they are shrunk
 
     @property
+    def part(self) -> str:
+        """The part it must lose points in, as test_buggy.py's mutants name theirs."""
+        return PART
+
+    @property
     def options(self) -> tuple[str, ...]:
         return mutant_options(OPTIONS, self.replayed)
 

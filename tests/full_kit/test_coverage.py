@@ -44,8 +44,7 @@ class KnownBug:
 
 
 BUGS: list[tuple[str, KnownBug]] = [
-    *((m.id, KnownBug(m.part)) for m in test_buggy.MUTANTS),
-    *((m.id, KnownBug("scheduler")) for m in test_scheduler.MUTANTS),
+    *((m.id, KnownBug(m.part)) for m in (*test_buggy.MUTANTS, *test_scheduler.MUTANTS)),
     *((b.id, KnownBug("kernel", b.uncaught)) for b in test_kernel.BUGGY),
 ]
 KNOWN_BUGS = dict(BUGS)
