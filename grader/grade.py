@@ -15,7 +15,8 @@ the failure as a visible error (Ctrl-C aside: `interrupt.py`).
 A bug costs points in its own part: where the candidate's allocator fails part 1, the parts that
 reach it through the manager and lost points there are graded again with the kit's allocator, and
 each keeps its better grading (`run_checks`; the report's `rescored` gives both scores, the part's
-note says so).
+note says so). Where no kit implementation can stand in, a check that fails on another part's
+rule is not graded where that part's check of the rule fails too (`leave_to_the_owners`).
 """
 
 import contextlib
@@ -69,7 +70,7 @@ from grader.scoring.progress import step_line
 from grader.scoring.rubric import Rubric
 from grader.scoring.timing import implausible
 from grader.similarity import known
-from grader.ungraded import reason_of
+from grader.ungraded import OTHER_PART, reason_of
 
 STUBS = KIT_ROOT / "exercises"
 # `full_kit.simulate.REPORT_FIGURES`, named here: the candidate kit has no `full_kit` to import.
@@ -172,6 +173,7 @@ def run_checks(
     run_modules(plugin, part_modules(part for part in options.parts if part not in theirs), options)
     if beside is not None:
         take_beside(plugin, beside, intake, options)
+    leave_to_the_owners(plugin, intake, options)
     try:
         rescore_on_the_kit_allocator(plugin, intake, options)
     except Exception:  # the first grading stands, with the failure shown
@@ -397,8 +399,51 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,), zygotes=plugin.zygotes)
     modules = [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].regraded]
     run_modules(again, modules, options)
+    leave_to_the_owners(again, intake, options, verdicts=plugin)
     for part in parts:
         keep_the_better(plugin, again, part, options)
+
+
+def leave_to_the_owners(
+    plugin: GradingPlugin, intake: Intake, options: Options, verdicts: GradingPlugin | None = None
+) -> None:
+    """A check that failed on a rule another part owns (`CheckResult.owner`: that part and its
+    checks of the rule), where one of those checks failed too, is not graded: its points leave
+    its part's maximum, as a skipped check's do, and its message names the rule's check. The
+    bug then costs its own part, once; where the owner's checks pass, it costs this one. The
+    owner's verdicts are `verdicts`' (`plugin`'s by default; the first grading's for a second
+    one); where the owner's part is not chosen, its checks of the rule run alone, unreported,
+    as part 1's do for the second grading (`allocator_fails`)."""
+    verdicts, failed_by_owner = verdicts or plugin, {}
+    for result in plugin.results.values():
+        if result.status != "failed" or result.owner is None:
+            continue
+        if result.owner not in failed_by_owner:
+            failed_by_owner[result.owner] = failed_checks(verdicts, intake, options, *result.owner)
+        if failed := failed_by_owner[result.owner]:
+            result.status, result.points = "skipped", 0
+            result.message = said(
+                "not graded here: it fails on a rule of part {part}, which {check} grades and "
+                "fails: {failure}",
+                part=result.owner[0],
+                check=failed[0],
+                failure=result.message,
+            )
+
+
+def failed_checks(
+    plugin: GradingPlugin, intake: Intake, options: Options, part: str, checks: tuple[str, ...]
+) -> list[str]:
+    """Which of `checks` (ids of `part`'s checks) failed: as `plugin` graded them, or, where
+    `part` is not chosen, in a run of those checks alone, unreported."""
+    if part not in options.parts:
+        names = [check.removeprefix(f"{part}/") for check in checks]
+        modules = [module for module in PARTS[part].checks if set(names) & check_names(module)]
+        plugin = new_plugin(intake, options, quiet=True, zygotes=plugin.zygotes)
+        run_modules(plugin, [CHECKS_DIR / f"{module}.py" for module in modules], options,
+                    "-k", " or ".join(names))  # fmt: skip
+    return [check for check in checks if check in plugin.results
+            and plugin.results[check].status == "failed"]  # fmt: skip
 
 
 def hung_parts(parts: dict[str, dict], among: Iterable[str] = ENGINE_PARTS) -> list[str]:
@@ -514,8 +559,9 @@ def score_parts(
         total = sum(check.max_points for check in checks)
         scale = options.rubric.weights[part] / total if total else 0.0
         rows = [
-            asdict(check) | {"points": round(check.points * scale, 2),
-                             "max_points": round(check.max_points * scale, 2)}
+            asdict(check, dict_factory=without_owner)
+            | {"points": round(check.points * scale, 2),
+               "max_points": round(check.max_points * scale, 2)}
             for check in checks
         ]  # fmt: skip
         ungraded = ungraded_by_reason(skipped, scale)
@@ -533,10 +579,16 @@ def score_parts(
         else:
             if part in notes:
                 parts[part]["note"] = notes[part]
-            if skipped:
-                why = sorted({check.message for check in skipped})
+            pending = [check for check in skipped if reason_of(check.message)[0] != OTHER_PART]
+            if pending:  # a check left to another part is graded, there: nothing is pending
+                why = sorted({check.message for check in pending})
                 parts[part]["provisional"] = said("checks skipped ({reason_list})", reason_list=why)
     return parts
+
+
+def without_owner(fields: list[tuple[str, Any]]) -> dict:
+    """A check's fields as the report lists them: its rule's owner stays in the grading."""
+    return {name: value for name, value in fields if name != "owner"}
 
 
 def ungraded_by_reason(skipped: list[CheckResult], scale: float) -> list[dict]:

@@ -6,9 +6,11 @@ by reason as `{"id", "reason", "points"}`; the pages word the id in their langua
 A reason is known by how the skip message starts; any other is its own message, with no id.
 """
 
+OTHER_PART = "other_part"  # a failure on another part's rule, charged there (`grade.py`)
 REASONS = {  # id: (how a skip message for it starts, the English the report keeps)
     "full_kit": ("runs only in the full kit", "graded by the hiring team's kit"),
     "cuda": ("needs a CUDA device", "needs a CUDA device"),
+    OTHER_PART: ("not graded here", "fails on another part's rule, which costs points there"),
 }
 
 

@@ -2,12 +2,13 @@
 
 This module always grades the candidate's `block_allocator.py`: it is never run again with the
 kit's in its place (`parts.toml` regrades `sharing` only). It judges what part 6
-adds to part 1, each call against the counts read back just before it (`Counts`), never against
-part 1's own rules: which ids `allocate` hands out and the free count it leaves, and that a
-refused `free` frees nothing, are part 1's to judge. So `incref` adds one reference and changes
-nothing else, `ref_count` reads 0 for a free block, `free` drops one reference per id listed and
-a block is free again exactly when its count reaches 0, and `incref` of a free block and a `free`
-of more references than a block holds are refused.
+adds to part 1, each call against the counts read back just before it (`Counts`): `incref` adds
+one reference and changes nothing else, `ref_count` reads 0 for a free block, `free` drops one
+reference per id listed and a block is free again exactly when its count reaches 0, and `incref`
+of a free block and a `free` of more references than a block holds are refused. That a refused
+`free` frees nothing is part 1's to judge; the ids `allocate` hands out and the free count it
+leaves are judged here as part 1's rules (`expect.rule_of`), so that a check that meets an
+allocator that breaks them is not graded here where part 1's checks of them fail too.
 """
 
 from collections import Counter
@@ -23,13 +24,16 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.allocator import new_allocator
-from grader.checks.support.expect import Held, expect, int_list, plain_int, raises
+from grader.checks.allocator import judge_handed_out, new_allocator
+from grader.checks.support.expect import Held, expect, int_list, plain_int, raises, rule_of
 from grader.said import said
 from grader.sandbox.proxy import Submission, attribute, method
 from grader.sandbox.transcript import Shown
 
 pytestmark = pytest.mark.part("sharing")
+
+# Part 1's checks of its rule that `allocate` hands out n distinct free ids in range.
+HANDS_OUT_FREE_IDS = ("allocate_hands_out_distinct_free_ids", "random_allocate_and_free")
 
 
 class Counts:
@@ -113,11 +117,21 @@ class Counts:
         self.ids.drop([block for block, count in got.items() if not count])
 
     def allocate(self, n: int) -> list[int]:
-        """`allocate(n)`: the ids it gives hold one reference each (which ids, and the free count
-        it leaves, are part 1's to judge)."""
-        ids = int_list(self.transcript, self.allocator.allocate(n), f"allocate({n})")
-        self.ids.add(ids)
+        """`allocate(n)`: n distinct free ids, which hold one reference each, and n fewer free
+        blocks (part 1's rules, but the references)."""
+        with rule_of("allocator", *HANDS_OUT_FREE_IDS):
+            ids = int_list(self.transcript, self.allocator.allocate(n), f"allocate({n})")
+            judge_handed_out(self.ids, ids, n)
+        was = self.num_free
         self.expect(f"allocate({n})", dict.fromkeys(ids, 1), None)
+        with rule_of("allocator", *HANDS_OUT_FREE_IDS):
+            expect(
+                self.transcript,
+                self.num_free == was - n,
+                said("num_free must drop by n after allocate(n)"),
+                got=f"{self.name}.num_free",
+                expected=str(was - n),
+            )
         return ids
 
     def incref(self, block: int) -> None:

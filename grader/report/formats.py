@@ -24,6 +24,7 @@ from grader.report.i18n import (
 )
 from grader.report.messages import said_in
 from grader.severity import SEVERITIES
+from grader.ungraded import OTHER_PART
 
 KITS = ("full", "candidate")  # `environment.kit`: which kit made the report
 # How the message of a check that ran none of the candidate's code starts: it could not start (a
@@ -116,20 +117,28 @@ def total_ungraded(report: dict) -> dict:
 def score_line(report: dict, lang: str) -> str:
     """The total as graded here and, where some points could not be, out of how many the kit
     that can run every check grades it: "90.23 of 90.23 points graded here; out of 100 with a
-    CUDA device". Empty where every point was graded here."""
+    CUDA device"; then the points of checks left to another part's rule ("3.64 points not
+    graded: ..."), which no kit grades. Empty where every point was graded here."""
     ungraded = [item for item in total_ungraded(report)["ungraded"] if item["points"]]
-    if not ungraded:
-        return ""
-    kinds = sorted({item["id"] or "elsewhere" for item in ungraded})
-    kind = "elsewhere" if "elsewhere" in kinds else "_".join(kinds)  # cuda, full_kit, or both
-    total = round(report["max_score"] + sum(item["points"] for item in ungraded), 2)
-    return tr(
-        lang,
-        f"score_out_of_{kind}",
-        score=points(report["score"]),
-        max_score=points(report["max_score"]),
-        total=points(total),
-    )
+    left = sum(item["points"] for item in ungraded if ungraded_id(item) == OTHER_PART)
+    pending = [item for item in ungraded if ungraded_id(item) != OTHER_PART]
+    lines = []
+    if pending:
+        kinds = sorted({item["id"] or "elsewhere" for item in pending})
+        kind = "elsewhere" if "elsewhere" in kinds else "_".join(kinds)  # cuda, full_kit, or both
+        total = round(report["max_score"] + sum(item["points"] for item in pending), 2)
+        lines.append(
+            tr(
+                lang,
+                f"score_out_of_{kind}",
+                score=points(report["score"]),
+                max_score=points(report["max_score"]),
+                total=points(total),
+            )
+        )
+    if left:
+        lines.append(tr(lang, "score_other_part", points=points(round(left, 2))))
+    return tr(lang, "list_separator").join(lines)
 
 
 def standing_line(report: dict, lang: str) -> str:

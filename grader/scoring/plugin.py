@@ -30,6 +30,7 @@ import hypothesis.core
 import pytest
 from hypothesis.internal.conjecture import providers
 
+from grader.checks.support.expect import AnotherPartsRule
 from grader.parts import PARTS
 from grader.said import Said, message_of, said
 from grader.sandbox.process import SubmissionFailure, described
@@ -62,6 +63,9 @@ class CheckResult:
     hypothesis: str = ""
     traceback: str = ""
     seconds: float = 0.0
+    # A failure on a rule another part owns: that part, and the ids of its checks of the rule
+    # (`expect.rule_of`); `grade.leave_to_the_owners` reads it. Not in the report.
+    owner: tuple[str, tuple[str, ...]] | None = None
 
 
 @dataclass(kw_only=True)
@@ -166,6 +170,8 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
                 result.traceback = error.traceback
             else:
                 result.message = first_lines(message_of(error)) or repr(error)
+            if isinstance(error, AnotherPartsRule):
+                result.owner = (error.part, error.checks)
             if transcript is not None and (transcript.lines or transcript.ending):
                 result.counterexample = transcript.render(first_line(result.message))
             result.hypothesis = notes

@@ -1,15 +1,16 @@
-"""How far a bug reaches: the points a mutant loses outside its own part, against those it loses
-in its own part, summed over the mutants of `test_buggy.py`.
+"""How far a bug reaches: the points a mutant of `test_buggy.py` loses outside its own part,
+against those it loses in its own part.
 
 A grading's parts table is meant to send a reviewer to the part a bug is in, so a mutant should
-cost points in its own part and (almost) nowhere else. The cascade figure is
+cost points in its own part and (almost) nowhere else. A mutant's cascade is
 
-    sum over mutants of the points lost outside the mutant's part
-    ----------------------------------------------------------------
-    sum over mutants of the points lost in the mutant's part
+    the points lost outside the mutant's part
+    -----------------------------------------
+    the points lost in the mutant's part
 
 where a part's loss is its `max_score - score` in the mutant's `report.json`. `CASCADE_LIMIT` is
-what the kit promises (`test_buggy.test_bugs_stay_in_their_part` asserts it).
+what the kit promises for every mutant (`test_buggy.test_bugs_stay_in_their_part` asserts it);
+the table also gives the figure summed over the mutants.
 
     .venv/bin/python -m tests.end_to_end.cascade [--out DIR] [--only ID,ID] [--from-reports]
 
@@ -20,6 +21,7 @@ mutant's losses and the figure; `--from-reports` recomputes it from reports alre
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -61,6 +63,13 @@ class Losses:
     def outside_total(self) -> float:
         return sum(self.outside.values())
 
+    @property
+    def cascade(self) -> float:
+        """Points lost outside the part over points lost in it (infinite where only outside)."""
+        if self.own:
+            return self.outside_total / self.own
+        return math.inf if self.outside_total else 0.0
+
 
 def losses(mutant: str, part: str, report: Mapping[str, Any]) -> Losses:
     """The points `report` (a `report.json`) loses in `part` and in each other part it graded."""
@@ -73,26 +82,29 @@ def losses(mutant: str, part: str, report: Mapping[str, Any]) -> Losses:
 
 
 def cascade(rows: Iterable[Losses]) -> float:
-    """Points lost outside the mutants' parts over points lost in them (0 when none are lost)."""
+    """Points lost outside the mutants' parts over points lost in them, summed over the mutants
+    (0 when none are lost)."""
     rows = list(rows)
     own = sum(row.own for row in rows)
     return sum(row.outside_total for row in rows) / own if own else 0.0
 
 
 def table(rows: Iterable[Losses]) -> str:
-    """Each mutant's losses, the worst cascades first, and the summed figure."""
-    rows = sorted(rows, key=lambda row: (-row.outside_total, row.mutant))
-    lines = [f"{'mutant':<48} {'part':<10} {'own':>6} {'outside':>8}  where"]
+    """Each mutant's losses and cascade, the worst first, then the worst and the summed figure."""
+    rows = sorted(rows, key=lambda row: (-row.cascade, -row.outside_total, row.mutant))
+    lines = [f"{'mutant':<48} {'part':<10} {'own':>6} {'outside':>8} {'cascade':>8}  where"]
     for row in rows:
         where = ", ".join(f"{part} {points:g}" for part, points in sorted(row.outside.items()))
         lines.append(
-            f"{row.mutant:<48} {row.part:<10} {row.own:>6.2f} {row.outside_total:>8.2f}  {where}"
+            f"{row.mutant:<48} {row.part:<10} {row.own:>6.2f} {row.outside_total:>8.2f} "
+            f"{row.cascade:>8.1%}  {where}"
         )
     own = sum(row.own for row in rows)
     outside = sum(row.outside_total for row in rows)
+    worst = max((row.cascade for row in rows), default=0.0)
     lines.append(
-        f"total: {own:.2f} lost in the mutants' parts, {outside:.2f} outside: "
-        f"cascade {cascade(rows):.1%} (limit {CASCADE_LIMIT:.0%})"
+        f"total: {own:.2f} lost in the mutants' parts, {outside:.2f} outside: summed cascade "
+        f"{cascade(rows):.1%}, worst {worst:.1%} (limit {CASCADE_LIMIT:.0%} for each mutant)"
     )
     return "\n".join(lines)
 

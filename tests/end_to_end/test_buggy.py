@@ -7,9 +7,8 @@ reach (`cascade.reached`: a part that runs none of its code cannot lose points t
 must score below its maximum through at least one real failure, with no grader error. The
 slow-but-correct mutants (a `list.pop(0)` free list, a Python loop over tokens) must lose points
 through the part's timing checks only. And a bug must cost points in its own part, not in the
-others: over all the mutants, the points lost outside their parts stay within
-`cascade.CASCADE_LIMIT` of those lost in them (`python -m tests.end_to_end.cascade` prints the
-figure mutant by mutant).
+others: for every mutant, the points lost outside its part stay within `cascade.CASCADE_LIMIT`
+of those lost in it (`python -m tests.end_to_end.cascade` prints the figure mutant by mutant).
 
 These tests read verdicts, not counterexamples, so a mutant is graded with `--shrinks 0`: the
 same scores, found without shrinking a failure. Those whose counterexamples test_counterexamples.py
@@ -28,7 +27,7 @@ import pytest
 from full_kit.coverage import load, rules_missed
 from grader.scoring.plugin import check_names
 from grader.scoring.profiles import PROFILES
-from tests.end_to_end.cascade import CASCADE_LIMIT, cascade, losses, reached, table
+from tests.end_to_end.cascade import CASCADE_LIMIT, losses, reached, table
 from tests.grading import (
     CUT_SHORT,
     VERDICTS_ONLY,
@@ -306,6 +305,13 @@ MUTANTS = [
         (COPY_ON_WRITE_STEPS, "        self.allocator.free([shared_block])\n"
                               + COPY_ON_WRITE_STEPS.replace(
                                   "        self.allocator.free([shared_block])\n", "")))),
+    # The token counted before its block is copied: a copy-on-write refused for want of a block
+    # leaves seq_len one too high. Part 2's refused decodes, which copy nothing, are right.
+    Mutant("copy_on_write_counts_its_token_first", "sharing", manager(
+        ("            req.block_table[-1] = self._copy_on_write(req.block_table[-1])\n",
+         "            req.seq_len += 1\n"
+         "            req.block_table[-1] = self._copy_on_write(req.block_table[-1])\n"
+         "            req.seq_len -= 1\n"))),
     # Part 7: automatic prefix caching.
     # Its OutOfBlocks taken from the allocator's file, which part 7's worker does not hold.
     Mutant("prefix_imports_another_file", "caching", prefix_cache(
@@ -387,9 +393,9 @@ def graded(
     def job(mutant: Mutant):
         return lambda: grade_shared(shared_gradings, mutant.id, mutant.options, edits=mutant.edits)
 
-    def cut_short(mutant: Mutant):
-        folder = build_submission(root / f"{mutant.id}-cut", edits=mutant.edits)
-        return lambda: grade(folder, "--parts", mutant.part, "--part-timeout", "4")
+    def cut_short(mutant: Mutant):  # its part's first random search takes seconds on any
+        folder = build_submission(root / f"{mutant.id}-cut", edits=mutant.edits)  # machine
+        return lambda: grade(folder, "--parts", mutant.part, "--part-timeout", "1")
 
     unshrunk = selected(request, "unshrunk")
     cascade_test = any(item.originalname == test_bugs_stay_in_their_part.__name__
@@ -476,11 +482,12 @@ def test_shrinking_changes_no_verdict(unshrunk: Mutant, graded: dict[str, Future
 
 
 def test_bugs_stay_in_their_part(graded: dict[str, Future[Graded]]) -> None:
-    """Summed over the mutants, the points lost outside a mutant's own part are at most
-    `CASCADE_LIMIT` of those lost in it: the parts table sends a reviewer to the right part."""
+    """For every mutant, the points lost outside its own part are at most `CASCADE_LIMIT` of
+    those lost in it: the parts table sends a reviewer to the right part."""
     rows = []
     for mutant in MUTANTS:
         result = graded[mutant.id].result()
         result.assert_clean()
         rows.append(losses(mutant.id, mutant.part, result.report))
-    assert cascade(rows) <= CASCADE_LIMIT, table(rows)
+    beyond = [row.mutant for row in rows if row.cascade > CASCADE_LIMIT]
+    assert not beyond, f"mutants that cost other parts too much: {beyond}\n{table(rows)}"

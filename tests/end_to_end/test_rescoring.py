@@ -7,6 +7,10 @@ candidate's allocator, and the note says that too.
 
 Each submission is graded on part 2 alone, so the allocator's checks run only to decide (and are
 not reported); `test_buggy` grades every part together.
+
+Where a check of one part fails on a rule another part owns (`expect.rule_of`), it is not graded
+where that part's checks of the rule fail too, and costs its own part where they pass. Graded on
+part 6 alone, part 2's checks of the rule run only to decide, as part 1's do above.
 """
 
 import json
@@ -50,6 +54,14 @@ def grade_without_the_key(submission: Path, *options: str) -> Graded:
     return Graded(done.returncode, done.stdout, done.stderr, report)
 
 
+# A refused decode that still counts its token: part 2's rule, which part 6's checks meet too.
+DECODE_BUG = "decode_increments_before_an_oom"
+# The same, only where a copy-on-write is refused: part 6's own rule, which part 2 never meets.
+COPY_BUG = "copy_on_write_counts_its_token_first"
+# Part 6's checks that refuse a copy-on-write for want of a block.
+REFUSED_COPIES = ("sharing/copy_on_write_without_a_free_block_is_refused",
+                  "sharing/random_fork_decode_and_free")  # fmt: skip
+
 # Part 6 in the allocator: an `incref` left a stub. The kit's allocator would supply it.
 INCREF_BODY = 'ValueError if it is free."""\n'  # the end of incref's docstring
 STUB_INCREF = Edit(
@@ -64,7 +76,11 @@ def graded(tmp_path_factory) -> dict[str, Future[Graded]]:
     root = tmp_path_factory.mktemp("rescoring")
     folder = build_submission(root / "duplicate", edits=[DUPLICATE])
     no_incref = build_submission(root / "no_incref", edits=[DUPLICATE, STUB_INCREF])
+    decode_bug = build_submission(root / "decode_bug", edits=MUTANTS_BY_ID[DECODE_BUG].edits)
+    copy_bug = build_submission(root / "copy_bug", edits=MUTANTS_BY_ID[COPY_BUG].edits)
     return concurrently({
+        "decode_bug": lambda: grade(decode_bug, "--parts", "sharing"),
+        "copy_bug": lambda: grade(copy_bug, "--parts", "sharing"),
         "kit": lambda: grade(folder, "--parts", "decode"),
         "bundle": lambda: grade_without_the_key(folder, "--parts", "decode"),
         "no_incref": lambda: grade(no_incref, "--parts", "sharing"),
@@ -109,3 +125,40 @@ def test_the_untouched_stubs_are_not_graded_again(graded: dict[str, Future[Grade
     assert result.report["rescored"] == {}
     assert "again, with the kit's" not in result.stderr, result.stderr
     assert result.score("decode") == 0
+
+
+def test_a_failure_on_another_parts_failed_rule_is_not_graded_again(
+    graded: dict[str, Future[Graded]],
+):
+    """Part 6's checks that meet part 2's bug are left out of part 6's maximum, naming part 2's
+    check of the rule, which fails on its own run; nothing of part 6 is pending."""
+    result = graded["decode_bug"].result()
+    result.assert_clean()
+    sharing = result.part("sharing")
+    assert result.score("sharing") == result.max_score("sharing") > 0, result.describe("sharing")
+    left = {check["id"]: check for check in sharing["checks"] if check["status"] == "skipped"}
+    assert set(left) == set(REFUSED_COPIES), result.describe("sharing")
+    for check in left.values():
+        assert check["message"].startswith("not graded here: it fails on a rule of part decode, "
+                                           "which decode/"), check["message"]  # fmt: skip
+        assert "seq_len" in check["message"], check["message"]
+        assert check["counterexample"], check
+    points = round(sum(check["max_points"] for check in left.values()), 2)
+    ungraded = [(item["id"], item["points"]) for item in sharing["ungraded"]]
+    assert ungraded == [("other_part", points)], ungraded
+    assert "provisional" not in sharing, sharing["provisional"]
+    assert "decode" not in result.report["parts"], "part 2's run was reported"
+
+
+def test_a_failure_on_another_parts_rule_that_passes_there_costs_this_part(
+    graded: dict[str, Future[Graded]],
+):
+    """The same slip where only part 6's copy-on-write makes it: part 2's checks pass, so part
+    6 loses the points."""
+    result = graded["copy_bug"].result()
+    result.assert_clean()
+    sharing = result.part("sharing")
+    statuses = {check["id"]: check["status"] for check in sharing["checks"]}
+    assert statuses[REFUSED_COPIES[0]] == "failed", result.describe("sharing")
+    assert "skipped" not in statuses.values(), result.describe("sharing")
+    assert result.score("sharing") < result.max_score("sharing"), result.describe("sharing")

@@ -1,6 +1,7 @@
 """`grade.score_parts`: a check is worth the same points in every kit and on every machine;
 `grade.with_failures`: a syntax error is blamed for the failures it caused; `grade.environment`
-says which kit graded.
+says which kit graded; `grade.leave_to_the_owners`: a failure on another part's rule is not
+graded again where that part's check of it fails.
 
 A check's points are the part's weight times its own over those of ALL the part's checks,
 skipped ones included. What is skipped here (the candidate kit has no answer key to time against;
@@ -9,6 +10,7 @@ reported in `ungraded_points` and `ungraded`, by reason. No grading runs here: t
 made by hand.
 """
 
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -215,3 +217,52 @@ def test_an_event_several_parts_sent_is_flagged_once_in_the_first_of_them() -> N
         ("sharing", "tried to import os (blocked)"),
         ("decode", "tried to import grader (blocked)"),
     ]
+
+
+def owned(name: str, owner: str) -> CheckResult:
+    """A failed sharing check whose failure is on a rule of part `owner`'s check `owner`."""
+    return replace(
+        result(name, 2, "failed", "num_free must drop by n after allocate(n)"),
+        id=f"sharing/{name}",
+        part="sharing",
+        owner=("allocator", (f"allocator/{owner}",)),
+    )
+
+
+def plugin_of(*results: CheckResult) -> SimpleNamespace:
+    """What `leave_to_the_owners` reads of a plugin: its results by id."""
+    return SimpleNamespace(results={check.id: check for check in results})
+
+
+def test_a_failure_on_another_parts_rule_is_left_to_that_part_where_its_check_fails() -> None:
+    """Left out of the part's maximum (not pending: the part is not provisional), its message
+    naming the rule's part and check, and the failure; charged where the owner's check passed,
+    or where the owner's failing check is another one."""
+    left, kept = (
+        owned("random_incref_and_free", "random_allocate_and_free"),
+        owned("bad_reference_calls_are_refused", "freed_blocks_are_reused"),
+    )
+    graded = plugin_of(*allocator(failed={"random_allocate_and_free"}), left, kept)
+    chosen = options(allocator=15, sharing=10)
+    grade.leave_to_the_owners(graded, None, chosen)
+    assert (left.status, left.points, kept.status) == ("skipped", 0, "failed")
+    assert left.message == (
+        "not graded here: it fails on a rule of part allocator, which "
+        "allocator/random_allocate_and_free grades and fails: num_free must drop by n after "
+        "allocate(n)"
+    )
+    sharing = score_parts(list(graded.results.values()), chosen)["sharing"]
+    assert sharing["ungraded"] == [
+        {"id": "other_part", "reason": "fails on another part's rule, which costs points there",
+         "points": 5.0}
+    ]  # fmt: skip
+    assert (sharing["score"], sharing["max_score"]) == (0, 5.0)
+    assert "provisional" not in sharing
+    assert all("owner" not in check for check in sharing["checks"])
+
+
+def test_a_second_grading_leaves_to_the_owners_by_the_first_ones_verdicts() -> None:
+    again = owned("fork_shares_every_block", "random_allocate_and_free")
+    first = plugin_of(*allocator(failed={"random_allocate_and_free"}))
+    grade.leave_to_the_owners(plugin_of(again), None, options(allocator=15, sharing=10), first)
+    assert again.status == "skipped"

@@ -19,6 +19,7 @@ never through part 3's `get_physical_cache`.
 
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -33,7 +34,15 @@ from hypothesis.stateful import (
     rule,
 )
 
-from grader.checks.support.expect import distinct, expect, plain_int, raises, same, succeeds
+from grader.checks.support.expect import (
+    distinct,
+    expect,
+    plain_int,
+    raises,
+    rule_of,
+    same,
+    succeeds,
+)
 from grader.checks.support.rows_and_slots import assert_rows
 from grader.said import Said, said
 from grader.sandbox.proxy import (
@@ -49,6 +58,8 @@ from grader.sandbox.transcript import Shown, Transcript
 from kernels.reference import cdiv, token_slots
 
 RAISED = said("a call that raises must leave everything as it was")
+# Part 2's checks of its rule that a refused decode changes nothing, seq_len included.
+REFUSED_DECODES = ("decode_without_a_free_block_is_refused", "random_prefill_decode_and_free")
 OTHERS = said("a call may change only the request it is given")
 
 
@@ -565,20 +576,21 @@ class ManagerModel:
             ])  # fmt: skip
             for tracked in self.live.values():
                 got = checked_seq_len(transcript, next(reads), tracked.name)
-                same(
-                    transcript,
-                    got,
-                    tracked.seq_len,
-                    said(
-                        "after {call}, {name}.seq_len is {got}, expected {expected} ({hint})",
-                        call=self.last_call,
-                        name=tracked.name,
-                        got=got,
-                        expected=tracked.seq_len,
-                        hint=self.hint,
-                    ),
-                    got=f"{tracked.name}.seq_len",
-                )
+                with self.seq_len_rule():
+                    same(
+                        transcript,
+                        got,
+                        tracked.seq_len,
+                        said(
+                            "after {call}, {name}.seq_len is {got}, expected {expected} ({hint})",
+                            call=self.last_call,
+                            name=tracked.name,
+                            got=got,
+                            expected=tracked.seq_len,
+                            hint=self.hint,
+                        ),
+                        got=f"{tracked.name}.seq_len",
+                    )
                 table = checked_table(transcript, next(reads), tracked.name)
                 if table != tracked.table:
                     expected = self.table_code(tracked)
@@ -611,6 +623,14 @@ class ManagerModel:
             )
         if rows:
             self.check_rows(reads)
+
+    def seq_len_rule(self) -> AbstractContextManager[None]:
+        """Where part 6's checks judge the `seq_len` a refused decode left, part 2's rule (a
+        decode that raises changes nothing), which part 2's checks of refused decodes test: a
+        failure there is part 2's where those fail too (`expect.rule_of`)."""
+        if self.sharing and self.hint == RAISED:
+            return rule_of("decode", *REFUSED_DECODES)
+        return nullcontext()
 
     def free_count_wrong(self, free: int, held: int) -> Said:
         """What a wrong count of free blocks says: both counts, and the hint where a call raised."""

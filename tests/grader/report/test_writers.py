@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader import scan
-from grader.report.formats import run_in
+from grader.report.formats import run_in, score_line
 from grader.report.i18n import LANGUAGES, tr
 from grader.report.markdown import fence
 from grader.report.model import bounded
@@ -629,3 +629,21 @@ def test_summary_in_chinese(tmp_path: Path) -> None:
     assert any(line.startswith("  总分       ") for line in lines)  # two columns per character
     more = "（另有 2.00 分由招聘团队的完整套件评分）"  # noqa: RUF001
     assert f"  allocator    5.00 / 13.00  3 项检查通过了 1 项，1 项跳过{more}" in lines  # noqa: RUF001
+
+
+def test_points_left_to_another_parts_rule_are_not_counted_in_what_the_score_is_out_of() -> None:
+    """Points a fuller kit grades are part of what the score is out of; those of checks left to
+    another part's rule are not (no kit grades them), and are said apart, in either language."""
+    sharing = {"ungraded": [{"id": "other_part", "reason": "", "points": 3.64}]}
+    kernel = {"ungraded": [{"id": "cuda", "reason": "needs a CUDA device", "points": 9}]}
+    alone = {"score": 80, "max_score": 96.36, "parts": {"sharing": sharing}}
+    assert score_line(alone, "en") == (
+        "3.64 points not graded: their checks fail on another part's rule, which costs points there"
+    )
+    both = {"score": 71, "max_score": 87.36, "parts": {"sharing": sharing, "kernel": kernel}}
+    assert score_line(both, "en") == (
+        "71 of 87.36 points graded here; out of 96.36 with a CUDA device; 3.64 points not graded: "
+        "their checks fail on another part's rule, which costs points there"
+    )
+    assert score_line(both, "zh").startswith("在此评分 71 / 87.36 分")
+    assert "3.64 分不计" in score_line(both, "zh")
