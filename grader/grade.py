@@ -173,13 +173,21 @@ def run_checks(
     run_modules(plugin, part_modules(part for part in options.parts if part not in theirs), options)
     if beside is not None:
         take_beside(plugin, beside, intake, options)
-    leave_to_the_owners(plugin, intake, options)
     try:
         rescore_on_the_kit_allocator(plugin, intake, options)
     except Exception:  # the first grading stands, with the failure shown
         plugin.errors.append(
             said(
                 "grading again with the kit's allocator failed: {traceback}",
+                traceback=traceback.format_exc(),
+            )
+        )
+    try:
+        leave_to_the_owners(plugin, intake, options)
+    except Exception:  # every failure stays charged where it is, with the failure shown
+        plugin.errors.append(
+            said(
+                "leaving failures to the parts whose rules they break failed: {traceback}",
                 traceback=traceback.format_exc(),
             )
         )
@@ -399,51 +407,55 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,), zygotes=plugin.zygotes)
     modules = [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].regraded]
     run_modules(again, modules, options)
-    leave_to_the_owners(again, intake, options, verdicts=plugin)
     for part in parts:
         keep_the_better(plugin, again, part, options)
 
 
-def leave_to_the_owners(
-    plugin: GradingPlugin, intake: Intake, options: Options, verdicts: GradingPlugin | None = None
-) -> None:
-    """A check that failed on a rule another part owns (`CheckResult.owner`: that part and its
-    checks of the rule), where one of those checks failed too, is not graded: its points leave
-    its part's maximum, as a skipped check's do, and its message names the rule's check. The
-    bug then costs its own part, once; where the owner's checks pass, it costs this one. The
-    owner's verdicts are `verdicts`' (`plugin`'s by default; the first grading's for a second
-    one); where the owner's part is not chosen, its checks of the rule run alone, unreported,
-    as part 1's do for the second grading (`allocator_fails`)."""
-    verdicts, failed_by_owner = verdicts or plugin, {}
-    for result in plugin.results.values():
-        if result.status != "failed" or result.owner is None:
-            continue
-        if result.owner not in failed_by_owner:
-            failed_by_owner[result.owner] = failed_checks(verdicts, intake, options, *result.owner)
-        if failed := failed_by_owner[result.owner]:
+def leave_to_the_owners(plugin: GradingPlugin, intake: Intake, options: Options) -> None:
+    """A check that failed on a rule other parts' checks test too (`CheckResult.owners`, their
+    ids), where one of those fails, is not graded: its points leave its part's maximum, as a
+    skipped check's do, and its message names the owner that fails. The bug then costs its own
+    part, once; where the owners pass, it costs this one. Run on the grading's final results
+    (after `rescore_on_the_kit_allocator`, which decides on the raw ones): an owner graded again
+    on the kit's allocator is judged by the grading kept."""
+    owned = [result for result in plugin.results.values()
+             if result.status == "failed" and result.owners]  # fmt: skip
+    if not owned:
+        return
+    wanted = {owner for result in owned for owner in result.owners}
+    verdicts = owner_verdicts(plugin, intake, options, wanted)
+    for result in owned:
+        failing = [owner for owner in result.owners if verdicts.get(owner) == "failed"]
+        if failing:
             result.status, result.points = "skipped", 0
             result.message = said(
-                "not graded here: it fails on a rule of part {part}, which {check} grades and "
-                "fails: {failure}",
-                part=result.owner[0],
-                check=failed[0],
+                "not graded here: it fails on a rule of the {part} part, which {check} grades "
+                "and fails: {failure}",
+                part=failing[0].split("/")[0],
+                check=failing[0],
                 failure=result.message,
             )
 
 
-def failed_checks(
-    plugin: GradingPlugin, intake: Intake, options: Options, part: str, checks: tuple[str, ...]
-) -> list[str]:
-    """Which of `checks` (ids of `part`'s checks) failed: as `plugin` graded them, or, where
-    `part` is not chosen, in a run of those checks alone, unreported."""
-    if part not in options.parts:
-        names = [check.removeprefix(f"{part}/") for check in checks]
-        modules = [module for module in PARTS[part].checks if set(names) & check_names(module)]
-        plugin = new_plugin(intake, options, quiet=True, zygotes=plugin.zygotes)
-        run_modules(plugin, [CHECKS_DIR / f"{module}.py" for module in modules], options,
-                    "-k", " or ".join(names))  # fmt: skip
-    return [check for check in checks if check in plugin.results
-            and plugin.results[check].status == "failed"]  # fmt: skip
+def owner_verdicts(
+    plugin: GradingPlugin, intake: Intake, options: Options, owners: set[str]
+) -> dict[str, str]:
+    """The status of each of `owners` (check ids): as `plugin` graded them, or, for a part not
+    chosen, in a run of those checks alone, unreported (as `allocator_fails` runs part 1's)."""
+    verdicts = {owner: plugin.results[owner].status for owner in owners if owner in plugin.results}
+    by_part: dict[str, set[str]] = {}
+    for owner in owners:
+        part, name = owner.split("/", 1)
+        if part not in options.parts:
+            by_part.setdefault(part, set()).add(name)
+    for part, names in by_part.items():
+        modules = [module for module in PARTS[part].checks if names & check_names(module)]
+        alone = new_plugin(intake, options, quiet=True, zygotes=plugin.zygotes)
+        run_modules(alone, [CHECKS_DIR / f"{module}.py" for module in modules], options,
+                    "-k", " or ".join(sorted(names)))  # fmt: skip
+        verdicts |= {owner: alone.results[owner].status
+                     for owner in owners if owner in alone.results}  # fmt: skip
+    return verdicts
 
 
 def hung_parts(parts: dict[str, dict], among: Iterable[str] = ENGINE_PARTS) -> list[str]:
@@ -545,11 +557,13 @@ def score_parts(
 
     A check is worth the part's weight times its points over the points of ALL the part's checks,
     skipped ones included: the same in every kit and on every machine. A check skipped here (in
-    the candidate kit, without CUDA) keeps its `max_points` but is left out of the part's
-    `max_score`; its points go to `ungraded_points`, and by reason to `ungraded` (a list of
-    `{"reason", "points"}`), and the part is marked `provisional`, with why ("checks skipped
-    (needs a CUDA device)"; the reports put their own "provisional" before it). The answer key
-    scores `score == max_score` wherever it runs.
+    the candidate kit, without CUDA, or left to another part's rule by `leave_to_the_owners`)
+    keeps its `max_points` but is left out of the part's `max_score`; its points go to
+    `ungraded_points`, and by reason to `ungraded` (a list of `{"id", "reason", "points"}`).
+    Where a fuller kit or machine would grade it, the part is marked `provisional`, with why
+    ("checks skipped (needs a CUDA device)"; the reports put their own "provisional" before it);
+    a check left to another part is not pending. The answer key scores `score == max_score`
+    wherever it runs.
     """
     parts, notes = {}, notes or {}
     for part in options.parts:
@@ -559,7 +573,7 @@ def score_parts(
         total = sum(check.max_points for check in checks)
         scale = options.rubric.weights[part] / total if total else 0.0
         rows = [
-            asdict(check, dict_factory=without_owner)
+            asdict(check, dict_factory=without_owners)
             | {"points": round(check.points * scale, 2),
                "max_points": round(check.max_points * scale, 2)}
             for check in checks
@@ -586,9 +600,9 @@ def score_parts(
     return parts
 
 
-def without_owner(fields: list[tuple[str, Any]]) -> dict:
-    """A check's fields as the report lists them: its rule's owner stays in the grading."""
-    return {name: value for name, value in fields if name != "owner"}
+def without_owners(fields: list[tuple[str, Any]]) -> dict:
+    """A check's fields as the report lists them: its rule's owners stay in the grading."""
+    return {name: value for name, value in fields if name != "owners"}
 
 
 def ungraded_by_reason(skipped: list[CheckResult], scale: float) -> list[dict]:

@@ -10,7 +10,7 @@ OTHER_PART = "other_part"  # a failure on another part's rule, charged there (`g
 REASONS = {  # id: (how a skip message for it starts, the English the report keeps)
     "full_kit": ("runs only in the full kit", "graded by the hiring team's kit"),
     "cuda": ("needs a CUDA device", "needs a CUDA device"),
-    OTHER_PART: ("not graded here", "fails on another part's rule, which costs points there"),
+    OTHER_PART: ("not graded here", "fails on another part's rule, which that part grades"),
 }
 
 

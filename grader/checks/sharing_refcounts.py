@@ -26,14 +26,12 @@ from hypothesis.stateful import (
 
 from grader.checks.allocator import judge_handed_out, new_allocator
 from grader.checks.support.expect import Held, expect, int_list, plain_int, raises, rule_of
+from grader.checks.support.owners import ALLOCATES_FREE_IDS
 from grader.said import said
 from grader.sandbox.proxy import Submission, attribute, method
 from grader.sandbox.transcript import Shown
 
 pytestmark = pytest.mark.part("sharing")
-
-# Part 1's checks of its rule that `allocate` hands out n distinct free ids in range.
-HANDS_OUT_FREE_IDS = ("allocate_hands_out_distinct_free_ids", "random_allocate_and_free")
 
 
 class Counts:
@@ -118,13 +116,13 @@ class Counts:
 
     def allocate(self, n: int) -> list[int]:
         """`allocate(n)`: n distinct free ids, which hold one reference each, and n fewer free
-        blocks (part 1's rules, but the references)."""
-        with rule_of("allocator", *HANDS_OUT_FREE_IDS):
+        blocks (part 1's rules, except the references)."""
+        with rule_of(*ALLOCATES_FREE_IDS):
             ids = int_list(self.transcript, self.allocator.allocate(n), f"allocate({n})")
             judge_handed_out(self.ids, ids, n)
         was = self.num_free
         self.expect(f"allocate({n})", dict.fromkeys(ids, 1), None)
-        with rule_of("allocator", *HANDS_OUT_FREE_IDS):
+        with rule_of(*ALLOCATES_FREE_IDS):
             expect(
                 self.transcript,
                 self.num_free == was - n,

@@ -63,9 +63,9 @@ class CheckResult:
     hypothesis: str = ""
     traceback: str = ""
     seconds: float = 0.0
-    # A failure on a rule another part owns: that part, and the ids of its checks of the rule
-    # (`expect.rule_of`); `grade.leave_to_the_owners` reads it. Not in the report.
-    owner: tuple[str, tuple[str, ...]] | None = None
+    # A failure on a rule other parts' checks test too: their ids (`expect.rule_of`), which
+    # `grade.leave_to_the_owners` reads. Not in the report.
+    owners: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -171,7 +171,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
             else:
                 result.message = first_lines(message_of(error)) or repr(error)
             if isinstance(error, AnotherPartsRule):
-                result.owner = (error.part, error.checks)
+                result.owners = error.owners
             if transcript is not None and (transcript.lines or transcript.ending):
                 result.counterexample = transcript.render(first_line(result.message))
             result.hypothesis = notes

@@ -31,6 +31,7 @@ from tests.grading import (
     build_submission,
     concurrently,
     grade,
+    grade_shared,
 )
 
 # allocate(n) hands out its first id twice.
@@ -62,6 +63,9 @@ COPY_BUG = "copy_on_write_counts_its_token_first"
 REFUSED_COPIES = ("sharing/copy_on_write_without_a_free_block_is_refused",
                   "sharing/random_fork_decode_and_free")  # fmt: skip
 
+# allocate(n) leaves its first id free: every allocate(1) breaks part 1's rule at once.
+HELD = "allocate_returns_an_id_already_held"
+
 # Part 6 in the allocator: an `incref` left a stub. The kit's allocator would supply it.
 INCREF_BODY = 'ValueError if it is free."""\n'  # the end of incref's docstring
 STUB_INCREF = Edit(
@@ -72,18 +76,22 @@ STUB_INCREF = Edit(
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict[str, Future[Graded]]:
+def graded(tmp_path_factory, shared_gradings: Path) -> dict[str, Future[Graded]]:
     root = tmp_path_factory.mktemp("rescoring")
     folder = build_submission(root / "duplicate", edits=[DUPLICATE])
     no_incref = build_submission(root / "no_incref", edits=[DUPLICATE, STUB_INCREF])
+    held = build_submission(root / "held", edits=[*MUTANTS_BY_ID[HELD].edits, STUB_INCREF])
     decode_bug = build_submission(root / "decode_bug", edits=MUTANTS_BY_ID[DECODE_BUG].edits)
-    copy_bug = build_submission(root / "copy_bug", edits=MUTANTS_BY_ID[COPY_BUG].edits)
+    copy_bug = MUTANTS_BY_ID[COPY_BUG]  # as test_buggy grades it, on every part it reaches
     return concurrently({
         "decode_bug": lambda: grade(decode_bug, "--parts", "sharing"),
-        "copy_bug": lambda: grade(copy_bug, "--parts", "sharing"),
+        "copy_bug": lambda: grade_shared(
+            shared_gradings, copy_bug.id, copy_bug.options, edits=copy_bug.edits
+        ),
         "kit": lambda: grade(folder, "--parts", "decode"),
         "bundle": lambda: grade_without_the_key(folder, "--parts", "decode"),
         "no_incref": lambda: grade(no_incref, "--parts", "sharing"),
+        "held": lambda: grade(held, "--parts", "sharing"),
         "stubs": lambda: grade(EXERCISES, "--parts", "decode", out=root / "stubs"),
     })  # fmt: skip
 
@@ -109,10 +117,14 @@ def test_without_the_answer_key_the_candidates_allocator_stays(
     assert result.report["rescored"] == {}
 
 
-def test_sharing_is_not_graded_again_where_its_refcounts_fail(graded: dict[str, Future[Graded]]):
+@pytest.mark.parametrize("graded_as", ["no_incref", "held"])
+def test_sharing_is_not_graded_again_where_its_refcounts_fail(
+    graded: dict[str, Future[Graded]], graded_as: str
+):
     """incref and ref_count are part 6's, in the allocator's file: failing part 1 on purpose
-    must not buy them from the kit."""
-    result = graded["no_incref"].result()
+    must not buy them from the kit, even where every reference count check meets part 1's bug
+    before it calls incref (`held`), and is left to part 1."""
+    result = graded[graded_as].result()
     result.assert_clean()
     assert "sharing" not in result.report["rescored"], result.report["rescored"]
     assert result.score("sharing") < result.max_score("sharing") / 2, result.describe("sharing")
@@ -139,8 +151,8 @@ def test_a_failure_on_another_parts_failed_rule_is_not_graded_again(
     left = {check["id"]: check for check in sharing["checks"] if check["status"] == "skipped"}
     assert set(left) == set(REFUSED_COPIES), result.describe("sharing")
     for check in left.values():
-        assert check["message"].startswith("not graded here: it fails on a rule of part decode, "
-                                           "which decode/"), check["message"]  # fmt: skip
+        assert check["message"].startswith("not graded here: it fails on a rule of the decode "
+                                           "part, which decode/"), check["message"]  # fmt: skip
         assert "seq_len" in check["message"], check["message"]
         assert check["counterexample"], check
     points = round(sum(check["max_points"] for check in left.values()), 2)
@@ -154,9 +166,10 @@ def test_a_failure_on_another_parts_rule_that_passes_there_costs_this_part(
     graded: dict[str, Future[Graded]],
 ):
     """The same slip where only part 6's copy-on-write makes it: part 2's checks pass, so part
-    6 loses the points."""
+    6 loses the points, and part 2 none."""
     result = graded["copy_bug"].result()
     result.assert_clean()
+    assert result.score("decode") == result.max_score("decode") > 0, result.describe("decode")
     sharing = result.part("sharing")
     statuses = {check["id"]: check["status"] for check in sharing["checks"]}
     assert statuses[REFUSED_COPIES[0]] == "failed", result.describe("sharing")

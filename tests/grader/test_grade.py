@@ -10,6 +10,7 @@ reported in `ungraded_points` and `ungraded`, by reason. No grading runs here: t
 made by hand.
 """
 
+import pickle
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +18,9 @@ from types import SimpleNamespace
 import pytest
 
 from grader import grade
+from grader.checks.support.expect import AnotherPartsRule, rule_of
 from grader.grade import score_parts, with_failures, worker_flags
+from grader.said import said
 from grader.sandbox.process import Events
 from grader.scoring.plugin import CheckResult
 from grader.scoring.profiles import PROFILES
@@ -220,12 +223,12 @@ def test_an_event_several_parts_sent_is_flagged_once_in_the_first_of_them() -> N
 
 
 def owned(name: str, owner: str) -> CheckResult:
-    """A failed sharing check whose failure is on a rule of part `owner`'s check `owner`."""
+    """A failed sharing check whose failure is on a rule the allocator's check `owner` tests."""
     return replace(
         result(name, 2, "failed", "num_free must drop by n after allocate(n)"),
         id=f"sharing/{name}",
         part="sharing",
-        owner=("allocator", (f"allocator/{owner}",)),
+        owners=(f"allocator/{owner}",),
     )
 
 
@@ -247,22 +250,26 @@ def test_a_failure_on_another_parts_rule_is_left_to_that_part_where_its_check_fa
     grade.leave_to_the_owners(graded, None, chosen)
     assert (left.status, left.points, kept.status) == ("skipped", 0, "failed")
     assert left.message == (
-        "not graded here: it fails on a rule of part allocator, which "
+        "not graded here: it fails on a rule of the allocator part, which "
         "allocator/random_allocate_and_free grades and fails: num_free must drop by n after "
         "allocate(n)"
     )
     sharing = score_parts(list(graded.results.values()), chosen)["sharing"]
     assert sharing["ungraded"] == [
-        {"id": "other_part", "reason": "fails on another part's rule, which costs points there",
+        {"id": "other_part", "reason": "fails on another part's rule, which that part grades",
          "points": 5.0}
     ]  # fmt: skip
     assert (sharing["score"], sharing["max_score"]) == (0, 5.0)
     assert "provisional" not in sharing
-    assert all("owner" not in check for check in sharing["checks"])
+    assert all("owners" not in check for check in sharing["checks"])
 
 
-def test_a_second_grading_leaves_to_the_owners_by_the_first_ones_verdicts() -> None:
-    again = owned("fork_shares_every_block", "random_allocate_and_free")
-    first = plugin_of(*allocator(failed={"random_allocate_and_free"}))
-    grade.leave_to_the_owners(plugin_of(again), None, options(allocator=15, sharing=10), first)
-    assert again.status == "skipped"
+def test_a_failure_on_another_parts_rule_crosses_from_the_process_beside() -> None:
+    """The process beside sends its results pickled: the failure keeps its message and owners;
+    an assertion without a message still becomes one."""
+    with pytest.raises(AnotherPartsRule) as raised, rule_of("decode/free_returns_every_block"):
+        raise AssertionError(said("num_free must drop by n after allocate(n)"))
+    again = pickle.loads(pickle.dumps(raised.value))
+    assert (again.args, again.owners) == (raised.value.args, ("decode/free_returns_every_block",))
+    with pytest.raises(AnotherPartsRule, match=r"^$"), rule_of("decode/free_returns_every_block"):
+        raise AssertionError

@@ -45,28 +45,29 @@ def raises(transcript: Transcript, kind: type[Exception], call: str) -> Iterator
 
 
 class AnotherPartsRule(AssertionError):
-    """A failed assertion of a rule that another part owns: `part`, whose `checks` (their ids)
-    test it. Where one of them fails in the same grading, the check that raised this is not
-    graded (`grade.leave_to_the_owners`): the bug costs its own part, once."""
+    """A failed assertion of a rule that other parts' checks test too: `owners`, their ids
+    (`owners.py`). Where one of them fails in the same grading, the check that raised this is
+    not graded (`grade.leave_to_the_owners`): the bug costs its own part, once."""
 
-    def __init__(self, message: str, part: str, checks: tuple[str, ...]) -> None:
+    def __init__(self, message: str, owners: tuple[str, ...]) -> None:
         super().__init__(message)
-        self.part, self.checks = part, checks
+        self.owners = owners
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.args[0], self.owners)
 
 
 @contextmanager
-def rule_of(part: str, *checks: str) -> Iterator[None]:
-    """The assertions inside judge a rule of `part`, which its `checks` (names, without the
-    part) test: a failure there is an `AnotherPartsRule`."""
+def rule_of(*owners: str) -> Iterator[None]:
+    """The assertions inside judge a rule that the checks `owners` (ids, `owners.py`) test in
+    their parts: a failure there is an `AnotherPartsRule`."""
     try:
         yield
     except AnotherPartsRule:
         raise
     except AssertionError as error:
-        ids = tuple(f"{part}/{check}" for check in checks)
-        raise AnotherPartsRule(error.args[0], part, ids).with_traceback(
-            error.__traceback__
-        ) from None
+        message = error.args[0] if error.args else str(error)
+        raise AnotherPartsRule(message, owners).with_traceback(error.__traceback__) from None
 
 
 @contextmanager

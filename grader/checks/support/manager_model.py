@@ -18,7 +18,7 @@ never through part 3's `get_physical_cache`.
 """
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
@@ -43,6 +43,13 @@ from grader.checks.support.expect import (
     same,
     succeeds,
 )
+from grader.checks.support.owners import (
+    ALLOCATES_FREE_IDS,
+    DECODES,
+    KEEPS_COUNT,
+    PREFILLS,
+    REFUSED_DECODES,
+)
 from grader.checks.support.rows_and_slots import assert_rows
 from grader.said import Said, said
 from grader.sandbox.proxy import (
@@ -58,8 +65,6 @@ from grader.sandbox.transcript import Shown, Transcript
 from kernels.reference import cdiv, token_slots
 
 RAISED = said("a call that raises must leave everything as it was")
-# Part 2's checks of its rule that a refused decode changes nothing, seq_len included.
-REFUSED_DECODES = ("decode_without_a_free_block_is_refused", "random_prefill_decode_and_free")
 OTHERS = said("a call may change only the request it is given")
 
 
@@ -151,8 +156,7 @@ class ManagerModel:
         self.live: dict[str, Tracked] = {}
         self.requests_made = 0
         self.tokens_made = 0
-        self.last_call = f"KVCacheManager({num_blocks}, {block_size}, {head_dim})"
-        self.hint = OTHERS
+        self.done(f"KVCacheManager({num_blocks}, {block_size}, {head_dim})")
 
     def seq_len_and_table(self, req: Remote) -> Iterator[object]:
         """`req.seq_len` and `req.block_table`, read in one round trip (`Submission.batch`)."""
@@ -186,9 +190,10 @@ class ManagerModel:
         tables = [self.table_code(t) for t in self.live.values() if t is not but]
         return f"{{{', '.join(f'*{table}' for table in tables)}}}" if tables else "set()"
 
-    def done(self, call: str, hint: str = OTHERS) -> None:
-        """Remember the last call, for the messages of the checks that follow it."""
-        self.last_call, self.hint = call, hint
+    def done(self, call: str, hint: str = OTHERS, refused_decode: bool = False) -> None:
+        """Remember the last call, for the messages of the checks that follow it, and whether
+        it was a decode refused for want of a block (`seq_len_rule`)."""
+        self.last_call, self.hint, self.refused_decode = call, hint, refused_decode
 
     # -- operations, each checked at once ---------------------------------------------------------
 
@@ -262,7 +267,7 @@ class ManagerModel:
             ),
             got=f"len({name}.block_table)",
         )
-        self.assert_were_free(table, call, f"{name}.block_table")
+        self.assert_were_free(table, call, f"{name}.block_table", *PREFILLS)
         tracked = Tracked(req, name, table, self.new_rows(prompt_len))
         self.live[name] = tracked
         if self.sharing:
@@ -323,31 +328,32 @@ class ManagerModel:
             )
             with raises(self.transcript, RuntimeError, why):
                 self.manager.allocate_for_decode(tracked.req)
-            self.done(said("{call} (which raised)", call=call), RAISED)
+            self.done(said("{call} (which raised)", call=call), RAISED, refused_decode=True)
             return False
         reads = self.submission.batch([
             method(self.manager, "allocate_for_decode", tracked.req),
             attribute(tracked.req, "seq_len"),
             attribute(tracked.req, "block_table"),
         ])  # fmt: skip
-        with succeeds(call, self.decode_needs(position, sharers)):
+        with self.decode_rule(sharers), succeeds(call, self.decode_needs(position, sharers)):
             next(reads)
         self.done(call)
         name, transcript = tracked.name, self.transcript
         got = checked_seq_len(transcript, next(reads), name)
-        same(
-            transcript,
-            got,
-            position + 1,
-            said(
-                "{call} must add one to seq_len ({before} -> {after}), got {got}",
-                call=call,
-                before=position,
-                after=position + 1,
-                got=got,
-            ),
-            got=f"{name}.seq_len",
-        )
+        with self.decode_rule():
+            same(
+                transcript,
+                got,
+                position + 1,
+                said(
+                    "{call} must add one to seq_len ({before} -> {after}), got {got}",
+                    call=call,
+                    before=position,
+                    after=position + 1,
+                    got=got,
+                ),
+                got=f"{name}.seq_len",
+            )
         new_table = checked_table(transcript, next(reads), name)
         new = f"{name}.block_table"
 
@@ -356,24 +362,25 @@ class ManagerModel:
 
         if opens_block:
             appended = len(new_table) == len(table) + 1 and new_table[:-1] == table
-            expect(
-                transcript,
-                appended,
-                said(
-                    "token {position} starts a new block ({again} % block_size {size} == "
-                    "0): {call} must append one free block to block_table {table}, got "
-                    "{new}",
-                    position=position,
-                    again=position,
-                    size=size,
-                    call=call,
-                    table=table,
-                    new=new_table,
-                ),
-                got=f"(len({new}), {new}[:-1])",
-                expected=lambda: f"(len({old()}) + 1, {old()})",
-            )
-            self.assert_were_free(new_table[-1:], call, f"{new}[-1:]")
+            with self.decode_rule():
+                expect(
+                    transcript,
+                    appended,
+                    said(
+                        "token {position} starts a new block ({again} % block_size {size} == "
+                        "0): {call} must append one free block to block_table {table}, got "
+                        "{new}",
+                        position=position,
+                        again=position,
+                        size=size,
+                        call=call,
+                        table=table,
+                        new=new_table,
+                    ),
+                    got=f"(len({new}), {new}[:-1])",
+                    expected=lambda: f"(len({old()}) + 1, {old()})",
+                )
+            self.assert_were_free(new_table[-1:], call, f"{new}[-1:]", *DECODES)
         elif sharers:
             same_length = len(new_table) == len(table)
             replaced = same_length and new_table[:-1] == table[:-1] and new_table[-1] != table[-1]
@@ -406,23 +413,24 @@ class ManagerModel:
                 )
             )
         else:
-            expect(
-                transcript,
-                new_table == table,
-                said(
-                    "token {position} goes into the last block ({again} % block_size "
-                    "{size} != 0, and no other request holds it): {call} must leave "
-                    "block_table {table} as it is, got {new}",
-                    position=position,
-                    again=position,
-                    size=size,
-                    call=call,
-                    table=table,
-                    new=new_table,
-                ),
-                got=new,
-                expected=old,
-            )
+            with self.decode_rule():
+                expect(
+                    transcript,
+                    new_table == table,
+                    said(
+                        "token {position} goes into the last block ({again} % block_size "
+                        "{size} != 0, and no other request holds it): {call} must leave "
+                        "block_table {table} as it is, got {new}",
+                        position=position,
+                        again=position,
+                        size=size,
+                        call=call,
+                        table=table,
+                        new=new_table,
+                    ),
+                    got=new,
+                    expected=old,
+                )
         row = self.new_rows(1)
         tracked.table, tracked.rows = new_table, torch.cat([tracked.rows, row])
         if self.sharing:
@@ -514,9 +522,14 @@ class ManagerModel:
         self.live[name] = tracked
         return tracked
 
-    def assert_were_free(self, blocks: list[int], call: str, code: str) -> None:
+    def assert_were_free(self, blocks: list[int], call: str, code: str, *owners: str) -> None:
         """`call` handed out `blocks` (`code` in the counterexample): distinct, in range, and in
-        no live table."""
+        no live table; driving part 6's checks, part 1's rule for the allocator it took them
+        from, and that of the checks `owners` where it is part 2's call."""
+        with self.owned_by(*ALLOCATES_FREE_IDS, *owners):
+            self.judge_free(blocks, call, code)
+
+    def judge_free(self, blocks: list[int], call: str, code: str) -> None:
         transcript, num_blocks = self.transcript, self.num_blocks
         distinct(
             transcript,
@@ -612,25 +625,35 @@ class ManagerModel:
             held = len(self.held())
             free = plain_int(transcript, next(reads), "len(manager.free_blocks)")
             live = [f"*{tracked.name}.block_table" for tracked in self.live.values()]
-            expect(
-                transcript,
-                free == self.num_blocks - held,
-                self.free_count_wrong(free, held),
-                got=f"len({transcript.code(self.manager)}.free_blocks)",
-                expected=f"{self.num_blocks} - len({{{', '.join(live)}}})"
-                if live
-                else str(self.num_blocks),
-            )
+            with self.owned_by(*ALLOCATES_FREE_IDS, *KEEPS_COUNT):  # the count the allocator
+                expect(  # keeps, which parts 1 and 2 judge first
+                    transcript,
+                    free == self.num_blocks - held,
+                    self.free_count_wrong(free, held),
+                    got=f"len({transcript.code(self.manager)}.free_blocks)",
+                    expected=f"{self.num_blocks} - len({{{', '.join(live)}}})"
+                    if live
+                    else str(self.num_blocks),
+                )
         if rows:
             self.check_rows(reads)
 
+    def owned_by(self, *owners: str) -> AbstractContextManager[None]:
+        """Driving part 6's checks, the assertions inside judge a rule that `owners`, checks of
+        parts 1 and 2, test too (`owners.py`): a failure there is left to them where they fail
+        too (`expect.rule_of`)."""
+        return rule_of(*owners) if self.sharing and owners else nullcontext()
+
     def seq_len_rule(self) -> AbstractContextManager[None]:
-        """Where part 6's checks judge the `seq_len` a refused decode left, part 2's rule (a
-        decode that raises changes nothing), which part 2's checks of refused decodes test: a
-        failure there is part 2's where those fail too (`expect.rule_of`)."""
-        if self.sharing and self.hint == RAISED:
-            return rule_of("decode", *REFUSED_DECODES)
-        return nullcontext()
+        """The `seq_len` a refused decode left is part 2's rule (a decode that raises changes
+        nothing); after any other call, this part's."""
+        return self.owned_by(*(REFUSED_DECODES if self.refused_decode else ()))
+
+    def decode_rule(self, sharers: Sequence[str] = ()) -> AbstractContextManager[None]:
+        """A decode judged by part 2's rules (one more token; a new free block exactly when it
+        starts one, else the same table; a call that may succeed does); one that must copy a
+        shared block (`sharers`) is part 6's to judge."""
+        return self.owned_by(*(() if sharers else DECODES))
 
     def free_count_wrong(self, free: int, held: int) -> Said:
         """What a wrong count of free blocks says: both counts, and the hint where a call raised."""

@@ -638,12 +638,12 @@ def test_points_left_to_another_parts_rule_are_not_counted_in_what_the_score_is_
     kernel = {"ungraded": [{"id": "cuda", "reason": "needs a CUDA device", "points": 9}]}
     alone = {"score": 80, "max_score": 96.36, "parts": {"sharing": sharing}}
     assert score_line(alone, "en") == (
-        "3.64 points not graded: their checks fail on another part's rule, which costs points there"
+        "3.64 points not graded: their checks fail on another part's rule, which that part grades"
     )
     both = {"score": 71, "max_score": 87.36, "parts": {"sharing": sharing, "kernel": kernel}}
     assert score_line(both, "en") == (
         "71 of 87.36 points graded here; out of 96.36 with a CUDA device; 3.64 points not graded: "
-        "their checks fail on another part's rule, which costs points there"
+        "their checks fail on another part's rule, which that part grades"
     )
     assert score_line(both, "zh").startswith("在此评分 71 / 87.36 分")
     assert "3.64 分不计" in score_line(both, "zh")

@@ -460,7 +460,8 @@ def test_a_broken_channel_fails_the_check_and_the_next_gets_a_fresh_worker(
     attacker, attack, failure, says
 ):
     module = attacker.module("attack")
-    with impatient(attacker), pytest.raises(failure, match=says):
+    waits = impatient(attacker) if "in time" in says else contextlib.nullcontext()
+    with waits, pytest.raises(failure, match=says):  # only an attack that never returns waits
         getattr(module, attack)()
     attacker.sandbox.next_check()
     assert attacker.module("attack").channels()
