@@ -15,8 +15,8 @@ the failure as a visible error (Ctrl-C aside: `interrupt.py`).
 A bug costs points in its own part: where the candidate's allocator fails part 1, the parts that
 reach it through the manager and lost points there are graded again with the kit's allocator, and
 each keeps its better grading (`run_checks`; the report's `rescored` gives both scores, the part's
-note says so). Where no kit implementation can stand in, a check that fails on another part's
-rule is not graded where that part's check of the rule fails too (`leave_to_the_owners`).
+note says so). A check that fails on a rule another part owns is not graded where a check of
+that part fails on the same rule (`leave_to_the_owners`).
 """
 
 import contextlib
@@ -45,6 +45,8 @@ import torch
 
 from grader import ANSWER_KEY, KIT_ROOT, file_rule, interrupt, kernel_rule, provenance, scan
 from grader.beside import EXIT_SECONDS, Beside, LineStream
+from grader.checks.support.rules import CHECKS as RULE_CHECKS
+from grader.checks.support.rules import owner
 from grader.intake import Intake
 from grader.integration import run_integration, run_prefix_integration
 from grader.parts import ENGINE_PARTS, PARTS
@@ -342,9 +344,12 @@ def part_modules(parts: Iterable[str]) -> list[Path]:
     return [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].checks]
 
 
-def run_modules(plugin: GradingPlugin, modules: list[Path], options: Options, *args: str) -> None:
-    """Run the checks of `modules` in this process with `plugin`, which collects their results;
-    `args` are more pytest options."""
+def run_modules(
+    plugin: GradingPlugin, modules: list[Path] | list[str], options: Options, *args: str
+) -> None:
+    """Run the checks of `modules` (or those their node ids name, `<module path>::check_<name>`)
+    in this process with `plugin`, which collects their results; `args` are more pytest
+    options."""
     if not modules:  # pytest given no path would collect the working folder
         return
     args = (
@@ -407,55 +412,71 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     again = new_plugin(intake, options, swapped=(KIT_ALLOCATOR,), zygotes=plugin.zygotes)
     modules = [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].regraded]
     run_modules(again, modules, options)
+    for result in again.results.values():  # the kit's allocator broke none of part 1's rules
+        if result.rule and owner(result.rule) == ALLOCATOR:
+            result.rule = None
     for part in parts:
         keep_the_better(plugin, again, part, options)
 
 
 def leave_to_the_owners(plugin: GradingPlugin, intake: Intake, options: Options) -> None:
-    """A check that failed on a rule other parts' checks test too (`CheckResult.owners`, their
-    ids), where one of those fails, is not graded: its points leave its part's maximum, as a
-    skipped check's do, and its message names the owner that fails. The bug then costs its own
-    part, once; where the owners pass, it costs this one. Run on the grading's final results
-    (after `rescore_on_the_kit_allocator`, which decides on the raw ones): an owner graded again
-    on the kit's allocator is judged by the grading kept."""
-    owned = [result for result in plugin.results.values()
-             if result.status == "failed" and result.owners]  # fmt: skip
-    if not owned:
-        return
-    wanted = {owner for result in owned for owner in result.owners}
-    verdicts = owner_verdicts(plugin, intake, options, wanted)
+    """A check that failed on a rule another part owns (`CheckResult.rule`, `rules.py`), where
+    a check of that part failed on the same rule, is not graded: its points leave its part's
+    maximum, as a skipped check's do, and its message names that check. The bug then costs its
+    own part, once; where the owner's checks keep the rule, it costs this one. Run on the
+    grading's final results, after `rescore_on_the_kit_allocator` (which decides on the raw
+    ones, and whose grading on the kit's allocator breaks no rule of part 1's); the owner's
+    part, where it is not chosen, runs its checks of the rule alone (`broken_alone`)."""
+    owned = [
+        result
+        for result in plugin.results.values()
+        if result.status == "failed" and result.rule and owner(result.rule) != result.part
+    ]
+    broken = {
+        (result.rule, result.id)
+        for result in plugin.results.values()
+        if result.status == "failed" and result.rule and owner(result.rule) == result.part
+    }
+    elsewhere = {result.rule for result in owned if owner(result.rule) not in options.parts}
+    broken |= broken_alone(plugin, intake, options, elsewhere)
     for result in owned:
-        failing = [owner for owner in result.owners if verdicts.get(owner) == "failed"]
-        if failing:
+        checks = sorted(check for rule, check in broken if rule == result.rule)
+        if checks:
             result.status, result.points = "skipped", 0
             result.message = said(
-                "not graded here: it fails on a rule of the {part} part, which {check} grades "
-                "and fails: {failure}",
-                part=failing[0].split("/")[0],
-                check=failing[0],
+                "not graded here: it fails on a rule of the {part} part, which {check} fails "
+                "on too: {failure}",
+                part=owner(result.rule),
+                check=checks[0],
                 failure=result.message,
             )
 
 
-def owner_verdicts(
-    plugin: GradingPlugin, intake: Intake, options: Options, owners: set[str]
-) -> dict[str, str]:
-    """The status of each of `owners` (check ids): as `plugin` graded them, or, for a part not
-    chosen, in a run of those checks alone, unreported (as `allocator_fails` runs part 1's)."""
-    verdicts = {owner: plugin.results[owner].status for owner in owners if owner in plugin.results}
-    by_part: dict[str, set[str]] = {}
-    for owner in owners:
-        part, name = owner.split("/", 1)
-        if part not in options.parts:
-            by_part.setdefault(part, set()).add(name)
-    for part, names in by_part.items():
+def broken_alone(
+    plugin: GradingPlugin, intake: Intake, options: Options, rules: set[str]
+) -> set[tuple[str, str]]:
+    """`(rule, check id)` for each of `rules`' owner's checks of it (`rules.CHECKS`) that fails
+    on it, run alone, unreported (as `allocator_fails` runs part 1's)."""
+    broken = set()
+    for rule in rules:
+        part, names = owner(rule), set(RULE_CHECKS[rule])
         modules = [module for module in PARTS[part].checks if names & check_names(module)]
         alone = new_plugin(intake, options, quiet=True, zygotes=plugin.zygotes)
-        run_modules(alone, [CHECKS_DIR / f"{module}.py" for module in modules], options,
-                    "-k", " or ".join(sorted(names)))  # fmt: skip
-        verdicts |= {owner: alone.results[owner].status
-                     for owner in owners if owner in alone.results}  # fmt: skip
-    return verdicts
+        run_modules(
+            alone,
+            [
+                CHECKS_DIR / f"{module}.py::check_{name}"
+                for module in modules
+                for name in sorted(names & check_names(module))
+            ],
+            options,
+        )
+        broken |= {
+            (rule, result.id)
+            for result in alone.results.values()
+            if result.status == "failed" and result.rule == rule
+        }
+    return broken
 
 
 def hung_parts(parts: dict[str, dict], among: Iterable[str] = ENGINE_PARTS) -> list[str]:
@@ -573,7 +594,7 @@ def score_parts(
         total = sum(check.max_points for check in checks)
         scale = options.rubric.weights[part] / total if total else 0.0
         rows = [
-            asdict(check, dict_factory=without_owners)
+            asdict(check, dict_factory=without_rule)
             | {"points": round(check.points * scale, 2),
                "max_points": round(check.max_points * scale, 2)}
             for check in checks
@@ -600,9 +621,9 @@ def score_parts(
     return parts
 
 
-def without_owners(fields: list[tuple[str, Any]]) -> dict:
-    """A check's fields as the report lists them: its rule's owners stay in the grading."""
-    return {name: value for name, value in fields if name != "owners"}
+def without_rule(fields: list[tuple[str, Any]]) -> dict:
+    """A check's fields as the report lists them: the rule it broke stays in the grading."""
+    return {name: value for name, value in fields if name != "rule"}
 
 
 def ungraded_by_reason(skipped: list[CheckResult], scale: float) -> list[dict]:

@@ -16,7 +16,17 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.support.expect import Held, distinct, expect, int_list, plain_int, raises, same
+from grader.checks.support.expect import (
+    Held,
+    distinct,
+    expect,
+    int_list,
+    judged_by,
+    plain_int,
+    raises,
+    same,
+)
+from grader.checks.support.rules import FREE_BLOCKS
 from grader.said import said
 from grader.sandbox.transcript import Iter, Shown
 
@@ -74,6 +84,11 @@ def drain(allocator, held: Held) -> None:
 
 def judge_handed_out(held: Held, ids: list[int], n: int) -> None:
     """`allocate(n)` gave `ids`: n distinct ids in range, none of them held; now held."""
+    with judged_by(FREE_BLOCKS):
+        judge_ids(held, ids, n)
+
+
+def judge_ids(held: Held, ids: list[int], n: int) -> None:
     transcript, num_blocks = held.transcript, held.num_blocks
     name, held_before = transcript.source(ids, "ids"), held.set_code()
     same(
@@ -145,12 +160,13 @@ def check_allocate_hands_out_distinct_free_ids(submission):
     held = Held(transcript, 10)
     for n in (3, 0, 1, 6):
         judge_handed_out(held, int_list(transcript, allocator.allocate(n), f"allocate({n})"), n)
-        same(
-            transcript,
-            allocator.num_free,
-            10 - len(held),
-            said("num_free must drop by n after allocate(n)"),
-        )
+        with judged_by(FREE_BLOCKS):
+            same(
+                transcript,
+                allocator.num_free,
+                10 - len(held),
+                said("num_free must drop by n after allocate(n)"),
+            )
 
 
 @pytest.mark.points(2)
@@ -272,12 +288,13 @@ class AllocatorMachine(RuleBasedStateMachine):
 
     @invariant()
     def counts_add_up(self):
-        same(
-            self.transcript,
-            self.allocator.num_free,
-            self.num_blocks - len(self.held),
-            said("num_free must equal num_blocks minus the blocks held"),
-        )
+        with judged_by(FREE_BLOCKS):
+            same(
+                self.transcript,
+                self.allocator.num_free,
+                self.num_blocks - len(self.held),
+                said("num_free must equal num_blocks minus the blocks held"),
+            )
 
     @rule(data=st.data())
     def allocate(self, data):
@@ -285,22 +302,23 @@ class AllocatorMachine(RuleBasedStateMachine):
         n = data.draw(st.integers(0, min(free, 64)), label="n")
         ids = int_list(self.transcript, self.allocator.allocate(n), f"allocate({n})")
         name, held_before = self.transcript.source(ids, "ids"), self.held.set_code()
-        same(
-            self.transcript,
-            (len(ids), len(set(ids))),
-            (n, n),
-            said("allocate({n}) must give {count} distinct ids: {ids}", n=n, count=n, ids=ids),
-            got=f"(len({name}), len(set({name})))",
-        )
         held = self.held.ids()
         wrong = [i for i in ids if i in held or not 0 <= i < self.num_blocks]
-        expect(
-            self.transcript,
-            not wrong,
-            said("allocate({n}) handed out ids that were not free: {ids}", n=n, ids=wrong),
-            got=f"[i for i in {name} if i in {held_before} or not 0 <= i < {self.num_blocks}]",
-            expected="[]",
-        )
+        with judged_by(FREE_BLOCKS):
+            same(
+                self.transcript,
+                (len(ids), len(set(ids))),
+                (n, n),
+                said("allocate({n}) must give {count} distinct ids: {ids}", n=n, count=n, ids=ids),
+                got=f"(len({name}), len(set({name})))",
+            )
+            expect(
+                self.transcript,
+                not wrong,
+                said("allocate({n}) handed out ids that were not free: {ids}", n=n, ids=wrong),
+                got=f"[i for i in {name} if i in {held_before} or not 0 <= i < {self.num_blocks}]",
+                expected="[]",
+            )
         self.held.add(ids)
 
     @rule(extra=st.integers(1, 3))

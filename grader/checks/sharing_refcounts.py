@@ -7,8 +7,8 @@ one reference and changes nothing else, `ref_count` reads 0 for a free block, `f
 reference per id listed and a block is free again exactly when its count reaches 0, and `incref`
 of a free block and a `free` of more references than a block holds are refused. That a refused
 `free` frees nothing is part 1's to judge; the ids `allocate` hands out and the free count it
-leaves are judged here as part 1's rules (`expect.rule_of`), so that a check that meets an
-allocator that breaks them is not graded here where part 1's checks of them fail too.
+leaves are judged here by part 1's rule (`rules.FREE_BLOCKS`), so that a check that meets an
+allocator that breaks it is not graded here where part 1's checks fail on it too.
 """
 
 from collections import Counter
@@ -25,8 +25,8 @@ from hypothesis.stateful import (
 )
 
 from grader.checks.allocator import judge_handed_out, new_allocator
-from grader.checks.support.expect import Held, expect, int_list, plain_int, raises, rule_of
-from grader.checks.support.owners import ALLOCATES_FREE_IDS
+from grader.checks.support.expect import Held, expect, int_list, judged_by, plain_int, raises
+from grader.checks.support.rules import FREE_BLOCKS
 from grader.said import said
 from grader.sandbox.proxy import Submission, attribute, method
 from grader.sandbox.transcript import Shown
@@ -117,12 +117,12 @@ class Counts:
     def allocate(self, n: int) -> list[int]:
         """`allocate(n)`: n distinct free ids, which hold one reference each, and n fewer free
         blocks (part 1's rules, except the references)."""
-        with rule_of(*ALLOCATES_FREE_IDS):
+        with judged_by(FREE_BLOCKS):
             ids = int_list(self.transcript, self.allocator.allocate(n), f"allocate({n})")
-            judge_handed_out(self.ids, ids, n)
+        judge_handed_out(self.ids, ids, n)
         was = self.num_free
         self.expect(f"allocate({n})", dict.fromkeys(ids, 1), None)
-        with rule_of(*ALLOCATES_FREE_IDS):
+        with judged_by(FREE_BLOCKS):
             expect(
                 self.transcript,
                 self.num_free == was - n,

@@ -30,7 +30,7 @@ import hypothesis.core
 import pytest
 from hypothesis.internal.conjecture import providers
 
-from grader.checks.support.expect import AnotherPartsRule
+from grader.checks.support.expect import RuleBroken
 from grader.parts import PARTS
 from grader.said import Said, message_of, said
 from grader.sandbox.process import SubmissionFailure, described
@@ -63,9 +63,9 @@ class CheckResult:
     hypothesis: str = ""
     traceback: str = ""
     seconds: float = 0.0
-    # A failure on a rule other parts' checks test too: their ids (`expect.rule_of`), which
+    # The rule a failure broke, where checks of several parts meet it (`rules.py`), which
     # `grade.leave_to_the_owners` reads. Not in the report.
-    owners: tuple[str, ...] = ()
+    rule: str | None = None
 
 
 @dataclass(kw_only=True)
@@ -170,8 +170,8 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
                 result.traceback = error.traceback
             else:
                 result.message = first_lines(message_of(error)) or repr(error)
-            if isinstance(error, AnotherPartsRule):
-                result.owners = error.owners
+            if isinstance(error, RuleBroken):
+                result.rule = error.rule
             if transcript is not None and (transcript.lines or transcript.ending):
                 result.counterexample = transcript.render(first_line(result.message))
             result.hypothesis = notes

@@ -8,9 +8,10 @@ candidate's allocator, and the note says that too.
 Each submission is graded on part 2 alone, so the allocator's checks run only to decide (and are
 not reported); `test_buggy` grades every part together.
 
-Where a check of one part fails on a rule another part owns (`expect.rule_of`), it is not graded
-where that part's checks of the rule fail too, and costs its own part where they pass. Graded on
-part 6 alone, part 2's checks of the rule run only to decide, as part 1's do above.
+Where a check of one part fails on a rule another part owns (`rules.py`), it is not graded where
+a check of that part fails on the same rule, and costs its own part where none does. Graded on
+part 6 alone, part 2's checks of the rule run only to decide, as part 1's do above. Two bugs in
+two parts each cost their own part.
 """
 
 import json
@@ -66,6 +67,19 @@ REFUSED_COPIES = ("sharing/copy_on_write_without_a_free_block_is_refused",
 # allocate(n) leaves its first id free: every allocate(1) breaks part 1's rule at once.
 HELD = "allocate_returns_an_id_already_held"
 
+# Two bugs, in two parts: part 6's refused copy that counts its token, beside part 2's free that
+# keeps its table (which fails part 2's refused decodes on another rule); part 6's leaking copy,
+# beside part 1's pool without block 0 (part 6 then graded again on the kit's allocator).
+TWO_BUGS = {
+    "copy_and_free": (COPY_BUG, "free_does_not_clear_the_table"),
+    "pool_and_leak": ("pool_without_block_0", "copy_on_write_keeps_the_old_reference"),
+}
+
+
+def edits_of(mutant: str) -> tuple[Edit, ...]:
+    return MUTANTS_BY_ID[mutant].edits
+
+
 # Part 6 in the allocator: an `incref` left a stub. The kit's allocator would supply it.
 INCREF_BODY = 'ValueError if it is free."""\n'  # the end of incref's docstring
 STUB_INCREF = Edit(
@@ -81,6 +95,10 @@ def graded(tmp_path_factory, shared_gradings: Path) -> dict[str, Future[Graded]]
     folder = build_submission(root / "duplicate", edits=[DUPLICATE])
     no_incref = build_submission(root / "no_incref", edits=[DUPLICATE, STUB_INCREF])
     held = build_submission(root / "held", edits=[*MUTANTS_BY_ID[HELD].edits, STUB_INCREF])
+    two_bugs = {
+        name: build_submission(root / name, edits=[*edits_of(first), *edits_of(second)])
+        for name, (first, second) in TWO_BUGS.items()
+    }
     decode_bug = build_submission(root / "decode_bug", edits=MUTANTS_BY_ID[DECODE_BUG].edits)
     copy_bug = MUTANTS_BY_ID[COPY_BUG]  # as test_buggy grades it, on every part it reaches
     return concurrently({
@@ -92,6 +110,10 @@ def graded(tmp_path_factory, shared_gradings: Path) -> dict[str, Future[Graded]]
         "bundle": lambda: grade_without_the_key(folder, "--parts", "decode"),
         "no_incref": lambda: grade(no_incref, "--parts", "sharing"),
         "held": lambda: grade(held, "--parts", "sharing"),
+        **{
+            name: lambda name=name: grade(two_bugs[name], "--parts", "allocator,decode,sharing")
+            for name in TWO_BUGS
+        },
         "stubs": lambda: grade(EXERCISES, "--parts", "decode", out=root / "stubs"),
     })  # fmt: skip
 
@@ -110,11 +132,18 @@ def test_the_kit_grades_part_2_with_its_own_allocator(graded: dict[str, Future[G
 def test_without_the_answer_key_the_candidates_allocator_stays(
     graded: dict[str, Future[Graded]],
 ):
+    """Part 2 keeps the candidate's allocator, and its checks that meet the allocator's bug on
+    part 1's rule are left to part 1 (`test_the_kit_grades_part_2_with_its_own_allocator`: the
+    same checks pass on the kit's)."""
     result = graded["bundle"].result()
     result.assert_clean()
-    assert result.score("decode") < result.max_score("decode"), result.describe("decode")
     assert "your own block_allocator.py" in result.part("decode")["note"]
     assert result.report["rescored"] == {}
+    left = [check for check in result.part("decode")["checks"] if check["status"] == "skipped"]
+    assert left, result.describe("decode")
+    for check in left:
+        assert check["message"].startswith("not graded here: it fails on a rule of the "
+                                           "allocator part"), check["message"]  # fmt: skip
 
 
 @pytest.mark.parametrize("graded_as", ["no_incref", "held"])
@@ -139,7 +168,7 @@ def test_the_untouched_stubs_are_not_graded_again(graded: dict[str, Future[Grade
     assert result.score("decode") == 0
 
 
-def test_a_failure_on_another_parts_failed_rule_is_not_graded_again(
+def test_a_failure_on_another_parts_failed_rule_is_left_to_that_part(
     graded: dict[str, Future[Graded]],
 ):
     """Part 6's checks that meet part 2's bug are left out of part 6's maximum, naming part 2's
@@ -153,6 +182,7 @@ def test_a_failure_on_another_parts_failed_rule_is_not_graded_again(
     for check in left.values():
         assert check["message"].startswith("not graded here: it fails on a rule of the decode "
                                            "part, which decode/"), check["message"]  # fmt: skip
+        assert "fails on too" in check["message"], check["message"]
         assert "seq_len" in check["message"], check["message"]
         assert check["counterexample"], check
     points = round(sum(check["max_points"] for check in left.values()), 2)
@@ -175,3 +205,18 @@ def test_a_failure_on_another_parts_rule_that_passes_there_costs_this_part(
     assert statuses[REFUSED_COPIES[0]] == "failed", result.describe("sharing")
     assert "skipped" not in statuses.values(), result.describe("sharing")
     assert result.score("sharing") < result.max_score("sharing"), result.describe("sharing")
+
+
+@pytest.mark.parametrize("name", list(TWO_BUGS))
+def test_two_bugs_in_two_parts_each_cost_their_own_part(
+    graded: dict[str, Future[Graded]], name: str
+) -> None:
+    """Part 6's bug is charged to part 6 although part 1 or 2 fails too: no check of part 6 is
+    left to a part that fails only on another rule, or whose bug did not run there."""
+    result = graded[name].result()
+    result.assert_clean()
+    own, other = (MUTANTS_BY_ID[mutant].part for mutant in TWO_BUGS[name])
+    assert result.score(other) < result.max_score(other), result.describe(other)
+    left = [check["id"] for check in result.part(own)["checks"] if check["status"] == "skipped"]
+    assert not left, result.describe(own)
+    assert result.score(own) < result.max_score(own), result.describe(own)

@@ -1,7 +1,7 @@
 """`grade.score_parts`: a check is worth the same points in every kit and on every machine;
 `grade.with_failures`: a syntax error is blamed for the failures it caused; `grade.environment`
-says which kit graded; `grade.leave_to_the_owners`: a failure on another part's rule is not
-graded again where that part's check of it fails.
+says which kit graded; `grade.leave_to_the_owners`: a failure on another part's rule is left to
+that part where a check of it fails on the same rule.
 
 A check's points are the part's weight times its own over those of ALL the part's checks,
 skipped ones included. What is skipped here (the candidate kit has no answer key to time against;
@@ -18,7 +18,8 @@ from types import SimpleNamespace
 import pytest
 
 from grader import grade
-from grader.checks.support.expect import AnotherPartsRule, rule_of
+from grader.checks.support.expect import RuleBroken, judged_by
+from grader.checks.support.rules import FREE_BLOCKS
 from grader.grade import score_parts, with_failures, worker_flags
 from grader.said import said
 from grader.sandbox.process import Events
@@ -39,6 +40,7 @@ ALLOCATOR = {
     "cost_does_not_grow_with_the_pool": 3,
 }
 TIMINGS = {"allocate_and_free_speed", "cost_does_not_grow_with_the_pool"}
+ALLOCATOR_ORDER = list(ALLOCATOR)
 
 
 def options(**weights: float) -> SimpleNamespace:
@@ -222,13 +224,13 @@ def test_an_event_several_parts_sent_is_flagged_once_in_the_first_of_them() -> N
     ]
 
 
-def owned(name: str, owner: str) -> CheckResult:
-    """A failed sharing check whose failure is on a rule the allocator's check `owner` tests."""
+def owned(name: str, rule: str | None = FREE_BLOCKS) -> CheckResult:
+    """A failed sharing check whose failure broke `rule`."""
     return replace(
         result(name, 2, "failed", "num_free must drop by n after allocate(n)"),
         id=f"sharing/{name}",
         part="sharing",
-        owners=(f"allocator/{owner}",),
+        rule=rule,
     )
 
 
@@ -237,39 +239,46 @@ def plugin_of(*results: CheckResult) -> SimpleNamespace:
     return SimpleNamespace(results={check.id: check for check in results})
 
 
-def test_a_failure_on_another_parts_rule_is_left_to_that_part_where_its_check_fails() -> None:
+def test_a_failure_on_another_parts_rule_is_left_to_that_part_where_its_check_fails_on_it():
     """Left out of the part's maximum (not pending: the part is not provisional), its message
-    naming the rule's part and check, and the failure; charged where the owner's check passed,
-    or where the owner's failing check is another one."""
-    left, kept = (
-        owned("random_incref_and_free", "random_allocate_and_free"),
-        owned("bad_reference_calls_are_refused", "freed_blocks_are_reused"),
+    naming the owner's check and the failure; charged where the owner's checks failed, but on
+    another rule, and where its rule is its own part's."""
+    left, other_rule, own = (
+        owned("random_incref_and_free"),
+        owned("bad_reference_calls_are_refused", "decode:decode_block"),
+        owned("fork_shares_every_block", None),
     )
-    graded = plugin_of(*allocator(failed={"random_allocate_and_free"}), left, kept)
-    chosen = options(allocator=15, sharing=10)
+    checks = allocator(failed={"random_allocate_and_free", "freed_blocks_are_reused"})
+    checks[ALLOCATOR_ORDER.index("random_allocate_and_free")].rule = FREE_BLOCKS
+    graded = plugin_of(*checks, left, other_rule, own)
+    chosen = options(allocator=15, decode=15, sharing=10)
     grade.leave_to_the_owners(graded, None, chosen)
-    assert (left.status, left.points, kept.status) == ("skipped", 0, "failed")
+    assert (left.status, left.points) == ("skipped", 0)
+    assert (other_rule.status, own.status) == ("failed", "failed")
     assert left.message == (
         "not graded here: it fails on a rule of the allocator part, which "
-        "allocator/random_allocate_and_free grades and fails: num_free must drop by n after "
+        "allocator/random_allocate_and_free fails on too: num_free must drop by n after "
         "allocate(n)"
     )
     sharing = score_parts(list(graded.results.values()), chosen)["sharing"]
     assert sharing["ungraded"] == [
         {"id": "other_part", "reason": "fails on another part's rule, which that part grades",
-         "points": 5.0}
+         "points": 3.33}
     ]  # fmt: skip
-    assert (sharing["score"], sharing["max_score"]) == (0, 5.0)
     assert "provisional" not in sharing
-    assert all("owners" not in check for check in sharing["checks"])
+    assert all("rule" not in check for check in sharing["checks"])
 
 
-def test_a_failure_on_another_parts_rule_crosses_from_the_process_beside() -> None:
-    """The process beside sends its results pickled: the failure keeps its message and owners;
-    an assertion without a message still becomes one."""
-    with pytest.raises(AnotherPartsRule) as raised, rule_of("decode/free_returns_every_block"):
+def test_a_broken_rule_is_recorded_whatever_the_assertion_says() -> None:
+    """The rule crosses from the process beside with its check's result (a pickle); an
+    assertion without a message still breaks it."""
+    with pytest.raises(RuleBroken) as raised, judged_by(FREE_BLOCKS):
         raise AssertionError(said("num_free must drop by n after allocate(n)"))
-    again = pickle.loads(pickle.dumps(raised.value))
-    assert (again.args, again.owners) == (raised.value.args, ("decode/free_returns_every_block",))
-    with pytest.raises(AnotherPartsRule, match=r"^$"), rule_of("decode/free_returns_every_block"):
+    assert (raised.value.args[0], raised.value.rule) == (
+        "num_free must drop by n after allocate(n)",
+        FREE_BLOCKS,
+    )
+    with pytest.raises(RuleBroken, match=r"^$"), judged_by(FREE_BLOCKS):
         raise AssertionError
+    again = pickle.loads(pickle.dumps(owned("copy_on_write")))
+    assert again.rule == FREE_BLOCKS

@@ -44,30 +44,25 @@ def raises(transcript: Transcript, kind: type[Exception], call: str) -> Iterator
     )
 
 
-class AnotherPartsRule(AssertionError):
-    """A failed assertion of a rule that other parts' checks test too: `owners`, their ids
-    (`owners.py`). Where one of them fails in the same grading, the check that raised this is
-    not graded (`grade.leave_to_the_owners`): the bug costs its own part, once."""
+class RuleBroken(AssertionError):
+    """A failed assertion of `rule`, a rule that checks of several parts meet (`rules.py`)."""
 
-    def __init__(self, message: str, owners: tuple[str, ...]) -> None:
+    def __init__(self, message: str, rule: str) -> None:
         super().__init__(message)
-        self.owners = owners
-
-    def __reduce__(self) -> tuple:
-        return type(self), (self.args[0], self.owners)
+        self.rule = rule
 
 
 @contextmanager
-def rule_of(*owners: str) -> Iterator[None]:
-    """The assertions inside judge a rule that the checks `owners` (ids, `owners.py`) test in
-    their parts: a failure there is an `AnotherPartsRule`."""
+def judged_by(rule: str) -> Iterator[None]:
+    """The assertions inside judge `rule` (`rules.py`): a failure there is a `RuleBroken`, and
+    the check records the rule (the innermost, where several are given)."""
     try:
         yield
-    except AnotherPartsRule:
+    except RuleBroken:
         raise
     except AssertionError as error:
         message = error.args[0] if error.args else str(error)
-        raise AnotherPartsRule(message, owners).with_traceback(error.__traceback__) from None
+        raise RuleBroken(message, rule).with_traceback(error.__traceback__) from None
 
 
 @contextmanager

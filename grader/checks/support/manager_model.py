@@ -37,20 +37,14 @@ from hypothesis.stateful import (
 from grader.checks.support.expect import (
     distinct,
     expect,
+    judged_by,
     plain_int,
     raises,
-    rule_of,
     same,
     succeeds,
 )
-from grader.checks.support.owners import (
-    ALLOCATES_FREE_IDS,
-    DECODES,
-    KEEPS_COUNT,
-    PREFILLS,
-    REFUSED_DECODES,
-)
 from grader.checks.support.rows_and_slots import assert_rows
+from grader.checks.support.rules import DECODE_BLOCK, FREE_BLOCKS, REFUSED_DECODE
 from grader.said import Said, said
 from grader.sandbox.proxy import (
     Remote,
@@ -267,7 +261,7 @@ class ManagerModel:
             ),
             got=f"len({name}.block_table)",
         )
-        self.assert_were_free(table, call, f"{name}.block_table", *PREFILLS)
+        self.assert_were_free(table, call, f"{name}.block_table")
         tracked = Tracked(req, name, table, self.new_rows(prompt_len))
         self.live[name] = tracked
         if self.sharing:
@@ -380,7 +374,7 @@ class ManagerModel:
                     got=f"(len({new}), {new}[:-1])",
                     expected=lambda: f"(len({old()}) + 1, {old()})",
                 )
-            self.assert_were_free(new_table[-1:], call, f"{new}[-1:]", *DECODES)
+            self.assert_were_free(new_table[-1:], call, f"{new}[-1:]")
         elif sharers:
             same_length = len(new_table) == len(table)
             replaced = same_length and new_table[:-1] == table[:-1] and new_table[-1] != table[-1]
@@ -522,11 +516,10 @@ class ManagerModel:
         self.live[name] = tracked
         return tracked
 
-    def assert_were_free(self, blocks: list[int], call: str, code: str, *owners: str) -> None:
+    def assert_were_free(self, blocks: list[int], call: str, code: str) -> None:
         """`call` handed out `blocks` (`code` in the counterexample): distinct, in range, and in
-        no live table; driving part 6's checks, part 1's rule for the allocator it took them
-        from, and that of the checks `owners` where it is part 2's call."""
-        with self.owned_by(*ALLOCATES_FREE_IDS, *owners):
+        no live table, as part 1's rule has the allocator hand them out (`rules.FREE_BLOCKS`)."""
+        with judged_by(FREE_BLOCKS):
             self.judge_free(blocks, call, code)
 
     def judge_free(self, blocks: list[int], call: str, code: str) -> None:
@@ -625,8 +618,8 @@ class ManagerModel:
             held = len(self.held())
             free = plain_int(transcript, next(reads), "len(manager.free_blocks)")
             live = [f"*{tracked.name}.block_table" for tracked in self.live.values()]
-            with self.owned_by(*ALLOCATES_FREE_IDS, *KEEPS_COUNT):  # the count the allocator
-                expect(  # keeps, which parts 1 and 2 judge first
+            with judged_by(FREE_BLOCKS):  # the count the allocator keeps, part 1's first
+                expect(
                     transcript,
                     free == self.num_blocks - held,
                     self.free_count_wrong(free, held),
@@ -638,22 +631,16 @@ class ManagerModel:
         if rows:
             self.check_rows(reads)
 
-    def owned_by(self, *owners: str) -> AbstractContextManager[None]:
-        """Driving part 6's checks, the assertions inside judge a rule that `owners`, checks of
-        parts 1 and 2, test too (`owners.py`): a failure there is left to them where they fail
-        too (`expect.rule_of`)."""
-        return rule_of(*owners) if self.sharing and owners else nullcontext()
-
     def seq_len_rule(self) -> AbstractContextManager[None]:
-        """The `seq_len` a refused decode left is part 2's rule (a decode that raises changes
-        nothing); after any other call, this part's."""
-        return self.owned_by(*(REFUSED_DECODES if self.refused_decode else ()))
+        """The `seq_len` a decode refused for want of a block left is judged by part 2's rule
+        that such a call changes nothing (`rules.py`); after any other call, by none."""
+        return judged_by(REFUSED_DECODE) if self.refused_decode else nullcontext()
 
     def decode_rule(self, sharers: Sequence[str] = ()) -> AbstractContextManager[None]:
-        """A decode judged by part 2's rules (one more token; a new free block exactly when it
-        starts one, else the same table; a call that may succeed does); one that must copy a
-        shared block (`sharers`) is part 6's to judge."""
-        return self.owned_by(*(() if sharers else DECODES))
+        """A decode is judged by part 2's rule (one more token; a new free block exactly when
+        it starts one, else the same table; a call that may succeed does), except one that must
+        copy a shared block (`sharers`), which is part 6's to judge."""
+        return nullcontext() if sharers else judged_by(DECODE_BLOCK)
 
     def free_count_wrong(self, free: int, held: int) -> Said:
         """What a wrong count of free blocks says: both counts, and the hint where a call raised."""

@@ -1,0 +1,22 @@
+"""`grader/checks/support/rules.py`: every rule is owned by a part, and every check it names as
+testing a rule is a check of that part that breaks it, so that a failure left to that part is
+left to a check that runs."""
+
+import pytest
+
+from grader.checks.support import rules
+from grader.parts import PARTS
+from grader.scoring.plugin import CHECKS_DIR, check_names
+
+
+@pytest.mark.parametrize("rule", sorted(rules.CHECKS))
+def test_each_rule_names_checks_of_its_part_that_judge_it(rule: str) -> None:
+    part = rules.owner(rule)
+    assert part in PARTS, f"{rule}: no part {part!r}"
+    modules = PARTS[part].checks
+    sources = "".join((CHECKS_DIR / f"{module}.py").read_text() for module in modules)
+    checks = set().union(*(check_names(module) for module in modules))
+    assert set(rules.CHECKS[rule]) <= checks, f"{rule}: not checks of part {part}"
+    constant = next(name for name, value in vars(rules).items() if value == rule)
+    judged = sources + (CHECKS_DIR / "support" / "manager_model.py").read_text()
+    assert f"judged_by({constant})" in judged, f"no check of part {part} judges {constant}"
