@@ -85,48 +85,44 @@ def drain(allocator, held: Held) -> None:
 def judge_handed_out(held: Held, ids: list[int], n: int) -> None:
     """`allocate(n)` gave `ids`: n distinct ids in range, none of them held; now held."""
     with judged_by(FREE_BLOCKS):
-        judge_ids(held, ids, n)
-
-
-def judge_ids(held: Held, ids: list[int], n: int) -> None:
-    transcript, num_blocks = held.transcript, held.num_blocks
-    name, held_before = transcript.source(ids, "ids"), held.set_code()
-    same(
-        transcript,
-        len(ids),
-        n,
-        said("allocate({n}) must return {count} ids, got {ids}", n=n, count=n, ids=ids),
-        got=f"len({name})",
-    )
-    same(
-        transcript,
-        len(set(ids)),
-        n,
-        said("allocate({n}) returned an id twice: {ids}", n=n, ids=ids),
-        got=f"len(set({name}))",
-    )
-    outside = [i for i in ids if not 0 <= i < num_blocks]
-    expect(
-        transcript,
-        not outside,
-        said(
-            "allocate({n}) returned an id outside 0..{last}: {ids}",
-            n=n,
-            last=num_blocks - 1,
-            ids=ids,
-        ),
-        got=f"[i for i in {name} if not 0 <= i < {num_blocks}]",
-        expected="[]",
-    )
-    taken = sorted(held.ids() & set(ids))
-    expect(
-        transcript,
-        not taken,
-        said("allocate({n}) returned ids already held: {ids}", n=n, ids=taken),
-        got=f"sorted(set({name}) & {held_before})",
-        expected="[]",
-    )
-    held.add(ids)
+        transcript, num_blocks = held.transcript, held.num_blocks
+        name, held_before = transcript.source(ids, "ids"), held.set_code()
+        same(
+            transcript,
+            len(ids),
+            n,
+            said("allocate({n}) must return {count} ids, got {ids}", n=n, count=n, ids=ids),
+            got=f"len({name})",
+        )
+        same(
+            transcript,
+            len(set(ids)),
+            n,
+            said("allocate({n}) returned an id twice: {ids}", n=n, ids=ids),
+            got=f"len(set({name}))",
+        )
+        outside = [i for i in ids if not 0 <= i < num_blocks]
+        expect(
+            transcript,
+            not outside,
+            said(
+                "allocate({n}) returned an id outside 0..{last}: {ids}",
+                n=n,
+                last=num_blocks - 1,
+                ids=ids,
+            ),
+            got=f"[i for i in {name} if not 0 <= i < {num_blocks}]",
+            expected="[]",
+        )
+        taken = sorted(held.ids() & set(ids))
+        expect(
+            transcript,
+            not taken,
+            said("allocate({n}) returned ids already held: {ids}", n=n, ids=taken),
+            got=f"sorted(set({name}) & {held_before})",
+            expected="[]",
+        )
+        held.add(ids)
 
 
 @pytest.mark.points(2)

@@ -13,8 +13,11 @@ part 2's own rules to part 2. It makes no call that must be refused for want of 
 prefill or at a block boundary, and does not judge that `free` empties the table; its checks
 prefill whole blocks only, where rounding up or down agree, and where a prefill still fails or
 gives the wrong number of blocks, the model frees that request and builds it a token at a time
-instead (`decoded`). It reads each request's data from `physical_kv_cache` through the block table,
-never through part 3's `get_physical_cache`.
+instead (`decoded`). Where it judges a rule that another part owns (`rules.py`: a decode's
+block and its count, a refused decode's seq_len, the blocks the allocator hands out and the free
+count), the failure records that rule, in either part, so that a check of part 6 that fails on it
+is left to part 2 or part 1 where a check of theirs fails on it too. It reads each request's data
+from `physical_kv_cache` through the block table, never through part 3's `get_physical_cache`.
 """
 
 from collections import Counter
@@ -520,43 +523,40 @@ class ManagerModel:
         """`call` handed out `blocks` (`code` in the counterexample): distinct, in range, and in
         no live table, as part 1's rule has the allocator hand them out (`rules.FREE_BLOCKS`)."""
         with judged_by(FREE_BLOCKS):
-            self.judge_free(blocks, call, code)
-
-    def judge_free(self, blocks: list[int], call: str, code: str) -> None:
-        transcript, num_blocks = self.transcript, self.num_blocks
-        distinct(
-            transcript,
-            blocks,
-            code,
-            said("{call} handed out a block twice: {blocks}", call=call, blocks=blocks),
-        )
-        for block in blocks:
-            expect(
+            transcript, num_blocks = self.transcript, self.num_blocks
+            distinct(
                 transcript,
-                0 <= block < num_blocks,
-                said(
-                    "{call} handed out block {block}, outside 0..{last}",
-                    call=call,
-                    block=block,
-                    last=num_blocks - 1,
-                ),
-                got=f"[block for block in {code} if not 0 <= block < {num_blocks}]",
-                expected="[]",
+                blocks,
+                code,
+                said("{call} handed out a block twice: {blocks}", call=call, blocks=blocks),
             )
-            holders = self.holders(block)
-            if holders:
+            for block in blocks:
                 expect(
                     transcript,
-                    False,
+                    0 <= block < num_blocks,
                     said(
-                        "{call} handed out block {block}, which {holder} holds",
+                        "{call} handed out block {block}, outside 0..{last}",
                         call=call,
                         block=block,
-                        holder=holders[0],
+                        last=num_blocks - 1,
                     ),
-                    got=f"sorted(set({code}) & {self.tables_code()})",
+                    got=f"[block for block in {code} if not 0 <= block < {num_blocks}]",
                     expected="[]",
                 )
+                holders = self.holders(block)
+                if holders:
+                    expect(
+                        transcript,
+                        False,
+                        said(
+                            "{call} handed out block {block}, which {holder} holds",
+                            call=call,
+                            block=block,
+                            holder=holders[0],
+                        ),
+                        got=f"sorted(set({code}) & {self.tables_code()})",
+                        expected="[]",
+                    )
 
     def write_prompt(self, tracked: Tracked) -> None:
         """Write a prompt's rows block by block (each block is the request's own)."""
@@ -618,7 +618,7 @@ class ManagerModel:
             held = len(self.held())
             free = plain_int(transcript, next(reads), "len(manager.free_blocks)")
             live = [f"*{tracked.name}.block_table" for tracked in self.live.values()]
-            with judged_by(FREE_BLOCKS):  # the count the allocator keeps, part 1's first
+            with judged_by(FREE_BLOCKS):  # the allocator's count, part 1's rule
                 expect(
                     transcript,
                     free == self.num_blocks - held,
