@@ -427,16 +427,10 @@ def leave_to_the_owners(plugin: GradingPlugin, intake: Intake, options: Options)
     grading's final results, after `rescore_on_the_kit_allocator` (which decides on the raw
     ones, and whose grading on the kit's allocator breaks no rule of part 1's); the owner's
     part, where it is not chosen, runs its checks of the rule alone (`broken_alone`)."""
-    owned = [
-        result
-        for result in plugin.results.values()
-        if result.status == "failed" and result.rule and owner(result.rule) != result.part
-    ]
-    broken = {
-        (result.rule, result.id)
-        for result in plugin.results.values()
-        if result.status == "failed" and result.rule and owner(result.rule) == result.part
-    }
+    failed = [result for result in plugin.results.values()
+              if result.status == "failed" and result.rule]  # fmt: skip
+    owned = [result for result in failed if owner(result.rule) != result.part]
+    broken = {(result.rule, result.id) for result in failed if owner(result.rule) == result.part}
     elsewhere = {result.rule for result in owned if owner(result.rule) not in options.parts}
     broken |= broken_alone(plugin, intake, options, elsewhere)
     for result in owned:
@@ -460,17 +454,10 @@ def broken_alone(
     broken = set()
     for rule in rules:
         part, names = owner(rule), set(RULE_CHECKS[rule])
-        modules = [module for module in PARTS[part].checks if names & check_names(module)]
+        node_ids = [f"{CHECKS_DIR / module}.py::check_{name}" for module in PARTS[part].checks
+                    for name in sorted(names & check_names(module))]  # fmt: skip
         alone = new_plugin(intake, options, quiet=True, zygotes=plugin.zygotes)
-        run_modules(
-            alone,
-            [
-                CHECKS_DIR / f"{module}.py::check_{name}"
-                for module in modules
-                for name in sorted(names & check_names(module))
-            ],
-            options,
-        )
+        run_modules(alone, node_ids, options)
         broken |= {
             (rule, result.id)
             for result in alone.results.values()
