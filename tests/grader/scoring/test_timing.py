@@ -192,8 +192,10 @@ def test_the_worker_cpu_time_is_read_from_outside_and_counts_its_children(worker
 
 
 def test_a_thread_that_works_after_its_call_returned_is_charged(worker):
+    """The thread's work counts in the call that started it or in the next timed one (which
+    only waits for it): how it splits between them depends on the machine's load."""
     module, sandbox = worker
     own = plain(lambda: module.spin(3_000_000), sandbox).cpu_seconds()
-    plain(lambda: module.later(3_000_000), sandbox).cpu_seconds()
-    charged = plain(module.join_threads, sandbox).cpu_seconds()  # waits; itself costs nothing
-    assert charged > own / 2, (own, charged)
+    started = plain(lambda: module.later(3_000_000), sandbox).cpu_seconds()
+    waited = plain(module.join_threads, sandbox).cpu_seconds()  # waits; itself costs nothing
+    assert started + waited > own / 2, (own, started, waited)
