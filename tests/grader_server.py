@@ -24,7 +24,6 @@ when its stdin (a pipe from the test process) closes, and its children die with 
 
 import contextlib
 import gc
-import importlib
 import json
 import os
 import secrets
@@ -41,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.drive.forking import GRADING_IMPORTS, exit_status
+from grader.drive.forking import exit_status, prepare_gradings
 from grader.scoring.profiles import PROFILES
 
 if TYPE_CHECKING:
@@ -183,14 +182,13 @@ def fork_grading(connection: socket.socket, server: int) -> None:
 
 
 def import_quietly() -> None:
-    """The grading imports, done once; what they print fails the start."""
+    """The gradings' preparation (`prepare_gradings`), done once; what it prints fails the start."""
     with tempfile.TemporaryFile() as printed:
         saved = os.dup(1), os.dup(2)
         os.dup2(printed.fileno(), 1)
         os.dup2(printed.fileno(), 2)
         try:
-            for module in GRADING_IMPORTS:
-                importlib.import_module(module)
+            prepare_gradings()
         finally:
             sys.stdout.flush()
             sys.stderr.flush()

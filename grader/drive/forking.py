@@ -34,12 +34,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import KIT_ROOT
+from grader.report import render
 from grader.sandbox.launch import die_with_the_grader
 from grader.sandbox.process import surely_no_gpu
 
 # What `python -m grader` imports before it grades: imported once, by the server.
 GRADING_IMPORTS = ("grader.__main__", "grader.grade", "grader.report.summary",
                    "grader.report.writers")  # fmt: skip
+
+
+def prepare_gradings() -> None:
+    """What each grading forked from this process would otherwise do first, done here once: the
+    grading's imports (`GRADING_IMPORTS`), and its pages' templates compiled."""
+    for name in GRADING_IMPORTS:
+        importlib.import_module(name)
+    render.compile_templates()
 
 
 class ServerGone(Exception):
@@ -186,8 +195,7 @@ def serve(requests: int, replies: int, drive: int) -> None:
         if os.getppid() != drive:
             os._exit(1)
         os.setsid()  # Ctrl-C at the drive's terminal reaches the drive alone, which stops all
-        for name in GRADING_IMPORTS:
-            importlib.import_module(name)
+        prepare_gradings()
         del sys.modules["grader.__main__"]  # imported for its imports: each grading runs it anew
         wake_read, wake_write = os.pipe()
         os.set_blocking(wake_write, False)

@@ -20,7 +20,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from grader.report import charts, formats, markdown, simulation
 from grader.report.debrief import debrief
 from grader.report.diagnosis import diagnosis
-from grader.report.i18n import implementation, language, part_asks, part_title, text
+from grader.report.i18n import LANGUAGES, implementation, language, part_asks, part_title, text
 from grader.report.messages import in_language
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -99,6 +99,15 @@ def environment(lang: str) -> Environment:
     env.globals.update(GLOBALS)
     env.filters.update(FILTERS)
     return env
+
+
+def compile_templates() -> None:
+    """Every template compiled in every language, here and now: a process that forks gradings
+    does this once, before it forks, so that no grading compiles its pages again."""
+    for lang in LANGUAGES:
+        env = environment(lang)
+        for name in env.list_templates():
+            env.get_template(name)
 
 
 def render(template: str, lang: str, **context: object) -> str:
