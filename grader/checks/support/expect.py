@@ -106,7 +106,7 @@ def same(
     transcript: Transcript,
     value: Any,
     wanted: Any,
-    message: str,
+    message: Message,
     got: Code | None = None,
     expected: Code | None = None,
 ) -> None:
@@ -115,7 +115,7 @@ def same(
     if value != wanted:
         got = written(got) if got else transcript.source(value)
         transcript.fail(got, written(expected) if expected else transcript.code(wanted))
-        raise AssertionError(message)
+        raise AssertionError(written(message))
 
 
 def distinct(transcript: Transcript, values: list, code: str, message: str) -> None:

@@ -97,7 +97,7 @@ def checked_table(transcript: Transcript, table: object, name: str) -> list[int]
     expect(
         transcript,
         ints,
-        said(
+        lambda: said(
             "{name}.block_table must be a list of ints, got {table}", name=name, table=f"{table!r}"
         ),
         got=f"[type(block).__name__ for block in {name}.block_table]",
@@ -622,7 +622,7 @@ class ManagerModel:
                 expect(
                     transcript,
                     free == self.num_blocks - held,
-                    self.free_count_wrong(free, held),
+                    lambda: self.free_count_wrong(free, held),
                     got=f"len({transcript.code(self.manager)}.free_blocks)",
                     expected=f"{self.num_blocks} - len({{{', '.join(live)}}})"
                     if live

@@ -21,9 +21,11 @@ def assert_tensor(
         lambda: said("{what} must return a tensor, got {got}", what=what, got=f"{got!r}"),
     )
     wrong_dtype = (
-        said("{what} must return float32 rows, got {dtype}", what=what, dtype=got.dtype)
+        (lambda: said("{what} must return float32 rows, got {dtype}", what=what, dtype=got.dtype))
         if dtype == torch.float32
-        else said("{what} must be a LongTensor (int64), got {dtype}", what=what, dtype=got.dtype)
+        else lambda: said(
+            "{what} must be a LongTensor (int64), got {dtype}", what=what, dtype=got.dtype
+        )
     )
     same(
         transcript,
@@ -38,7 +40,7 @@ def assert_tensor(
         transcript,
         list(got.shape),
         shape,
-        said(
+        lambda: said(
             "{what} must have shape {dims} = {shape}, got {got}",
             what=what,
             dims=dims,
