@@ -33,10 +33,12 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import KIT_ROOT
+from grader import KIT_ROOT, file_rule
+from grader.file_rule import KERNEL_MODULES
 from grader.report import render
 from grader.sandbox.launch import die_with_the_grader
 from grader.sandbox.process import surely_no_gpu
+from grader.scan import ALLOWED_IMPORTS
 
 # What `python -m grader` imports before it grades: imported once, by the server.
 GRADING_IMPORTS = ("grader.__main__", "grader.grade", "grader.report.summary",
@@ -45,9 +47,13 @@ GRADING_IMPORTS = ("grader.__main__", "grader.grade", "grader.report.summary",
 
 def prepare_gradings() -> None:
     """What each grading forked from this process would otherwise do first, done here once: the
-    grading's imports (`GRADING_IMPORTS`), and its pages' templates compiled."""
+    grading's imports (`GRADING_IMPORTS`) and those of the modules a submission may import, whose
+    names the file rule reads (`file_rule.loaded`; Triton's, for one), and its pages' templates
+    compiled."""
     for name in GRADING_IMPORTS:
         importlib.import_module(name)
+    for name in sorted(ALLOWED_IMPORTS | KERNEL_MODULES):
+        file_rule.loaded(name)
     render.compile_templates()
 
 
