@@ -13,11 +13,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import jinja2
 import pytest
 
 from grader import KIT_ROOT
 from grader.drive import forking
-from grader.drive.forking import Forker, ServerGone
+from grader.drive.forking import GRADING_IMPORTS, Forker, ServerGone
+from grader.report import render
+from grader.report.i18n import LANGUAGES
 
 WAIT = 300.0  # seconds a grading may take on a loaded machine: far more than any here needs
 
@@ -102,6 +105,35 @@ def test_a_forked_grading_gets_its_environment_its_descriptors_and_no_input(monk
     assert seen["cwd"] == str(KIT_ROOT)
     assert seen["group"]
     assert seen["fds"] == sorted({0, 1, 2, kept})
+
+
+def test_a_forked_grading_finds_its_imports_done_and_its_templates_compiled(monkeypatch, tmp_path):
+    """What each grading would do first, its server did once before it forked
+    (`prepare_gradings`): the grading's imports, the modules a submission may import (Triton's
+    among them), and every page template compiled in every language."""
+
+    def report() -> None:
+        imported = sorted(set(sys.modules) & {*GRADING_IMPORTS, "triton"})
+        compiled = []
+        compile_source = jinja2.Environment.compile
+        monkeypatch.setattr(jinja2.Environment, "compile",
+                            lambda env, *args, **kwargs: compiled.append(args[1:2])
+                            or compile_source(env, *args, **kwargs))  # fmt: skip
+        for lang in LANGUAGES:
+            for name in render.environment(lang).list_templates():
+                render.environment(lang).get_template(name)
+        print(json.dumps({"imported": imported, "compiled": compiled}))
+
+    runs(monkeypatch, report)
+    started = start()
+    try:
+        log = tmp_path / "grade.log"
+        assert started.wait(started.begin([], dict(os.environ), (), log), WAIT) == 0
+    finally:
+        started.close()
+    seen = json.loads(log.read_text())
+    assert seen["imported"] == sorted({*GRADING_IMPORTS, "triton"} - {"grader.__main__"})
+    assert seen["compiled"] == []
 
 
 @pytest.mark.parametrize(
