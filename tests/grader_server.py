@@ -16,10 +16,11 @@ files named, and answers its exit status in a last line: the one `python -m grad
 A child that dies without one (killed) gives no last line. The child skips Python's exit steps
 (atexit, finalizers): the grader has none to run once its report is written.
 
-What the server's imports print fails its start: a grading's output must hold what a fresh
-`python -m grader` prints. The server forks only from its one Python thread (torch's import
-starts a native one; forking after that import is what torch's DataLoader workers do); it ends
-when its stdin (a pipe from the test process) closes, and its children die with it.
+What preparing the gradings (`prepare_gradings`) prints fails the server's start: a grading's
+output must hold what a fresh `python -m grader` prints. The server forks only from its one
+Python thread (torch's import starts a native one; forking after that import is what torch's
+DataLoader workers do); it ends when its stdin (a pipe from the test process) closes, and its
+children die with it.
 """
 
 import contextlib
@@ -181,8 +182,9 @@ def fork_grading(connection: socket.socket, server: int) -> None:
         os._exit(status)
 
 
-def import_quietly() -> None:
-    """The gradings' preparation (`prepare_gradings`), done once; what it prints fails the start."""
+def prepare_quietly() -> None:
+    """What each grading would do first (`prepare_gradings`), done once; what it prints, or a
+    Python thread it starts, fails the start."""
     with tempfile.TemporaryFile() as printed:
         saved = os.dup(1), os.dup(2)
         os.dup2(printed.fileno(), 1)
@@ -198,9 +200,9 @@ def import_quietly() -> None:
         printed.seek(0)
         text = printed.read().decode(errors="replace")
     if text:
-        sys.exit(f"the grading imports print, as every python -m grader would:\n{text}")
+        sys.exit(f"preparing the gradings prints, as every python -m grader would:\n{text}")
     if threading.active_count() != 1:
-        sys.exit(f"the grading imports started Python threads: {threading.enumerate()}")
+        sys.exit(f"preparing the gradings started Python threads: {threading.enumerate()}")
 
 
 def warm_zygotes() -> "Zygotes":
@@ -220,7 +222,7 @@ def warm_zygotes() -> "Zygotes":
 def serve(name: str) -> None:
     """Listen on the abstract socket `name` and fork a grading for each connection, until stdin
     closes."""
-    import_quietly()
+    prepare_quietly()
     from grader.sandbox import seccomp, zygotes
 
     seccomp.supported()  # asked here once, not by each grading (it tries the filter in a process)

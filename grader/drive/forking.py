@@ -2,11 +2,12 @@
 
 `python -m grader ENTRY ...` spends about 1.6 s of CPU before it grades: the interpreter
 starts and imports torch, pytest and hypothesis. A drive pays that once. `Forker.start`, called
-while the drive has one thread, forks a server that imports the grader (`GRADING_IMPORTS`) and
-then, for each grading (`Forker.begin`), forks a child that runs `python -m grader ARGV` as that
-command would (`runpy`, `__main__` included): in the kit's root, with exactly the environment
-and the descriptors a fresh one would get (`env`; `keep`, the lent zygotes'), stdin empty,
-stdout and stderr into its log file, in a process group of its own (killed whole on a timeout),
+while the drive has one thread, forks a server that does once what each grading would do first
+(`prepare_gradings`: the grader's imports, its templates compiled) and then, for each grading
+(`Forker.begin`), forks a child that runs `python -m grader ARGV` as that command would
+(`runpy`, `__main__` included): in the kit's root, with exactly the environment and the
+descriptors a fresh one would get (`env`; `keep`, the lent zygotes'), stdin empty, stdout and
+stderr into its log file, in a process group of its own (killed whole on a timeout),
 dying with the server, which dies with the drive.
 
 The server forks from its one Python thread; requests and replies are JSON lines on two pipes
@@ -34,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import KIT_ROOT, file_rule
-from grader.file_rule import KERNEL_MODULES
 from grader.report import render
 from grader.sandbox.launch import die_with_the_grader
 from grader.sandbox.process import surely_no_gpu
@@ -46,13 +46,14 @@ GRADING_IMPORTS = ("grader.__main__", "grader.grade", "grader.report.summary",
 
 
 def prepare_gradings() -> None:
-    """What each grading forked from this process would otherwise do first, done here once: the
-    grading's imports (`GRADING_IMPORTS`) and those of the modules a submission may import, whose
-    names the file rule reads (`file_rule.loaded`; Triton's, for one), and its pages' templates
-    compiled."""
+    """Do once, before forking, what each grading would do first: its imports
+    (`GRADING_IMPORTS`), those of the modules a submission may import, whose names the file rule
+    reads (`file_rule.loaded`; Triton among them), and its pages' templates
+    (`render.compile_templates`). Run in the kit's root, as the gradings are: the working folder
+    comes first on `sys.path`."""
     for name in GRADING_IMPORTS:
         importlib.import_module(name)
-    for name in sorted(ALLOWED_IMPORTS | KERNEL_MODULES):
+    for name in sorted(ALLOWED_IMPORTS | file_rule.KERNEL_MODULES):
         file_rule.loaded(name)
     render.compile_templates()
 
@@ -201,7 +202,11 @@ def serve(requests: int, replies: int, drive: int) -> None:
         if os.getppid() != drive:
             os._exit(1)
         os.setsid()  # Ctrl-C at the drive's terminal reaches the drive alone, which stops all
+        os.chdir(KIT_ROOT)  # nothing of the drive's working folder is imported (a `triton.py`)
+        sys.path[0] = str(KIT_ROOT)
         prepare_gradings()
+        if threading.active_count() != 1:  # a fork copies only its own thread: grade afresh
+            os._exit(1)
         del sys.modules["grader.__main__"]  # imported for its imports: each grading runs it anew
         wake_read, wake_write = os.pipe()
         os.set_blocking(wake_write, False)

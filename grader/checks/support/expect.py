@@ -118,7 +118,7 @@ def same(
         raise AssertionError(written(message))
 
 
-def distinct(transcript: Transcript, values: list, code: str, message: str) -> None:
+def distinct(transcript: Transcript, values: list, code: str, message: Message) -> None:
     """`values` (`code` in the counterexample) hold nothing twice."""
     same(
         transcript,

@@ -20,18 +20,17 @@ def assert_tensor(
         code,
         lambda: said("{what} must return a tensor, got {got}", what=what, got=f"{got!r}"),
     )
-    wrong_dtype = (
-        (lambda: said("{what} must return float32 rows, got {dtype}", what=what, dtype=got.dtype))
-        if dtype == torch.float32
-        else lambda: said(
-            "{what} must be a LongTensor (int64), got {dtype}", what=what, dtype=got.dtype
-        )
-    )
     same(
         transcript,
         got.dtype,
         dtype,
-        wrong_dtype,
+        lambda: (
+            said("{what} must return float32 rows, got {dtype}", what=what, dtype=got.dtype)
+            if dtype == torch.float32
+            else said(
+                "{what} must be a LongTensor (int64), got {dtype}", what=what, dtype=got.dtype
+            )
+        ),
         got=f"{code}.dtype",
         expected=str(dtype),
     )
