@@ -476,6 +476,23 @@ def test_a_drive_lends_its_zygotes_to_every_grading(tmp_path: Path) -> None:
     assert len(started) == len(grading_sides()), started
 
 
+def test_a_drive_run_from_any_folder_prepares_its_gradings_in_the_kits_root(tmp_path: Path) -> None:
+    """A drive started in a folder that holds a `torch.py` and a `triton.py`, modules its
+    gradings import: its gradings are prepared and run in the kit's root, and import neither."""
+    folder = tmp_path / "submissions"
+    shutil.copytree(EXERCISES, folder / "stubs")
+    for name in ("torch", "triton"):
+        marker = tmp_path / f"{name}.imported"
+        (tmp_path / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade-all", str(folder), "--out", str(tmp_path / "out"),
+         "--parts", "allocator"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=CLI_TIMEOUT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not sorted(tmp_path.glob("*.imported")), done.stderr
+
+
 def zygotes_of(drive: int) -> set[int]:
     """The zygotes that `drive` and its gradings started and that still run: the processes
     that run the kit's zygote in bubblewrap, found among the descendants of `drive` outside
