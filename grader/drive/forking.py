@@ -202,7 +202,7 @@ def serve(requests: int, replies: int, drive: int) -> None:
         if os.getppid() != drive:
             os._exit(1)
         os.setsid()  # Ctrl-C at the drive's terminal reaches the drive alone, which stops all
-        os.chdir(KIT_ROOT)  # nothing of the drive's working folder is imported (a `triton.py`)
+        os.chdir(KIT_ROOT)  # nothing of the drive's working folder is imported (a `torch.py`)
         sys.path[0] = str(KIT_ROOT)
         prepare_gradings()
         if threading.active_count() != 1:  # a fork copies only its own thread: grade afresh
