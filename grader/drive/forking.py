@@ -38,7 +38,7 @@ from grader import KIT_ROOT, file_rule
 from grader.report import render
 from grader.sandbox.launch import die_with_the_grader
 from grader.sandbox.process import surely_no_gpu
-from grader.scan import ALLOWED_IMPORTS
+from grader.scan import KERNEL_FILE
 
 # What `python -m grader` imports before it grades: imported once, by the server.
 GRADING_IMPORTS = ("grader.__main__", "grader.grade", "grader.report.summary",
@@ -53,7 +53,7 @@ def prepare_gradings() -> None:
     comes first on `sys.path`."""
     for name in GRADING_IMPORTS:
         importlib.import_module(name)
-    for name in sorted(ALLOWED_IMPORTS | file_rule.KERNEL_MODULES):
+    for name in sorted(file_rule.allowed_modules(KERNEL_FILE)):  # the widest list: the kernel's
         file_rule.loaded(name)
     render.compile_templates()
 
