@@ -413,37 +413,40 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
     modules = [CHECKS_DIR / f"{module}.py" for part in parts for module in PARTS[part].regraded]
     run_modules(again, modules, options)
     for result in again.results.values():  # the kit's allocator broke none of part 1's rules
-        if result.rule and owner(result.rule) == ALLOCATOR:
-            result.rule = None
+        result.rules = tuple(rule for rule in result.rules if owner(rule) != ALLOCATOR)
     for part in parts:
         keep_the_better(plugin, again, part, options)
 
 
 def leave_to_the_owners(plugin: GradingPlugin, intake: Intake, options: Options) -> None:
-    """A check that failed on a rule another part owns (`CheckResult.rule`, `rules.py`), where
+    """A check that failed on a rule another part owns (`CheckResult.rules`, `rules.py`), where
     a check of that part failed on the same rule, is not graded: its points leave its part's
-    maximum, as a skipped check's do, and its message names that check. The bug then costs its
-    own part, once; where the owner's checks keep the rule, it costs this one. Run on the
-    grading's final results, after `rescore_on_the_kit_allocator` (which decides on the raw
-    ones, and whose grading on the kit's allocator breaks no rule of part 1's); the owner's
-    part, where it is not chosen, runs its checks of the rule alone (`broken_alone`)."""
+    maximum, as a skipped check's do, and its message names that check (of the first such rule,
+    where its failure may have broken several). The bug then costs its own part, once; where
+    the owners' checks keep the rules, it costs this one. Run on the grading's final results,
+    after `rescore_on_the_kit_allocator` (which decides on the raw ones, and whose grading on
+    the kit's allocator breaks no rule of part 1's); an owner's part, where it is not chosen,
+    runs its checks of the rule alone (`broken_alone`)."""
     failed = [result for result in plugin.results.values()
-              if result.status == "failed" and result.rule]  # fmt: skip
-    owned = [result for result in failed if owner(result.rule) != result.part]
-    broken = {(result.rule, result.id) for result in failed if owner(result.rule) == result.part}
-    elsewhere = {result.rule for result in owned if owner(result.rule) not in options.parts}
+              if result.status == "failed" and result.rules]  # fmt: skip
+    broken = {(rule, result.id) for result in failed for rule in result.rules
+              if owner(rule) == result.part}  # fmt: skip
+    others = {rule for result in failed for rule in result.rules if owner(rule) != result.part}
+    elsewhere = {rule for rule in others if owner(rule) not in options.parts}
     broken |= broken_alone(plugin, intake, options, elsewhere)
-    for result in owned:
-        checks = sorted(check for rule, check in broken if rule == result.rule)
-        if checks:
-            result.status, result.points = "skipped", 0
-            result.message = said(
-                "not graded here: it fails on a rule of the {part} part, which {check} fails "
-                "on too: {failure}",
-                part=owner(result.rule),
-                check=checks[0],
-                failure=result.message,
-            )
+    for result in failed:
+        for rule in result.rules:
+            checks = sorted(check for its_rule, check in broken if its_rule == rule)
+            if owner(rule) != result.part and checks:
+                result.status, result.points = "skipped", 0
+                result.message = said(
+                    "not graded here: it fails on a rule of the {part} part, which {check} "
+                    "fails on too: {failure}",
+                    part=owner(rule),
+                    check=checks[0],
+                    failure=result.message,
+                )
+                break
 
 
 def broken_alone(
@@ -461,7 +464,7 @@ def broken_alone(
         broken |= {
             (rule, result.id)
             for result in alone.results.values()
-            if result.status == "failed" and result.rule == rule
+            if result.status == "failed" and rule in result.rules
         }
     return broken
 
@@ -581,7 +584,7 @@ def score_parts(
         total = sum(check.max_points for check in checks)
         scale = options.rubric.weights[part] / total if total else 0.0
         rows = [
-            asdict(check, dict_factory=without_rule)
+            asdict(check, dict_factory=without_rules)
             | {"points": round(check.points * scale, 2),
                "max_points": round(check.max_points * scale, 2)}
             for check in checks
@@ -608,9 +611,9 @@ def score_parts(
     return parts
 
 
-def without_rule(fields: list[tuple[str, Any]]) -> dict:
-    """A check's fields as the report lists them: the rule it broke stays in the grading."""
-    return {name: value for name, value in fields if name != "rule"}
+def without_rules(fields: list[tuple[str, Any]]) -> dict:
+    """A check's fields as the report lists them: the rules it broke stay in the grading."""
+    return {name: value for name, value in fields if name != "rules"}
 
 
 def ungraded_by_reason(skipped: list[CheckResult], scale: float) -> list[dict]:

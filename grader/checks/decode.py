@@ -21,7 +21,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from grader.checks.support.expect import a_tensor, raises, same
+from grader.checks.support.expect import a_tensor, judged_by, raises, same
 from grader.checks.support.manager_model import (
     REQUESTS,
     ManagerMachine,
@@ -30,6 +30,7 @@ from grader.checks.support.manager_model import (
     new_request,
     num_free,
 )
+from grader.checks.support.rules import POOL_DTYPE
 from grader.said import said
 
 pytestmark = pytest.mark.part("decode")
@@ -76,20 +77,21 @@ def check_new_manager_and_request(submission):
             code,
             said("physical_kv_cache must be a tensor, got {pool}", pool=f"{pool!r}"),
         )
-        same(
-            transcript,
-            (pool.dtype, tuple(pool.shape)),
-            (torch.float32, sizes),
-            said(
-                "physical_kv_cache must be float32 [num_blocks, block_size, head_dim] = "
-                "{shape}, got {dtype} {got}",
-                shape=list(sizes),
-                dtype=pool.dtype,
-                got=list(pool.shape),
-            ),
-            got=f"({name}.physical_kv_cache.dtype, tuple({name}.physical_kv_cache.shape))",
-            expected=f"(torch.float32, {sizes})",
-        )
+        with judged_by(POOL_DTYPE):
+            same(
+                transcript,
+                (pool.dtype, tuple(pool.shape)),
+                (torch.float32, sizes),
+                said(
+                    "physical_kv_cache must be float32 [num_blocks, block_size, head_dim] = "
+                    "{shape}, got {dtype} {got}",
+                    shape=list(sizes),
+                    dtype=pool.dtype,
+                    got=list(pool.shape),
+                ),
+                got=f"({name}.physical_kv_cache.dtype, tuple({name}.physical_kv_cache.shape))",
+                expected=f"(torch.float32, {sizes})",
+            )
         same(
             transcript,
             bool(pool.any()),

@@ -5,7 +5,8 @@ stand-ins of `kv_cache_manager.py` and `block_allocator.py`, served by the kit's
 this part is scored apart from parts 1 and 2.
 Each check runs hypothesis-generated traces (`scheduler_trace.traces`: arrivals between steps,
 ids in any order relative to arrival, pools from tight to roomy, blocks of 1 to 16 tokens, 1 to 8
-seats), after a fixed trace whose ids run against arrival order, and judges one rule:
+seats), after two fixed traces (ids against arrival order; every seat taken), and judges one
+rule:
 
 - the contract's invariants, 2 points each: `add_request`'s refusals, every request gets exactly its
   tokens, at most `max_num_seqs` per step, no deadlock, admission in arrival order, no block
@@ -29,6 +30,7 @@ from hypothesis import example, given
 
 from grader.checks.support.expect import expect, raises, same, succeeds
 from grader.checks.support.scheduler_trace import (
+    EVERY_SEAT,
     IDS_AGAINST_ARRIVAL,
     LONG_TAILED,
     Kept,
@@ -148,8 +150,9 @@ def check_add_request_refuses_what_can_never_run(submission):
 
 
 def for_every_trace(rule: Callable[..., None], *schedulers: Submission) -> None:
-    """`rule(*schedulers, trace)` on `IDS_AGAINST_ARRIVAL`, then on the profile's number of
-    generated traces; a failure of a generated trace shrinks to a smallest trace.
+    """`rule(*schedulers, trace)` on `IDS_AGAINST_ARRIVAL` and `EVERY_SEAT`, then on the
+    profile's number of generated traces; a failure of a generated trace shrinks to a smallest
+    trace.
 
     Every check searches the same traces (one test function, hence one derandomized seed), so
     a trace that breaks several rules is judged by each of them alike, and a scheduler's run of a
@@ -161,6 +164,7 @@ def for_every_trace(rule: Callable[..., None], *schedulers: Submission) -> None:
     # text changes every grading's traces.
     @given(trace=traces())
     @example(trace=IDS_AGAINST_ARRIVAL)
+    @example(trace=EVERY_SEAT)
     def every_trace(trace: SchedulerTrace) -> None:
         rule(trace)
 

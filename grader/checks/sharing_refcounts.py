@@ -7,8 +7,10 @@ one reference and changes nothing else, `ref_count` reads 0 for a free block, `f
 reference per id listed and a block is free again exactly when its count reaches 0, and `incref`
 of a free block and a `free` of more references than a block holds are refused. That a refused
 `free` frees nothing is part 1's to judge; the ids `allocate` hands out and the free count it
-leaves are judged here by part 1's rule (`rules.FREE_BLOCKS`), so that a check that meets an
-allocator that breaks it is not graded here where part 1's checks fail on it too.
+leaves, and the free count after any call, are judged here by part 1's rule
+(`rules.FREE_BLOCKS`), so that a check that meets an allocator that breaks it is not graded here
+where part 1's checks fail on it too (an `incref` that changes the count, or a `free` that frees
+a block still referenced, breaks it only where part 1's checks do not go: it costs this part).
 """
 
 from collections import Counter
@@ -97,20 +99,21 @@ class Counts:
             expected=repr(list(should.values())),
         )
         if freed is not None:
-            expect(
-                self.transcript,
-                free == self.num_free + freed,
-                said(
-                    "after {call}, num_free must be {expected}, got {got} (it was {was}; "
-                    "a block is free again exactly when its ref_count reaches 0)",
-                    call=after,
-                    expected=self.num_free + freed,
-                    got=free,
-                    was=self.num_free,
-                ),
-                got=f"{self.name}.num_free",
-                expected=str(self.num_free + freed),
-            )
+            with judged_by(FREE_BLOCKS):
+                expect(
+                    self.transcript,
+                    free == self.num_free + freed,
+                    said(
+                        "after {call}, num_free must be {expected}, got {got} (it was {was}; "
+                        "a block is free again exactly when its ref_count reaches 0)",
+                        call=after,
+                        expected=self.num_free + freed,
+                        got=free,
+                        was=self.num_free,
+                    ),
+                    got=f"{self.name}.num_free",
+                    expected=str(self.num_free + freed),
+                )
         self.counts, self.num_free = got, free
         self.ids.drop([block for block, count in got.items() if not count])
 

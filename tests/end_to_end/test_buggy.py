@@ -181,6 +181,29 @@ EVICT_ALL_IDLE = """\
 """
 
 CHECKED_REF_COUNT = "        return self._ref_counts[self._checked_id(block_id)]\n"
+NUM_FREE_PROPERTY = """\
+    @property
+    def num_free(self) -> int:
+        return len(self._free)
+
+"""
+FREE_BLOCKS_VIEW = """\
+    @property
+    def free_blocks(self) -> Collection[int]:
+        \"\"\"The free block ids (a live read-only view; `len()` is the number free).\"\"\"
+        return FreeBlocks(self.allocator)
+
+"""
+SLOT_MAPPING = """\
+        blocks = torch.tensor(req.block_table, dtype=torch.long)
+        slots = blocks[:, None] * self.block_size + torch.arange(self.block_size)
+        return slots.flatten()[: req.seq_len]
+"""
+SLOT_MAPPING_PER_BLOCK = """\
+        size = self.block_size
+        slots = [torch.arange(block * size, (block + 1) * size) for block in req.block_table]
+        return torch.cat(slots)[: req.seq_len] if slots else torch.zeros(0, dtype=torch.long)
+"""
 REF_COUNT_OF_A_FREE_BLOCK_RAISES = """\
         count = self._ref_counts[self._checked_id(block_id)]
         if count == 0:
@@ -246,6 +269,23 @@ MUTANTS = [
     # Block 0 never put in the free list: a pool one block short.
     Mutant("pool_without_block_0", "allocator", allocator(
         ("range(num_blocks - 1, -1, -1)", "range(num_blocks - 1, 0, -1)"))),
+    # Ids 1 .. num_blocks: a pool of the right size, one id past its range.
+    Mutant("pool_ids_run_to_num_blocks", "allocator", allocator(
+        ("self._ref_counts = [0] * num_blocks", "self._ref_counts = [0] * (num_blocks + 1)"),
+        ("range(num_blocks - 1, -1, -1)", "range(num_blocks, 0, -1)"),
+        ("if not 0 <= block_id < self.num_blocks:", "if not 0 <= block_id <= self.num_blocks:"))),
+    Mutant("num_blocks_kept_as_capacity", "allocator", allocator(
+        ("self.num_blocks = num_blocks", "self.capacity = num_blocks"),
+        ("if not 0 <= block_id < self.num_blocks:", "if not 0 <= block_id < self.capacity:"),
+        ("out of range 0..{self.num_blocks - 1}", "out of range 0..{self.capacity - 1}"))),
+    # num_free a counter that allocate lowers and free never raises.
+    Mutant("num_free_not_counted_back_by_free", "allocator", allocator(
+        (NUM_FREE_PROPERTY, ""),
+        ("        self._free: dict[int, None] =",
+         "        self.num_free = num_blocks\n        self._free: dict[int, None] ="),
+        ("            self._ref_counts[block_id] = 1\n        return block_ids\n",
+         "            self._ref_counts[block_id] = 1\n        self.num_free -= n\n"
+         "        return block_ids\n"))),
     Mutant("free_list_with_pop0", "allocator", timing_only=True, replayed=True, edits=allocator(
         ("dict.fromkeys(range(num_blocks - 1, -1, -1))", "list(range(num_blocks))"),
         ("self._free.popitem()[0]", "self._free.pop(0)"),
@@ -257,6 +297,33 @@ MUTANTS = [
         ("if block_size < 1:", "if block_size == 0:"))),
     Mutant("manager_pool_made_before_its_allocator", "decode", manager(  # torch's RuntimeError
         (POOL_AFTER_ALLOCATOR, POOL_BEFORE_ALLOCATOR))),
+    Mutant("manager_head_dim_kept_as_dim", "decode", manager(
+        ("self.head_dim = head_dim", "self.dim = head_dim"),
+        ("block_size, head_dim, dtype=", "block_size, self.dim, dtype="),
+        (".view(-1, self.head_dim)", ".view(-1, self.dim)"))),
+    # The stub's pool made float64: parts 3 and 6 read its rows by part 2's rule.
+    Mutant("manager_pool_float64", "decode", manager(
+        ("head_dim, dtype=torch.float32)", "head_dim, dtype=torch.float64)"))),
+    # free_blocks a list made once, never updated: parts 3 and 6 count by part 2's rule.
+    Mutant("manager_free_blocks_a_stale_list", "decode", manager(
+        (FREE_BLOCKS_VIEW, ""),
+        ("        self.physical_kv_cache = torch.zeros(",
+         "        self.free_blocks = list(range(num_blocks))\n"
+         "        self.physical_kv_cache = torch.zeros("))),
+    # The blocks of the request freed last kept aside and given to the next prefill, although
+    # the allocator has them free: it hands them out again, and two requests hold one block.
+    Mutant("prefill_reuses_the_last_freed_blocks", "decode", manager(
+        ("        self.allocator.free(req.block_table)\n",
+         "        self.allocator.free(req.block_table)\n"
+         "        self._spare = list(req.block_table)\n"),
+        ("        self.physical_kv_cache = torch.zeros(",
+         "        self._spare = []\n        self.physical_kv_cache = torch.zeros("),
+        (PREFILL, "needed = cdiv(req.seq_len, self.block_size)\n"
+                  "        reused, self._spare = self._spare[:needed], self._spare[needed:]\n"
+                  "        fresh = self.allocator.allocate(needed - len(reused))\n"
+                  "        req.block_table.extend(reused + fresh)"))),
+    Mutant("manager_free_leaks_the_last_block", "decode", manager(
+        ("self.allocator.free(req.block_table)", "self.allocator.free(req.block_table[:-1])"))),
     Mutant("prefill_one_block_too_many", "decode", manager(
         (PREFILL_SIZE, "allocate(cdiv(req.seq_len, self.block_size) + 1)"))),
     Mutant("prefill_one_block_too_few", "decode", manager(
@@ -265,6 +332,12 @@ MUTANTS = [
     Mutant("prefill_keeps_the_blocks_it_got_before_an_oom", "decode", manager(
         (PREFILL, "for _ in range(cdiv(req.seq_len, self.block_size)):\n"
                   "            req.block_table.extend(self.allocator.allocate(1))"))),
+    # A short pool taken for misuse: ValueError, not RuntimeError.
+    Mutant("prefill_short_of_blocks_raises_valueerror", "decode", manager(
+        (PREFILL, "needed = cdiv(req.seq_len, self.block_size)\n"
+                  "        if needed > self.allocator.num_free:\n"
+                  "            raise ValueError(f\"the prompt needs {needed} blocks\")\n"
+                  "        req.block_table.extend(self.allocator.allocate(needed))"))),
     Mutant("decode_uses_the_tutorial_rule", "decode", replayed=True, edits=manager(
         ("if req.seq_len % self.block_size == 0:",
          "if (req.seq_len + 1) % self.block_size == 1:"))),
@@ -290,6 +363,8 @@ MUTANTS = [
         ("return slots.flatten()[: req.seq_len]", "return slots.flatten()[: req.seq_len].int()"))),
     Mutant("gather_loops_over_tokens", "gather", timing_only=True, edits=manager(
         (GATHER, GATHER_PER_TOKEN))),
+    Mutant("slot_mapping_loops_over_blocks", "gather", timing_only=True, edits=manager(
+        (SLOT_MAPPING, SLOT_MAPPING_PER_BLOCK))),
     # Part 6: reference counts, fork and copy-on-write.
     Mutant("incref_of_a_free_block_accepted", "sharing", allocator((INCREF_CHECK, ""))),
     Mutant("ref_count_off_by_one_after_incref", "sharing", replayed=True, edits=allocator(
@@ -357,6 +432,31 @@ MUTANTS = [
         ("        del self._requests[request_id]\n", ""))),
     Mutant("prefix_pool_one_block_short", "caching", prefix_cache(
         ("list(range(num_blocks - 1, -1, -1))", "list(range(num_blocks - 2, -1, -1))"))),
+    Mutant("prefix_takes_in_reverse_order", "caching", prefix_cache(
+        ("table = hits + [self._take() for _ in range(needed)]",
+         "table = hits + [self._take() for _ in range(needed)][::-1]"))),
+    # A decoded token's block taken by eviction while an empty block is free.
+    Mutant("prefix_append_token_evicts_first", "caching", prefix_cache(
+        ("            request.table.append(self._take())\n",
+         "            if self._idle:\n"
+         "                block, _ = self._idle.popitem(last=False)\n"
+         "                del self._cache[self._keys[block]]\n"
+         "                self._keys[block] = None\n"
+         "                self._empty.append(block)\n"
+         "            request.table.append(self._take())\n"))),
+    # A key cached again by the block that filled last: two blocks hold it.
+    Mutant("prefix_key_cached_twice", "caching", prefix_cache(
+        ("        if key not in self._cache:\n"
+         "            self._cache[key] = block\n            self._keys[block] = key\n",
+         "        self._cache[key] = block\n        self._keys[block] = key\n"))),
+    Mutant("prefix_ref_count_counts_the_cache", "caching", prefix_cache(
+        ("        return self._holders[block_id]\n",
+         "        return self._holders[block_id] + (self._keys[block_id] is not None)\n"))),
+    # The partly filled last block left out of the table.
+    Mutant("prefix_block_table_of_full_blocks_only", "caching", prefix_cache(
+        ("return list(self._request(request_id).table)",
+         "request = self._request(request_id)\n"
+         "        return request.table[: request.num_tokens // self.block_size]"))),
     Mutant("prefix_ref_count_wraps_negative_ids", "caching", prefix_cache(
         ("        if not 0 <= block_id < self.num_blocks:\n",
          "        if block_id >= self.num_blocks:\n"))),

@@ -116,6 +116,11 @@ MUTANTS = [
     Mutant("one_seat_too_many", scheduler(
         ("len(self.running) < self.max_num_seqs", "len(self.running) <= self.max_num_seqs")),
         fails=frozenset({"at_most_max_num_seqs_per_step", TRACE})),
+    # max_num_seqs kept capped: fewer seats than asked, every invariant still holds.
+    Mutant("keeps_at_most_four_seats", scheduler(
+        ("        self.max_num_seqs = max_num_seqs\n",
+         "        self.max_num_seqs = min(max_num_seqs, 4)\n")),
+        fails=frozenset({TRACE})),
     Mutant("forgets_the_tokens_generated_before_preemption", scheduler(
         ("        self._final_seq_lens[request_id] = final_seq_len\n",
          "        self._final_seq_lens[request_id] = final_seq_len\n"
@@ -142,6 +147,13 @@ MUTANTS = [
          "                out.finished.append(req.request_id)\n"
          "                del self._final_seq_lens[req.request_id]\n")),
         fails=frozenset({"add_request_refuses_what_can_never_run"})),
+    # Each request queued in place of those still waiting.
+    Mutant("add_request_replaces_the_queue", scheduler(
+        ("        self.waiting.append(Request(request_id, prompt_len))\n",
+         "        self.waiting = deque([Request(request_id, prompt_len)])\n")),
+        fails=frozenset({"add_request_refuses_what_can_never_run",
+                         "every_request_gets_exactly_its_tokens", "no_deadlock",
+                         "admission_in_arrival_order", TRACE})),
     Mutant("has_unfinished_forgets_the_waiting", scheduler(
         ("return bool(self.waiting or self.running)", "return bool(self.running)")),
         fails=frozenset({"no_deadlock"})),

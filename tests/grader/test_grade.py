@@ -19,7 +19,7 @@ import pytest
 
 from grader import grade
 from grader.checks.support.expect import RuleBroken, judged_by
-from grader.checks.support.rules import FREE_BLOCKS
+from grader.checks.support.rules import FREE_BLOCKS, FREE_COUNT
 from grader.grade import score_parts, with_failures, worker_flags
 from grader.said import said
 from grader.sandbox.process import Events
@@ -224,13 +224,13 @@ def test_an_event_several_parts_sent_is_flagged_once_in_the_first_of_them() -> N
     ]
 
 
-def owned(name: str, rule: str | None = FREE_BLOCKS) -> CheckResult:
-    """A failed sharing check whose failure broke `rule`."""
+def owned(name: str, *rules: str) -> CheckResult:
+    """A failed sharing check whose failure broke one of `rules`."""
     return replace(
         result(name, 2, "failed", "num_free must drop by n after allocate(n)"),
         id=f"sharing/{name}",
         part="sharing",
-        rule=rule,
+        rules=rules,
     )
 
 
@@ -244,12 +244,12 @@ def test_a_failure_on_another_parts_rule_is_left_to_that_part_where_its_check_fa
     naming the owner's check and the failure; charged where the owner's checks failed, but on
     another rule, and where its rule is its own part's."""
     left, other_rule, own = (
-        owned("random_incref_and_free"),
+        owned("random_incref_and_free", FREE_BLOCKS),
         owned("bad_reference_calls_are_refused", "decode:decode_block"),
-        owned("fork_shares_every_block", None),
+        owned("fork_shares_every_block"),
     )
     checks = allocator(failed={"random_allocate_and_free", "freed_blocks_are_reused"})
-    checks[ALLOCATOR_ORDER.index("random_allocate_and_free")].rule = FREE_BLOCKS
+    checks[ALLOCATOR_ORDER.index("random_allocate_and_free")].rules = (FREE_BLOCKS,)
     graded = plugin_of(*checks, left, other_rule, own)
     chosen = options(allocator=15, decode=15, sharing=10)
     grade.leave_to_the_owners(graded, None, chosen)
@@ -266,7 +266,34 @@ def test_a_failure_on_another_parts_rule_is_left_to_that_part_where_its_check_fa
          "points": 3.33}
     ]  # fmt: skip
     assert "provisional" not in sharing
-    assert all("rule" not in check for check in sharing["checks"])
+    assert all("rules" not in check for check in sharing["checks"])
+
+
+def test_a_failure_that_may_break_either_of_two_rules_is_left_to_the_owner_that_fails() -> None:
+    """A manager's free count is its allocator's (part 1) or its own (part 2): a sharing check
+    that finds it wrong is left to the part whose check fails on the rule, the first such rule
+    where both do, and charged where neither does."""
+
+    def decode_fails_free_count() -> CheckResult:
+        check = result("free_returns_every_block", 2, "failed", "len(free_blocks) is 4")
+        return replace(check, id="decode/free_returns_every_block", part="decode",
+                       rules=(FREE_BLOCKS, FREE_COUNT))  # fmt: skip
+
+    chosen = options(allocator=15, decode=15, sharing=10)
+    for allocator_fails, left_to in [(False, "decode"), (True, "allocator"), (None, None)]:
+        checks = allocator(failed={"random_allocate_and_free"} if allocator_fails else set())
+        if allocator_fails:
+            checks[ALLOCATOR_ORDER.index("random_allocate_and_free")].rules = (FREE_BLOCKS,)
+        count = owned("fork_and_free_in_any_order", FREE_BLOCKS, FREE_COUNT)
+        decode = [decode_fails_free_count()] if allocator_fails is not None else []
+        grade.leave_to_the_owners(plugin_of(*checks, *decode, count), None, chosen)
+        if left_to is None:
+            assert count.status == "failed", count.message
+        else:
+            assert count.status == "skipped", count.message
+            assert count.message.startswith(
+                f"not graded here: it fails on a rule of the {left_to} part"
+            ), count.message
 
 
 def test_a_broken_rule_is_recorded_whatever_the_assertion_says() -> None:
@@ -274,11 +301,11 @@ def test_a_broken_rule_is_recorded_whatever_the_assertion_says() -> None:
     assertion without a message still breaks it."""
     with pytest.raises(RuleBroken) as raised, judged_by(FREE_BLOCKS):
         raise AssertionError(said("num_free must drop by n after allocate(n)"))
-    assert (raised.value.args[0], raised.value.rule) == (
+    assert (raised.value.args[0], raised.value.rules) == (
         "num_free must drop by n after allocate(n)",
-        FREE_BLOCKS,
+        (FREE_BLOCKS,),
     )
     with pytest.raises(RuleBroken, match=r"^$"), judged_by(FREE_BLOCKS):
         raise AssertionError
-    again = pickle.loads(pickle.dumps(owned("copy_on_write")))
-    assert again.rule == FREE_BLOCKS
+    again = pickle.loads(pickle.dumps(owned("copy_on_write", FREE_BLOCKS, FREE_COUNT)))
+    assert again.rules == (FREE_BLOCKS, FREE_COUNT)

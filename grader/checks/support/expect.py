@@ -45,24 +45,26 @@ def raises(transcript: Transcript, kind: type[Exception], call: str) -> Iterator
 
 
 class RuleBroken(AssertionError):
-    """A failed assertion of `rule`, a rule that checks of several parts meet (`rules.py`)."""
+    """A failed assertion of `rules`, rules that checks of several parts meet (`rules.py`)."""
 
-    def __init__(self, message: str, rule: str) -> None:
+    def __init__(self, message: str, rules: tuple[str, ...]) -> None:
         super().__init__(message)
-        self.rule = rule
+        self.rules = rules
 
 
 @contextmanager
-def judged_by(rule: str) -> Iterator[None]:
-    """The assertions inside judge `rule` (`rules.py`): a failure there is a `RuleBroken`, and
-    the check records the rule (the innermost, where several are given)."""
+def judged_by(*rules: str) -> Iterator[None]:
+    """The assertions inside judge `rules` (`rules.py`): a failure there is a `RuleBroken`, and
+    the check records the rules (the innermost `judged_by`'s). Several rules, most likely first,
+    where the failure may be any one of theirs: a manager's free count is wrong where its
+    allocator miscounts (part 1's rule) or where it loses a block itself (part 2's)."""
     try:
         yield
     except RuleBroken:
         raise
     except AssertionError as error:
         message = error.args[0] if error.args else str(error)
-        raise RuleBroken(message, rule).with_traceback(error.__traceback__) from None
+        raise RuleBroken(message, rules).with_traceback(error.__traceback__) from None
 
 
 @contextmanager

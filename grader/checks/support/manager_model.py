@@ -47,7 +47,13 @@ from grader.checks.support.expect import (
     succeeds,
 )
 from grader.checks.support.rows_and_slots import assert_rows
-from grader.checks.support.rules import DECODE_BLOCK, FREE_BLOCKS, REFUSED_DECODE
+from grader.checks.support.rules import (
+    DECODE_BLOCK,
+    FREE_BLOCKS,
+    FREE_COUNT,
+    HELD_ONCE,
+    REFUSED_DECODE,
+)
 from grader.said import Said, said
 from grader.sandbox.proxy import (
     Remote,
@@ -521,8 +527,9 @@ class ManagerModel:
 
     def assert_were_free(self, blocks: list[int], call: str, code: str) -> None:
         """`call` handed out `blocks` (`code` in the counterexample): distinct, in range, and in
-        no live table, as part 1's rule has the allocator hand them out (`rules.FREE_BLOCKS`)."""
-        with judged_by(FREE_BLOCKS):
+        no live table, as part 1's rule has the allocator hand them out (`rules.FREE_BLOCKS`) and
+        part 2's has the manager give them (`rules.HELD_ONCE`)."""
+        with judged_by(FREE_BLOCKS, HELD_ONCE):
             transcript, num_blocks = self.transcript, self.num_blocks
             distinct(
                 transcript,
@@ -618,7 +625,7 @@ class ManagerModel:
             held = len(self.held())
             free = plain_int(transcript, next(reads), "len(manager.free_blocks)")
             live = [f"*{tracked.name}.block_table" for tracked in self.live.values()]
-            with judged_by(FREE_BLOCKS):  # the allocator's count, part 1's rule
+            with judged_by(FREE_BLOCKS, FREE_COUNT):  # the allocator's count, or a leak
                 expect(
                     transcript,
                     free == self.num_blocks - held,

@@ -2,9 +2,12 @@
 the manager model's reads of each request's rows (parts 2 and 6) share, each failing with a
 message in exercises/README.md's terms and the counterexample's last line."""
 
+from contextlib import nullcontext
+
 import torch
 
-from grader.checks.support.expect import a_tensor, same
+from grader.checks.support.expect import a_tensor, judged_by, same
+from grader.checks.support.rules import POOL_DTYPE
 from grader.said import said
 from grader.sandbox.transcript import Transcript
 from kernels.reference import token_slots
@@ -20,20 +23,22 @@ def assert_tensor(
         code,
         lambda: said("{what} must return a tensor, got {got}", what=what, got=f"{got!r}"),
     )
-    same(
-        transcript,
-        got.dtype,
-        dtype,
-        lambda: (
-            said("{what} must return float32 rows, got {dtype}", what=what, dtype=got.dtype)
-            if dtype == torch.float32
-            else said(
-                "{what} must be a LongTensor (int64), got {dtype}", what=what, dtype=got.dtype
-            )
-        ),
-        got=f"{code}.dtype",
-        expected=str(dtype),
-    )
+    rows = dtype == torch.float32
+    with judged_by(POOL_DTYPE) if rows else nullcontext():  # a float32 pool's rows, part 2's rule
+        same(
+            transcript,
+            got.dtype,
+            dtype,
+            lambda: (
+                said("{what} must return float32 rows, got {dtype}", what=what, dtype=got.dtype)
+                if rows
+                else said(
+                    "{what} must be a LongTensor (int64), got {dtype}", what=what, dtype=got.dtype
+                )
+            ),
+            got=f"{code}.dtype",
+            expected=str(dtype),
+        )
     dims = "[seq_len, head_dim]" if len(shape) == 2 else "[seq_len]"
     same(
         transcript,

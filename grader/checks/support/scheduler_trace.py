@@ -146,6 +146,17 @@ IDS_AGAINST_ARRIVAL = SchedulerTrace(
 )
 
 
+# Every seat taken: nine requests arrive together in a pool that holds them all, so step 0
+# admits eight (the seats, not the blocks, are the limit) and the ninth waits for a seat. A
+# scheduler that keeps fewer seats than `max_num_seqs` gives another trace.
+EVERY_SEAT = SchedulerTrace(
+    arrivals=tuple(Arrival(request_id, 0, 1, 2) for request_id in range(9)),
+    num_blocks=9,
+    block_size=4,
+    max_num_seqs=8,
+)
+
+
 @dataclass(frozen=True)
 class Step:
     """What one `step()` reported."""

@@ -2,6 +2,8 @@
 testing a rule is a check of that part that breaks it, so that a failure left to that part is
 left to a check that runs."""
 
+import re
+
 import pytest
 
 from grader.checks.support import rules
@@ -18,5 +20,8 @@ def test_each_rule_names_checks_of_its_part_that_judge_it(rule: str) -> None:
     checks = set().union(*(check_names(module) for module in modules))
     assert set(rules.CHECKS[rule]) <= checks, f"{rule}: not checks of part {part}"
     constant = next(name for name, value in vars(rules).items() if value == rule)
-    judged = sources + (CHECKS_DIR / "support" / "manager_model.py").read_text()
-    assert f"judged_by({constant})" in judged, f"no check of part {part} judges {constant}"
+    support = ("manager_model.py", "rows_and_slots.py")
+    judged = sources + "".join((CHECKS_DIR / "support" / name).read_text() for name in support)
+    assert re.search(rf"judged_by\((\w+, )*{constant}\b", judged), (
+        f"no check of part {part} judges {constant}"
+    )
