@@ -10,7 +10,7 @@ what it is:
 
 - `rule`: a normative sentence. `checks` (check names of the part) test it, `inputs` says what
   they try, and `mutants` (ids of the kit's buggy submissions in its tests) each break it alone
-  and fail one of those checks. A rule no mutant breaks yet says why in `gap`;
+  and fail one of those checks: a rule without a caught mutant fails the tests;
 - `freedom`: a sentence that leaves a choice to the candidate; `designs` names the correct
   submissions, unlike the answer key, that get full marks;
 - `about`: an explanation, a hint or the section's summary of the grader: nothing to check.
@@ -50,7 +50,6 @@ class Entry:
     checks: tuple[str, ...] = ()
     inputs: str = ""
     mutants: tuple[str, ...] = ()
-    gap: str = ""
     designs: tuple[str, ...] = ()
 
 
@@ -202,22 +201,20 @@ def cell(text: str) -> str:
 
 
 def render(coverage: Coverage) -> str:
-    """The page: per part, each rule with its checks, inputs and mutants (or its gap), then the
-    choices left to the candidate and the designs that prove them."""
+    """The page: per part, each rule with its checks, inputs and mutants, then the choices left
+    to the candidate and the designs that prove them."""
     rules = [entry for entry in coverage.entries if entry.kind == "rule"]
-    caught = [entry for entry in rules if entry.mutants]
     lines = [
         "# What the grade covers",
         "",
         "Each normative sentence of the contract (`exercises/README.md`), the checks that test "
         "it, the inputs they try, and the buggy submissions (mutants of the answer key, in the "
-        "kit's tests) that break that sentence alone and lose points in that check. A rule "
-        "without a mutant is a gap: its checks may miss a bug that breaks it. Generated from "
-        "`docs/coverage.toml` by `python -m full_kit.coverage`; `make test` holds the table to "
-        "the contract and to the gradings of its mutants.",
+        "kit's tests) that break that sentence alone and lose points in that check. Generated "
+        "from `docs/coverage.toml` by `python -m full_kit.coverage`; `make test` holds the table "
+        "to the contract and to the gradings of its mutants, and fails on a rule that no mutant "
+        "proves.",
         "",
-        f"**{len(rules)} rules, {len(caught)} with a caught mutant, "
-        f"{len(rules) - len(caught)} gaps.**",
+        f"**{len(rules)} rules, each with a caught mutant.**",
     ]
     for part in PARTS:
         entries = coverage.of(part)
@@ -226,19 +223,14 @@ def render(coverage: Coverage) -> str:
             "",
             f"## `{part}`",
             "",
-            f"{len(part_rules)} rules, {sum(1 for e in part_rules if e.mutants)} with a caught "
-            "mutant.",
+            f"{len(part_rules)} rules.",
             "",
             "| the contract says | checks | inputs | mutants caught |",
             "| --- | --- | --- | --- |",
         ]
         for entry in part_rules:
             checks = ", ".join(f"`{check}`" for check in entry.checks)
-            mutants = (
-                ", ".join(f"`{mutant}`" for mutant in entry.mutants)
-                if entry.mutants
-                else f"**gap**: {entry.gap}"
-            )
+            mutants = ", ".join(f"`{mutant}`" for mutant in entry.mutants)
             said = cell(" ".join(sentences_quoting(coverage, entry)))
             lines.append(f"| {said} | {cell(checks)} | {cell(entry.inputs)} | {cell(mutants)} |")
         freedoms = [entry for entry in entries if entry.kind == "freedom"]

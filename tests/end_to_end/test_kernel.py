@@ -55,6 +55,9 @@ SCORES_MASK = '        scores = tl.where(token_mask, scores, float("-inf"))\n'
 TILE_MASK = "tile_mask = token_mask[:, None] & dim_mask[None, :]"
 TABLE_ENTRY = "block_tables_ptr + seq * stride_bs + j * stride_bj"
 HEAD_DIM_ARGUMENT = "        head_dim,\n        num_heads // num_kv_heads,\n"
+ACCUMULATE = "acc = acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), axis=0)"
+OUTPUT_BUFFER = "    out = torch.empty_like(q, memory_format=torch.contiguous_format)\n"
+LAUNCH_END = "        HEAD_DIM=triton.next_power_of_2(head_dim),\n    )\n"
 TABLE_READS_UNSEEN = (
     "the checks see a stray read only through the NaN it loads: a read of a padding entry, or "
     "past the table's end, whose block is then loaded fully masked, changes no output"
@@ -148,7 +151,43 @@ BUGGY = [
     # and past the table's end, but loads through them only masked slots.
     Buggy("loops_over_tokens_reads_past_the_table", uncaught=TABLE_READS_UNSEEN, edits=kernel(
         "for j in range(tl.cdiv(seq_len, BLOCK_SIZE)):", "for j in range(seq_len):")),
+    # Narrow arithmetic: each stays within the tolerances on short contexts. The running sum of
+    # the values, or of the weights, rounded to the input dtype at each block drifts past the
+    # bfloat16 tolerance over a long context.
+    Buggy("accumulates_in_the_input_dtype", (
+        *kernel("acc = tl.zeros([HEAD_DIM], dtype=tl.float32)",
+                "acc = tl.zeros([HEAD_DIM], dtype=v_cache_ptr.dtype.element_ty)"),
+        *kernel(ACCUMULATE, "acc = (acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), "
+                            "axis=0)).to(acc.dtype)"))),
+    Buggy("denominator_in_the_input_dtype", kernel(
+        "l_i = l_i * alpha + tl.sum(p, axis=0)",
+        "l_i = (l_i * alpha + tl.sum(p, axis=0)).to(v.dtype).to(tl.float32)")),
+    # float32's query rounded to float16's precision: float32 loses its tolerance only.
+    Buggy("q_rounded_to_float16", kernel(
+        "    q = q.to(tl.float32)\n", "    q = q.to(tl.float16).to(tl.float32)\n")),
+    # Both half dtypes written through a bfloat16 output: float16 loses its tolerance only.
+    Buggy("half_output_buffer_in_bfloat16", (
+        *kernel(OUTPUT_BUFFER, "    half = torch.bfloat16 if q.element_size() == 2 else q.dtype\n"
+                + OUTPUT_BUFFER.replace("empty_like(q,", "empty_like(q, dtype=half,")),
+        *kernel(LAUNCH_END + "    return out\n", LAUNCH_END + "    return out.to(q.dtype)\n"))),
+    # What the contract supports, read too narrowly.
+    Buggy("bfloat16_left_out", kernel(
+        "SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)",
+        "SUPPORTED_DTYPES = (torch.float32, torch.float16)")),
+    Buggy("block_size_1_refused", kernel(
+        "block_size == 0 or block_size & (block_size - 1)",
+        "block_size < 8 or block_size & (block_size - 1)")),
     # The kernel rule, read by the grading process, refuses each of these before it runs.
+    # Inside a kernel, torch, and a function of the file that is not a kernel.
+    Buggy("kernel_calls_torch", scores_nothing=True, says=(NOT_RUN, "uses torch.sum inside"),
+          edits=kernel("        l_i = l_i * alpha + tl.sum(p, axis=0)\n",
+                       "        l_i = l_i * alpha + torch.sum(p)\n")),
+    Buggy("kernel_calls_a_python_function", scores_nothing=True,
+          says=(NOT_RUN, "calls _rescaled, not a kernel"), edits=(
+        *kernel("@triton.jit\ndef _paged_attention_decode_kernel(",
+                "def _rescaled(x, alpha):\n    return x * alpha\n\n\n"
+                "@triton.jit\ndef _paged_attention_decode_kernel("),
+        *kernel(ACCUMULATE, ACCUMULATE.replace("acc * alpha", "_rescaled(acc, alpha)")))),
     Buggy("pure_torch", replaced_by=FIXTURES / "kernels" / "pure_torch", scores_nothing=True,
           says=(NOT_RUN, "`k_cache[blocks]` gathers by a computed index")),
     # Torch attention and a launch of a kernel that does nothing.

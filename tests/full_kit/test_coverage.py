@@ -3,8 +3,8 @@ its page (`docs/coverage.md`) to the table.
 
 Every sentence of parts 1 to 7 in `exercises/README.md` is named by exactly one entry, and the
 table records a digest of each part's sentences, so that any edit of the contract asks for its
-entries to be read again. A rule names checks of its part and caught mutants of its part (or a
-gap), and every mutant the tests say is caught is named by some rule. That each mutant fails a
+entries to be read again. A rule names checks of its part and caught mutants of its part, and
+every mutant the tests say is caught is named by some rule. That each mutant fails a
 check of each rule naming it is asserted where it is graded, by its own test (test_buggy.py,
 test_scheduler.py, test_kernel.py: `coverage.rules_missed`).
 """
@@ -133,19 +133,19 @@ def test_every_entry_names_one_sentence() -> None:
 
 
 def test_entries_say_what_their_kind_needs() -> None:
-    """A rule has checks, inputs, and mutants or a gap (never both); a freedom its designs, each
-    a folder of the tests' submissions; an `about` nothing else."""
+    """A rule has checks, inputs and mutants (a rule that no mutant proves is a hole in the
+    grade); a freedom its designs, each a folder of the tests' submissions; an `about` nothing
+    else."""
     wrong = []
     for entry in COVERAGE.entries:
         if entry.kind == "rule":
-            ok = bool(entry.checks and entry.inputs and bool(entry.mutants) != bool(entry.gap))
-            ok = ok and not entry.designs
+            ok = bool(entry.checks and entry.inputs and entry.mutants) and not entry.designs
         elif entry.kind == "freedom":
             ok = bool(entry.designs) and all((FIXTURES / d).is_dir() for d in entry.designs)
-            ok = ok and not (entry.checks or entry.mutants or entry.gap)
+            ok = ok and not (entry.checks or entry.mutants)
         else:
             ok = entry.kind in KINDS and not (
-                entry.checks or entry.inputs or entry.mutants or entry.gap or entry.designs
+                entry.checks or entry.inputs or entry.mutants or entry.designs
             )
         if not ok:
             wrong.append(described(entry))
