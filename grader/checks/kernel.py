@@ -46,9 +46,10 @@ pytestmark = [
 ]
 
 HEAD_DIMS = (32, 64, 80, 96, 128, 256)
-# GQA groups of 3 and 7 query heads a kv head: any divisor is a group, not only a power of two.
+# GQA groups of 3, 6 and 7 query heads a kv head: any divisor is a group, not only a power of two.
 GROUPS_NOT_A_POWER_OF_TWO = (
     {"num_heads": 6, "num_kv_heads": 2},
+    {"num_heads": 6, "num_kv_heads": 1},
     {"num_heads": 7, "num_kv_heads": 1},
 )
 BLOCK_SIZES = (1, 8, 16, 32)

@@ -174,7 +174,8 @@ def check_ref_counts_follow_allocate_incref_and_free(submission):
 @pytest.mark.points(1)
 @pytest.mark.severity("safety")
 def check_bad_reference_calls_are_refused(submission):
-    """incref of a free block, or of a block freed again, raises ValueError and changes no
+    """incref of a free block, of a block freed again, or of an id out of range (-1 included,
+    every block held, so that -1 cannot pass for the last one) raises ValueError and changes no
     count; a free of more references than a block holds raises ValueError."""
     counts = Counts(submission, 3)
     (block,) = counts.allocate(1)
@@ -187,6 +188,12 @@ def check_bad_reference_calls_are_refused(submission):
     call = said("free({ids}) of a block with {count} references", ids=[block] * 3, count=2)
     with raises(counts.transcript, ValueError, call):
         counts.allocator.free(counts.ids.shown([block] * 3))
+    counts.allocate(counts.num_free)
+    for block in (-1, 3):
+        call = said("{call} of an id out of range 0..{last}", call=f"incref({block})", last=2)
+        with raises(counts.transcript, ValueError, call):
+            counts.allocator.incref(block)
+        counts.expect(said("{call} (which raised)", call=f"incref({block})"), {}, 0)
 
 
 class ReferenceMachine(RuleBasedStateMachine):

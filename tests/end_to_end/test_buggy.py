@@ -367,6 +367,11 @@ MUTANTS = [
         (SLOT_MAPPING, SLOT_MAPPING_PER_BLOCK))),
     # Part 6: reference counts, fork and copy-on-write.
     Mutant("incref_of_a_free_block_accepted", "sharing", allocator((INCREF_CHECK, ""))),
+    # incref's id not checked: -1 adds a reference to the last block, num_blocks raises
+    # IndexError.
+    Mutant("incref_wraps_negative_ids", "sharing", allocator(
+        (f"        block_id = self._checked_id(block_id)\n{INCREF_CHECK}",
+         f"        block_id = index(block_id)\n{INCREF_CHECK}"))),
     Mutant("ref_count_off_by_one_after_incref", "sharing", replayed=True, edits=allocator(
         ("self._ref_counts[block_id] += 1", "self._ref_counts[block_id] += 2"))),
     Mutant("free_ignores_other_references", "sharing", allocator(

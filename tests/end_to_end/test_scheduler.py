@@ -177,6 +177,13 @@ MUTANTS = [
     Mutant("reads_the_managers_allocator", scheduler(
         ("len(self.manager.free_blocks)", "self.manager.allocator.num_free")),
         fails=frozenset({*INVARIANTS, TRACE})),
+    # Preempts on the stub's OutOfBlocks only: the contract's manager raises RuntimeError.
+    Mutant("catches_only_out_of_blocks", scheduler(
+        ("from .kv_cache_manager import KVCacheManager, Request\n",
+         "from .block_allocator import OutOfBlocks\n"
+         "from .kv_cache_manager import KVCacheManager, Request\n"),
+        (PREEMPT_ON_OOM, PREEMPT_ON_OOM.replace("except RuntimeError:", "except OutOfBlocks:"))),
+        fails=frozenset({*INVARIANTS, TRACE} - {"add_request_refuses_what_can_never_run"})),
     Mutant("never_preempts_and_deadlocks", scheduler(
         (PREEMPT_ON_OOM, "            except RuntimeError:\n                return False\n")),
         fails=frozenset({"every_request_gets_exactly_its_tokens", "no_deadlock", TRACE}),

@@ -8,13 +8,15 @@ on a copy of the request there, and writes back what it left: a call that raises
 nothing.
 
 Only what part 5 lets a scheduler use is here: `allocate_for_prefill`, `allocate_for_decode`,
-`free`, `free_blocks` (its `len()`), `num_blocks`, `block_size` (and `head_dim`).
+`free`, `free_blocks` (its `len()`), `num_blocks`, `block_size` (and `head_dim`). A call short of
+blocks raises a plain RuntimeError: the contract's manager raises RuntimeError, of which the
+stub's `OutOfBlocks` is one kind, so a scheduler catches RuntimeError.
 """
 
 import operator
 from typing import Any
 
-from .block_allocator import answer
+from .block_allocator import OutOfBlocks, answer
 
 
 class Request:
@@ -76,5 +78,8 @@ class KVCacheManager:
         table = [operator.index(block_id) for block_id in req.block_table]
         state = [operator.index(req.seq_len), table]
         message = {"op": "request", "handle": self.handle, "name": name, "request": state}
-        seq_len, req.block_table[:] = answer(message)
+        try:
+            seq_len, req.block_table[:] = answer(message)
+        except OutOfBlocks as short:
+            raise RuntimeError(str(short)) from None
         req.seq_len = seq_len
