@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.checks.support.expect import expect, same
+from grader.checks.support.workloads import function_source
 from grader.said import said
 from grader.sandbox import cuda
 from grader.sandbox.transcript import Transcript
@@ -123,10 +124,16 @@ def kernel_examples() -> settings:
 
 
 def run_kernel(
-    submission, case: Case, description: str, scale: float | None = None, shown: bool = True
+    submission,
+    case: Case,
+    description: str,
+    scale: float | None = None,
+    shown: bool = True,
+    strided: bool = False,
 ):
     """The candidate's output for `case`, checked against the oracle; fails with `description`.
-    The call and the assert that fails are the check's counterexample, where `shown`."""
+    The call and the assert that fails are the check's counterexample, where `shown`. With
+    `strided`, q, k_cache and v_cache reach the wrapper as views of larger buffers."""
     transcript = submission.transcript if shown else Transcript("")  # a copy nobody shows
     transcript.define("from kernels.cases import make_case")
     transcript.define(
@@ -134,10 +141,15 @@ def run_kernel(
         q=case.q, k_cache=case.k_cache, v_cache=case.v_cache,
         block_tables=case.block_tables, seq_lens=case.seq_lens,
     )  # fmt: skip
+    if strided:
+        transcript.needs("import torch")
+        for line in function_source("strided"):
+            transcript.define(line)
+        transcript.define("q, k_cache, v_cache = strided(q), strided(k_cache), strided(v_cache)")
     kwargs = {} if scale is None else {"scale": scale}
     module = submission.module("paged_attention")
     launches, torch_ops, out = module.call_counting_launches(
-        "paged_attention_decode", *case.inputs, **kwargs
+        "paged_attention_decode", *case.inputs, strided=strided, **kwargs
     )
     if not launches or torch_ops:
         watch(transcript, out)
@@ -217,7 +229,7 @@ def judge_output(transcript: Transcript, case: Case, out: object, scale: float |
         bool(torch.isfinite(moved).all()),
         said(
             "the output holds NaN or Inf: the kernel read a slot it must not (a tail "
-            "slot, a block a padding entry names) or overflowed"
+            "slot, a block a padding entry names, a gap of a strided view) or overflowed"
         ),
         got=lambda: f"bool(torch.isfinite({name()}).all())",
         expected="True",
@@ -300,6 +312,8 @@ def check_head_layouts_in_float32(submission):
     for groups in GROUPS_NOT_A_POWER_OF_TWO:  # beside the drawn layouts (`cases`)
         submission.transcript.reset()
         run_kernel(submission, *build({"seq_lens": [5, 9], **groups}))
+    submission.transcript.reset()  # views of larger buffers, every stride and offset unusual
+    run_kernel(submission, *build({"seq_lens": [5, 9], "head_dim": 80}), strided=True)
 
 
 @pytest.mark.points(4)

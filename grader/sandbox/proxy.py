@@ -309,15 +309,18 @@ class RemoteModule:
         self.submission, self.name = submission, name
 
     def call_counting_launches(
-        self, function: str, *args: Any, **kwargs: Any
+        self, function: str, *args: Any, strided: bool = False, **kwargs: Any
     ) -> tuple[int, tuple[str, ...], Any]:
         """`function(*args, **kwargs)` (a kernel's wrapper): how many `@triton.jit` kernels it
         launched, the aten ops it ran outside them that no wrapper needs
         (`watchers.wrapper_may_run`: attention computed by torch, e.g. `("aten.bmm",
-        "aten._softmax")`), and its value."""
+        "aten._softmax")`), and its value. With `strided`, the first three arguments reach it as
+        views of larger buffers (`workloads.strided`)."""
         submission = self.submission
         submission.transcript.imports.setdefault(self.name, set()).add(function)
-        message = submission.call_message("launch", args, kwargs, module=self.name, name=function)
+        message = submission.call_message(
+            "launch", args, kwargs, module=self.name, name=function, strided=strided
+        )
         transcript = submission.transcript
         line = f"{function}({transcript.arguments(args, kwargs)})"
         try:

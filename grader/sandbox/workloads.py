@@ -1,5 +1,6 @@
 """The timed workloads, in the worker: kit code, run there so that the grader times whole loops,
-not round trips (`Remote.workload`; the worker's `workload` op).
+not round trips (`Remote.workload`; the worker's `workload` op). Also the strided views the kernel
+checks give a wrapper where they ask for them (`strided`; the `launch` op).
 
 Each returns evidence of its work that the grading process checks against what it asked for
 (`grader.checks.allocator_timing`, `grader.checks.caching_timing`,
@@ -121,6 +122,18 @@ def slot_mapping_rounds(manager: Any, requests: list, seed: int, rounds: int) ->
         manager, requests, rounds, generator, manager.slot_mapping, weights,
         lambda slots, weight: float(mixed(slots) @ weight),
     )  # fmt: skip
+
+
+def strided(tensor: Any) -> Any:
+    """`tensor`'s values in a view of a NaN buffer one more than twice its size in every dim: at
+    offset 1 and stride 2 in each. A kernel that takes its inputs for contiguous reads NaN."""
+    import torch
+
+    shape = [2 * size + 1 for size in tensor.shape]
+    buffer = torch.full(shape, float("nan"), dtype=tensor.dtype, device=tensor.device)
+    view = buffer[tuple(slice(1, None, 2) for _ in shape)]
+    view.copy_(tensor)
+    return view
 
 
 WORKLOADS: dict[str, Callable[..., Any]] = {

@@ -25,7 +25,8 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 SEED = ("--seed", "7", "--profile", "quick")
 CASES: dict[str, tuple[tuple[Edit, ...], str]] = {
     "answer_key": ((), "allocator,decode,gather,scheduler,sharing,caching"),
-    # Part 1 broken, yet decode and sharing pass every check on it: neither is graded again.
+    # Part 1 broken, yet decode passes every check on it, and sharing fails only its own rule
+    # that incref refuses an id out of range (the same check wraps -1): neither is graded again.
     "negative_id_wraps": (
         (
             Edit(
@@ -115,12 +116,15 @@ def test_report_matches_the_saved_one(name: str, graded: dict[str, Future[Graded
 def test_a_part_with_nothing_to_gain_is_not_graded_on_the_kits_allocator(
     graded: dict[str, Future[Graded]],
 ) -> None:
-    """The candidate's allocator fails part 1, but decode and sharing lose no point on it: the
-    kit's allocator could not raise their scores, so they are graded once."""
+    """The candidate's allocator fails part 1, but decode loses no point on it, and sharing only
+    on incref, part 6's own (its reference counts live in the allocator: the kit's would give
+    them): the kit's allocator could not rightly raise their scores, so they are graded once."""
     result = graded["negative_id_wraps"].result()
     assert result.score("allocator") < result.max_score("allocator"), result.describe("allocator")
-    for part in ("decode", "sharing"):
-        assert result.score(part) == result.max_score(part), result.describe(part)
+    assert result.score("decode") == result.max_score("decode"), result.describe("decode")
+    assert result.not_passed("sharing") == ["sharing/bad_reference_calls_are_refused"], (
+        result.describe("sharing")
+    )
     assert result.report["rescored"] == {}, result.report["rescored"]
     assert "again, with the kit's" not in result.stderr, result.stderr
 

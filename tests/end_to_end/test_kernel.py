@@ -174,6 +174,12 @@ BUGGY = [
     Buggy("bfloat16_left_out", kernel(
         "SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)",
         "SUPPORTED_DTYPES = (torch.float32, torch.float16)")),
+    # Strides computed from the shapes: right for contiguous inputs only.
+    Buggy("assumes_contiguous_inputs", (
+        *kernel("        *q.stride(),\n", "        num_heads * head_dim, head_dim, 1,\n"),
+        *kernel("        *k_cache.stride(),\n        *v_cache.stride(),\n",
+                "        *(block_size * num_kv_heads * head_dim, num_kv_heads * head_dim,"
+                " head_dim, 1) * 2,\n"))),
     Buggy("block_size_1_refused", kernel(
         "block_size == 0 or block_size & (block_size - 1)",
         "block_size < 8 or block_size & (block_size - 1)")),

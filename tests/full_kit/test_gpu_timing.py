@@ -414,8 +414,8 @@ class FakeWorkers:
         assert name == "paged_attention"
         return SimpleNamespace(call_counting_launches=self.call_counting_launches)
 
-    def call_counting_launches(self, function, *inputs):
-        return self.launches, (), self.decode(*inputs)
+    def call_counting_launches(self, function, *inputs, strided=False):
+        return self.launches, (), self.decode(*inputs)  # a view's values are the tensor's
 
     def tool(self, tool, function, *args, modules=(), watch=None, seconds=None,
              **kwargs):  # fmt: skip
