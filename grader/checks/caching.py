@@ -137,7 +137,8 @@ def check_only_full_blocks_are_cached(submission):
 @pytest.mark.severity("contract")
 def check_eviction_takes_the_block_idle_longest(submission):
     """With no empty block, a new block evicts the cached block idle longest: a request frees
-    its blocks last first, so its tail goes before its head, and a hit makes a block held."""
+    its blocks last first, so its tail goes before its head, and a hit makes a block held. A
+    call that evicts the block of a key its own prompt fills again caches that key again."""
     cache = model(submission, 5, 1)
     first = served(cache, [5, 6, 7])
     second = served(cache, [8])
@@ -147,6 +148,16 @@ def check_eviction_takes_the_block_idle_longest(submission):
     cache.check_state()
     served(cache, [9, 9, 9])
     served(cache, [5, 1])
+    cache = model(submission, 2, 2)
+    first = served(cache, [1, 2])
+    cache.free(first)
+    cache.check_state()
+    held = served(cache, [5])
+    again = served(cache, [1, 2])  # evicts [1, 2]'s block, and fills one with [1, 2] again
+    for request_id in (again, held):
+        cache.free(request_id)
+        cache.check_state()
+    served(cache, [1, 2, 9])  # a hit on the key added again
 
 
 @pytest.mark.points(2)

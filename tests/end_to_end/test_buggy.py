@@ -416,6 +416,16 @@ MUTANTS = [
         ("range(0, len(tokens) - len(tokens) % size, size)", "range(0, len(tokens), size)"))),
     Mutant("prefix_hit_stays_evictable", "caching", prefix_cache(
         ("        if self._holders[block] == 0:\n            del self._idle[block]\n", ""))),
+    # Which keys to add decided before its blocks are taken: a key this call evicts is lost.
+    Mutant("prefix_evicted_key_not_added_again", "caching", prefix_cache(
+        ("        table = hits + [self._take() for _ in range(needed)]\n"
+         "        for block, key in zip(table[len(hits) :], keys[len(hits) :], strict=False):\n"
+         "            self._add(block, key)\n",
+         "        fresh = [key not in self._cache for key in keys[len(hits) :]]\n"
+         "        table = hits + [self._take() for _ in range(needed)]\n"
+         "        for block, key, new in zip(table[len(hits) :], keys[len(hits) :], fresh):\n"
+         "            if new:\n"
+         "                self._add(block, key)\n"))),
     Mutant("prefix_evicts_the_most_recently_idle", "caching", replayed=True, edits=prefix_cache(
         ("self._idle.popitem(last=False)", "self._idle.popitem()"))),
     Mutant("prefix_live_id_allocated_again", "caching", prefix_cache(
