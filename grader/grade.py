@@ -420,20 +420,17 @@ def rescore_on_the_kit_allocator(plugin: GradingPlugin, intake: Intake, options:
 
 def leave_to_the_owners(plugin: GradingPlugin, intake: Intake, options: Options) -> None:
     """A check that failed on a rule another part owns (`CheckResult.rules`, `rules.py`), where
-    a check of that part failed on the same rule, is not graded: its points leave its part's
-    maximum, as a skipped check's do, and its message names that check (of the first such rule,
-    where its failure may have broken several). The bug then costs its own part, once; where
-    the owners' checks keep the rules, it costs this one. Run on the grading's final results,
-    after `rescore_on_the_kit_allocator` (which decides on the raw ones, and whose grading on
-    the kit's allocator breaks no rule of part 1's); an owner's part, where it is not chosen,
-    runs its checks of the rule alone (`broken_alone`)."""
+    a check of that part breaks the same rule (`broken_rules`), is not graded: its points leave
+    its part's maximum, as a skipped check's do, and its message names that check (of the first
+    such rule, where its failure may have broken several). The bug then costs its own part,
+    once; where the owners' checks keep the rules, it costs this one. Run on the grading's final
+    results, after `rescore_on_the_kit_allocator` (which decides on the raw ones, and whose
+    grading on the kit's allocator breaks no rule of part 1's); an owner's part, where it is not
+    chosen, runs its checks of the rule alone (`failures_alone`)."""
     failed = [result for result in plugin.results.values()
               if result.status == "failed" and result.rules]  # fmt: skip
-    broken = {(rule, result.id) for result in failed for rule in result.rules
-              if owner(rule) == result.part}  # fmt: skip
     others = {rule for result in failed for rule in result.rules if owner(rule) != result.part}
-    elsewhere = {rule for rule in others if owner(rule) not in options.parts}
-    broken |= broken_alone(plugin, intake, options, elsewhere)
+    broken = broken_rules([*failed, *failures_alone(plugin, intake, options, others)])
     for result in failed:
         for rule in result.rules:
             checks = sorted(check for its_rule, check in broken if its_rule == rule)
@@ -449,24 +446,41 @@ def leave_to_the_owners(plugin: GradingPlugin, intake: Intake, options: Options)
                 break
 
 
-def broken_alone(
-    plugin: GradingPlugin, intake: Intake, options: Options, rules: set[str]
-) -> set[tuple[str, str]]:
-    """`(rule, check id)` for each of `rules`' owner's checks of it (`rules.CHECKS`) that fails
-    on it, run alone, unreported (as `allocator_fails` runs part 1's)."""
-    broken = set()
-    for rule in rules:
-        part, names = owner(rule), set(RULE_CHECKS[rule])
-        node_ids = [f"{CHECKS_DIR / module}.py::check_{name}" for module in PARTS[part].checks
-                    for name in sorted(names & check_names(module))]  # fmt: skip
-        alone = new_plugin(intake, options, quiet=True, zygotes=plugin.zygotes)
-        run_modules(alone, node_ids, options)
-        broken |= {
-            (rule, result.id)
-            for result in alone.results.values()
-            if result.status == "failed" and rule in result.rules
-        }
+def broken_rules(failures: list[CheckResult]) -> set[tuple[str, str]]:
+    """`(rule, check id)` for each rule of its own part that a failure breaks: unless a rule
+    listed before it, another part's, is broken there (a manager's wrong free count is part 1's
+    where part 1's checks break their rule, else part 2's own). Parts in order: a rule's
+    failures name only earlier parts' rules before it."""
+    broken: set[tuple[str, str]] = set()
+    for result in sorted(failures, key=lambda result: list(PARTS).index(result.part)):
+        for rule in result.rules:
+            if owner(rule) == result.part:
+                broken.add((rule, result.id))
+            elif any(its_rule == rule for its_rule, _ in broken):
+                break
     return broken
+
+
+def failures_alone(
+    plugin: GradingPlugin, intake: Intake, options: Options, rules: set[str]
+) -> list[CheckResult]:
+    """The failures, with their rules, of the owners' checks of `rules` (`rules.CHECKS`) whose
+    owner is not chosen, each part's run alone, unreported (as `allocator_fails` runs part 1's);
+    then of the rules those failures name in turn, until none is new."""
+    failures: list[CheckResult] = []
+    asked: set[str] = set()
+    while pending := {rule for rule in rules if owner(rule) not in options.parts} - asked:
+        asked |= pending
+        for part in sorted({owner(rule) for rule in pending}, key=list(PARTS).index):
+            names = set().union(*(RULE_CHECKS[rule] for rule in pending if owner(rule) == part))
+            node_ids = [f"{CHECKS_DIR / module}.py::check_{name}" for module in PARTS[part].checks
+                        for name in sorted(names & check_names(module))]  # fmt: skip
+            alone = new_plugin(intake, options, quiet=True, zygotes=plugin.zygotes)
+            run_modules(alone, node_ids, options)
+            failures += [result for result in alone.results.values()
+                         if result.status == "failed" and result.rules]  # fmt: skip
+        rules = {rule for result in failures for rule in result.rules}
+    return failures
 
 
 def hung_parts(parts: dict[str, dict], among: Iterable[str] = ENGINE_PARTS) -> list[str]:

@@ -269,7 +269,8 @@ MUTANTS = [
     # Block 0 never put in the free list: a pool one block short.
     Mutant("pool_without_block_0", "allocator", allocator(
         ("range(num_blocks - 1, -1, -1)", "range(num_blocks - 1, 0, -1)"))),
-    # Ids 1 .. num_blocks: a pool of the right size, one id past its range.
+    # Ids 1 .. num_blocks: a pool of the right size, one id past its range (which free, incref
+    # and ref_count accept).
     Mutant("pool_ids_run_to_num_blocks", "allocator", allocator(
         ("self._ref_counts = [0] * num_blocks", "self._ref_counts = [0] * (num_blocks + 1)"),
         ("range(num_blocks - 1, -1, -1)", "range(num_blocks, 0, -1)"),

@@ -271,8 +271,9 @@ def test_a_failure_on_another_parts_rule_is_left_to_that_part_where_its_check_fa
 
 def test_a_failure_that_may_break_either_of_two_rules_is_left_to_the_owner_that_fails() -> None:
     """A manager's free count is its allocator's (part 1) or its own (part 2): a sharing check
-    that finds it wrong is left to the part whose check fails on the rule, the first such rule
-    where both do, and charged where neither does."""
+    that finds it wrong is left to the part whose check breaks the rule, the first such rule
+    where both do, and charged where neither does; a part 2 check that fails on part 1's bug
+    breaks no rule of part 2's."""
 
     def decode_fails_free_count() -> CheckResult:
         check = result("free_returns_every_block", 2, "failed", "len(free_blocks) is 4")
@@ -280,11 +281,16 @@ def test_a_failure_that_may_break_either_of_two_rules_is_left_to_the_owner_that_
                        rules=(FREE_BLOCKS, FREE_COUNT))  # fmt: skip
 
     chosen = options(allocator=15, decode=15, sharing=10)
-    for allocator_fails, left_to in [(False, "decode"), (True, "allocator"), (None, None)]:
+    both = (FREE_BLOCKS, FREE_COUNT)
+    # A sharing check graded again on the kit's allocator keeps part 2's rule alone: it is not
+    # left to part 2, whose check fails only on part 1's bug.
+    cases = [(False, both, "decode"), (True, both, "allocator"), (None, both, None),
+             (True, (FREE_COUNT,), None)]  # fmt: skip
+    for allocator_fails, rules, left_to in cases:
         checks = allocator(failed={"random_allocate_and_free"} if allocator_fails else set())
         if allocator_fails:
             checks[ALLOCATOR_ORDER.index("random_allocate_and_free")].rules = (FREE_BLOCKS,)
-        count = owned("fork_and_free_in_any_order", FREE_BLOCKS, FREE_COUNT)
+        count = owned("fork_and_free_in_any_order", *rules)
         decode = [decode_fails_free_count()] if allocator_fails is not None else []
         grade.leave_to_the_owners(plugin_of(*checks, *decode, count), None, chosen)
         if left_to is None:

@@ -2,8 +2,6 @@
 the manager model's reads of each request's rows (parts 2 and 6) share, each failing with a
 message in exercises/README.md's terms and the counterexample's last line."""
 
-from contextlib import nullcontext
-
 import torch
 
 from grader.checks.support.expect import a_tensor, judged_by, same
@@ -13,32 +11,16 @@ from grader.sandbox.transcript import Transcript
 from kernels.reference import token_slots
 
 
-def assert_tensor(
-    transcript: Transcript, got: object, what: str, dtype: torch.dtype, shape: list[int], code: str
+def assert_shape(
+    transcript: Transcript, got: object, what: str, shape: list[int], code: str
 ) -> None:
-    """What `what` returned (`code` in the counterexample) is a `dtype` tensor of `shape`."""
+    """What `what` returned (`code` in the counterexample) is a tensor of `shape`."""
     a_tensor(
         transcript,
         got,
         code,
         lambda: said("{what} must return a tensor, got {got}", what=what, got=f"{got!r}"),
     )
-    rows = dtype == torch.float32
-    with judged_by(POOL_DTYPE) if rows else nullcontext():  # a float32 pool's rows, part 2's rule
-        same(
-            transcript,
-            got.dtype,
-            dtype,
-            lambda: (
-                said("{what} must return float32 rows, got {dtype}", what=what, dtype=got.dtype)
-                if rows
-                else said(
-                    "{what} must be a LongTensor (int64), got {dtype}", what=what, dtype=got.dtype
-                )
-            ),
-            got=f"{code}.dtype",
-            expected=str(dtype),
-        )
     dims = "[seq_len, head_dim]" if len(shape) == 2 else "[seq_len]"
     same(
         transcript,
@@ -55,6 +37,26 @@ def assert_tensor(
     )
 
 
+def assert_dtype(
+    transcript: Transcript, got: torch.Tensor, what: str, dtype: torch.dtype, code: str
+) -> None:
+    """What `what` returned (`code` in the counterexample) is of `dtype`."""
+    same(
+        transcript,
+        got.dtype,
+        dtype,
+        lambda: (
+            said("{what} must return float32 rows, got {dtype}", what=what, dtype=got.dtype)
+            if dtype == torch.float32
+            else said(
+                "{what} must be a LongTensor (int64), got {dtype}", what=what, dtype=got.dtype
+            )
+        ),
+        got=f"{code}.dtype",
+        expected=str(dtype),
+    )
+
+
 def assert_rows(
     transcript: Transcript,
     got: object,
@@ -65,9 +67,10 @@ def assert_rows(
     code: tuple[str, str],
 ) -> None:
     """A gather: a float32 tensor shaped like `expected`, equal to it bit for bit; `code`: the
-    two as the counterexample computes them."""
-    assert_tensor(transcript, got, what, torch.float32, list(expected.shape), code[0])
-    wrong = (got != expected).any(dim=1).nonzero().flatten().tolist()
+    two as the counterexample computes them. Its values first, then its dtype: rows right but
+    for their dtype are read from a pool of that dtype, part 2's rule (`rules.POOL_DTYPE`)."""
+    assert_shape(transcript, got, what, list(expected.shape), code[0])
+    wrong = (got.to(expected.dtype) != expected).any(dim=1).nonzero().flatten().tolist()
     if wrong:
         i = wrong[0]
         transcript.fail(*code, op="equal")
@@ -87,6 +90,8 @@ def assert_rows(
                 total=len(got),
             )
         )
+    with judged_by(POOL_DTYPE):
+        assert_dtype(transcript, got, what, expected.dtype, code[0])
 
 
 def assert_slots(
@@ -101,7 +106,8 @@ def assert_slots(
     """A slot mapping: an int64 tensor `[seq_len]` that follows the block table (`table`: its
     value, and its code in the counterexample); `code`: the mapping's."""
     table, table_code = table
-    assert_tensor(transcript, got, what, torch.int64, [seq_len], code)
+    assert_shape(transcript, got, what, [seq_len], code)
+    assert_dtype(transcript, got, what, torch.int64, code)
     expected = token_slots(table, seq_len, block_size)
     wrong = (got != expected).nonzero().flatten().tolist()
     if wrong:

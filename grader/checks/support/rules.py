@@ -7,7 +7,8 @@ too is left to them (`grade.leave_to_the_owners`), and a bug costs its own part,
 
 # Part 1: `allocate(n)` hands out n distinct free ids in range, and num_free counts the free.
 FREE_BLOCKS = "allocator:free_blocks"
-# Part 2: the manager's pool is float32 (the stub makes it so), and so are the rows read from it.
+# Part 2: the manager's pool is float32 [num_blocks, block_size, head_dim] (the stub makes it so):
+# rows read from it that are right but for their dtype were read from a pool of another.
 POOL_DTYPE = "decode:pool_dtype"
 # Part 2: the blocks a call gives a request were free: no two live requests hold one block.
 HELD_ONCE = "decode:held_once"
