@@ -20,8 +20,9 @@ stays here and crosses as a numbered handle.
 
 The `launch` op calls a kernel's wrapper and replies `(Triton kernel launches, the aten ops it ran
 outside them that no wrapper needs, its value)`: a torch dispatch mode watches the call, and what
-it refuses (`watchers.wrapper_may_run`) is attention computed by torch. The `workload` op runs one
-of the kit's timed workloads (`workloads.py`) on an object of the candidate's.
+it refuses (`watchers.wrapper_may_run`) is attention computed by torch; with `strided`, its first
+three arguments reach the wrapper as views of larger buffers (`workloads.strided`). The `workload`
+op runs one of the kit's timed workloads (`workloads.py`) on an object of the candidate's.
 
 A part that runs the candidate's code on the kit's allocator or manager gives this worker
 stand-ins of their modules, which reach the kit's own worker on a pair of pipes (`kit_link`); that
