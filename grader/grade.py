@@ -432,9 +432,9 @@ def leave_to_the_owners(plugin: GradingPlugin, intake: Intake, options: Options)
     others = {rule for result in failed for rule in result.rules if owner(rule) != result.part}
     broken = broken_rules([*failed, *failures_alone(plugin, intake, options, others)])
     for result in failed:
-        for rule in result.rules:
+        for rule in (rule for rule in result.rules if owner(rule) != result.part):
             checks = sorted(check for its_rule, check in broken if its_rule == rule)
-            if owner(rule) != result.part and checks:
+            if checks:
                 result.status, result.points = "skipped", 0
                 result.message = said(
                     "not graded here: it fails on a rule of the {part} part, which {check} "
