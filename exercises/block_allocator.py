@@ -16,8 +16,9 @@ Error rules (the grader checks every one of them):
 Hints:
 - Any free-list policy is right (FIFO, LIFO, lowest id first): the grader never checks which
   id you hand out, only that it was free.
-- Speed is graded on pools of 100 000+ blocks: `allocate(n)` must cost O(n) and
-  `free(ids)` O(len(ids)), whatever `num_blocks` is. `list.pop(0)` and `x in some_list` are
+- Speed is graded on pools of 1,000 and 200,000 blocks, nearly full and nearly empty:
+  `allocate(n)` must cost O(n) and `free(ids)` O(len(ids)), whatever `num_blocks` is and however
+  few blocks are free. `list.pop(0)`, `x in some_list` and a scan for the next free block are
   O(num_blocks) and lose those points; think `collections.deque`, a stack, or a dict.
 - Check everything first, then change anything: that is the whole trick of the strong
   exception guarantee (`free([3, 3])` on a block with one reference frees nothing).

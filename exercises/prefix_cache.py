@@ -16,7 +16,9 @@ holder, its contents kept in the cache, evictable), or empty (no holder, nothing
 - Taking a block: an empty one if there is one (which id is yours to choose); otherwise evict the
   cached-and-idle block that has been idle longest (its key leaves the cache) and use it.
 - Cost: `allocate_prompt` and `append_token` O(blocks touched), `free` O(its blocks), taking a
-  block O(1): independent of `num_blocks` and of how many blocks are cached.
+  block O(1): independent of `num_blocks` and of how many blocks are cached. Timed with every
+  block cached (each take an eviction) and with most blocks empty (prompts found cached, then
+  decoded token by token into empty blocks).
 
 Error rules (the grader checks every one of them): a call that raises changes nothing; running
 out of blocks raises a RuntimeError (use `OutOfBlocks`); the other errors are ValueError.

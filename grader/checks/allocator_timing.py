@@ -1,13 +1,16 @@
 """Part 1's cost rule: allocate and free cost O(n), whatever the pool's size.
 
 The worker runs a workload per call (`workloads.allocate_free_rounds`: ROUNDS allocations of 1 to
-15 blocks, 8 on average, each followed by a free of the blocks the one before got) on a pool that
-holds all its blocks but a random half of its upper three quarters, for the candidate and for the
-reference in the same rounds, timed by each worker's CPU time (`grader.scoring.timing`). A free
-list that costs O(num_blocks) per call (`list.pop(0)`, a scan from block 0) is tens of times
-slower on 200 000 blocks than on 1 000, on any machine. Before that pool is made, a probe on a
-pool whose first half the allocator took (cheap to make whatever the allocator) stops one that is
-hopelessly slow: making the first pool frees 100 000 blocks.
+15 blocks, 8 on average, each followed by a free of the blocks the one before got) on pools in
+two states (`STATES`): nearly full, FEW blocks free anywhere in it, and nearly empty, FEW blocks
+held. The candidate and the reference run in the same rounds, timed by each worker's CPU time
+(`grader.scoring.timing`), and a check is judged on the state where the candidate does worst. A
+cost that grows with the free blocks (`list.pop(0)`) shows on the nearly empty pool, one that
+grows with the held blocks, or with the pool over the free blocks (a scan from block 0 or from a
+cursor, in Python, for the next free block), on the nearly full one: tens of times slower on
+200 000 blocks than on 1 000, on any machine. Before the pools are made, a probe on a pool whose
+first half the allocator took (cheap to make whatever the allocator) stops one that is hopelessly
+slow: making a nearly empty pool frees nearly 200 000 blocks.
 
 Evidence: the workload returns the ids each allocation handed out, and this process checks them
 against the pool it set up (`first_misstep`: each allocation got as many ids as it asked, each
@@ -38,17 +41,24 @@ from grader.scoring.timing import (
     Timed,
     confirmed_probe,
     growth_ratio,
+    growths,
     implausible,
-    judge_ratio,
-    time_confirmed,
+    judge_states,
+    speed_ratio,
+    state_timings,
+    time_states,
+    worst_state,
 )
 
 pytestmark = pytest.mark.part("allocator")
 
 # ROUNDS makes the reference's workload (a few ms of CPU) far more than a request's own cost to
 # the worker, so that the ratio is the allocator's.
-ROUNDS = 1000
+ROUNDS = 500
 SMALL_POOL, LARGE_POOL = 1_000, 200_000
+FEW = 64  # blocks free in a nearly full pool, held in a nearly empty one: 30 at most are in use
+# The states of the measured pools, by their names in the counterexample and in calls' names.
+STATES = {"full": said("nearly full"), "empty": said("nearly empty")}
 SPEED_LIMIT = 5.0  # candidate / reference on the small pool
 GROWTH_LIMIT = 3.0  # the candidate's large/small cost over the reference's
 HOPELESS = 100.0  # a probe this many times slower than the reference is not timed further
@@ -57,11 +67,20 @@ POOLS = {SMALL_POOL: "small", LARGE_POOL: "large"}  # their names in the counter
 THIS_FILE = Path(__file__)
 
 
-def free_ids_of(seed, num_blocks):
-    """The blocks a pool of `num_blocks` keeps free for the workload, in the order they are
-    freed: a random half of the blocks from `num_blocks // 4` up (a scan from block 0 passes a
-    quarter of the pool first), drawn from `seed`."""
-    return random.Random(seed).sample(range(num_blocks // 4, num_blocks), num_blocks // 2)
+def free_ids_of(seed, num_blocks, count):
+    """The `count` blocks a pool of `num_blocks` keeps free for the workload, in the order they
+    are freed, drawn from `seed` anywhere in the pool: where they are most of it, the others
+    are drawn and these are in order (a draw of each would cost a tenth of a second)."""
+    draw = random.Random(seed)
+    if 2 * count <= num_blocks:
+        return draw.sample(range(num_blocks), count)
+    held = set(draw.sample(range(num_blocks), num_blocks - count))
+    return [block for block in range(num_blocks) if block not in held]
+
+
+def free_count(state: str, num_blocks: int) -> int:
+    """How many blocks a pool of `num_blocks` in `state` keeps free."""
+    return FEW if state == "full" else num_blocks - FEW
 
 
 def allocation_sizes(seed, rounds):
@@ -84,7 +103,7 @@ def first_misstep(free, sizes, handed):
         return said(
             "it returned {value}, not a list of the ids of each allocation", value=str(handed)[:40]
         )
-    taken, previous = set(), []
+    taken, previous = set(), set()
     for index, (size, ids) in enumerate(zip(sizes, handed, strict=True)):
         if not isinstance(ids, list) or len(ids) != size:
             return said(
@@ -93,25 +112,34 @@ def first_misstep(free, sizes, handed):
                 size=size,
                 ids=str(ids)[:40],
             )
-        for block in ids:
-            if type(block) is not int or block not in free or block in taken:
-                return said(
-                    "allocation {index} (of {size}) handed out {block}, not a free block",
-                    index=index,
-                    size=size,
-                    block=f"{block!r}",
-                )
-            taken.add(block)
-        taken.difference_update(previous)
-        previous = ids
+        plain = set(map(type, ids)) <= {int}  # before a set of them: a list is not hashable
+        fresh = set(ids) if plain else set()
+        if not (plain and len(fresh) == size and fresh <= free and fresh.isdisjoint(taken)):
+            block = next(
+                block
+                for at, block in enumerate(ids)
+                if type(block) is not int
+                or block not in free
+                or block in taken
+                or block in ids[:at]
+            )
+            return said(
+                "allocation {index} (of {size}) handed out {block}, not a free block",
+                index=index,
+                size=size,
+                block=f"{block!r}",
+            )
+        taken |= fresh
+        taken -= previous
+        previous = fresh
     return None
 
 
 HELD_POOL = (
-    "def held_pool(num_blocks, seed):",
+    "def held_pool(num_blocks, count, seed):",
     "    allocator = BlockAllocator(num_blocks)",
     "    allocator.allocate(num_blocks)",
-    "    free_ids = free_ids_of(seed, num_blocks)",
+    "    free_ids = free_ids_of(seed, num_blocks, count)",
     "    allocator.free(free_ids)",
     "    return allocator, set(free_ids)",
     "",
@@ -128,40 +156,44 @@ HALF_HELD_POOL = (
 @dataclass
 class HeldPool:
     """An allocator of `num_blocks` (the candidate's or the reference's) whose `free` blocks are
-    all it has free for the whole measurement: `free_ids_of(seed, num_blocks)`, or where `seed`
-    is None (the probe's pool) what the allocator left after taking half the pool. `asked` holds
-    the seeds of the workload's calls so far."""
+    all it has free for the whole measurement: `free_ids_of(seed, num_blocks, ...)` of its
+    `state`, or where `seed` is None (the probe's pool) what the allocator left after taking half
+    the pool. `asked` holds the seeds of the workload's calls so far."""
 
     allocator: Remote
     num_blocks: int
     free: frozenset[int]
     seed: int | None
+    state: str = ""  # "full" or "empty"; "" for the probe's pool
     asked: list[int] = field(default_factory=list)
 
     @property
     def name(self) -> str:
-        return POOLS[self.num_blocks]
+        if self.seed is None:
+            return POOLS[self.num_blocks]
+        return f"{POOLS[self.num_blocks]}_{self.state}"
 
     def code(self, seed: int | None) -> str:
         """What makes the same pool in the counterexample, its free blocks drawn from `seed`
         (`HELD_POOL`, `HALF_HELD_POOL`)."""
         if self.seed is None:
             return f"half_held_pool({self.num_blocks})"
-        return f"held_pool({self.num_blocks}, {seed})"
+        return f"held_pool({self.num_blocks}, {len(self.free)}, {seed})"
 
 
-def held_pool(submission, num_blocks: int, seed: int) -> HeldPool:
-    """The measured pool: the allocator allocates all its blocks, then frees
-    `free_ids_of(seed, num_blocks)`."""
+def held_pool(submission, num_blocks: int, state: str, seed: int) -> HeldPool:
+    """A measured pool in `state`: the allocator allocates all its blocks, then frees
+    `free_ids_of(seed, num_blocks, free_count(state, num_blocks))`."""
     transcript = submission.transcript
     transcript.needs("import random")
     for line in function_source("free_ids_of", THIS_FILE):
         transcript.define(line)
-    free_ids = free_ids_of(seed, num_blocks)
+    count = free_count(state, num_blocks)
+    free_ids = free_ids_of(seed, num_blocks, count)
     allocator = submission.module("block_allocator").BlockAllocator(num_blocks)
     allocator.allocate(num_blocks)
-    allocator.free(Shown(free_ids, f"free_ids_of({seed}, {num_blocks})"))
-    return HeldPool(allocator, num_blocks, frozenset(free_ids), seed)
+    allocator.free(Shown(free_ids, f"free_ids_of({seed}, {num_blocks}, {count})"))
+    return HeldPool(allocator, num_blocks, frozenset(free_ids), seed, state)
 
 
 def half_held_pool(submission, num_blocks: int) -> HeldPool:
@@ -258,31 +290,41 @@ def workload(pool: HeldPool, rounds: int = ROUNDS) -> Timed:
 @pytest.mark.points(2)
 @pytest.mark.severity("speed")
 def check_allocate_and_free_speed(submission, reference, benchmark, profile, record_benchmark):
-    seed = secrets.randbits(32)  # the same pool for both
-    small = held_pool(submission, SMALL_POOL, seed)
-    calls = {
-        "reference": workload(held_pool(reference, SMALL_POOL, seed)),
-        "candidate": workload(small),
-    }
-    best = time_confirmed(
-        benchmark, calls, profile.timing_rounds,
-        fails=lambda best: best["candidate"] > SPEED_LIMIT * best["reference"],
-    )  # fmt: skip
+    pools, calls = {}, {}
+    for state in STATES:
+        seed = secrets.randbits(32)  # the same pool for both
+        pools[state] = held_pool(submission, SMALL_POOL, state, seed)
+        calls[f"reference, {state}"] = workload(held_pool(reference, SMALL_POOL, state, seed))
+        calls[f"candidate, {state}"] = workload(pools[state])
+    best = time_states(benchmark, calls, profile.timing_rounds, speed_ratio, SPEED_LIMIT)
+    timings = state_timings(
+        best,
+        lambda state: said(
+            "allocate/free, {size}-block pool ({state})",
+            size=f"{SMALL_POOL:,}",
+            state=STATES[state],
+        ),
+        speed_ratio,
+    )
+    worst = worst_state(timings)
     submission.transcript.reset()
-    if not implausible(best["candidate"] / best["reference"]):  # flagged: no script shows it
-        script(submission.transcript, [small], ROUNDS)
-        ends_in_the_time(submission.transcript, seconds_code(small), SPEED_LIMIT, best["reference"])
-    judge_ratio(
+    if not implausible(timings[worst].ratio):  # flagged: no script shows it
+        script(submission.transcript, [pools[worst]], ROUNDS)
+        reference_seconds = timings[worst].seconds[1]
+        ends_in_the_time(
+            submission.transcript, seconds_code(pools[worst]), SPEED_LIMIT, reference_seconds
+        )
+    judge_states(
         record_benchmark,
-        said("allocate/free, {size}-block pool", size=f"{SMALL_POOL:,}"),
-        (best["candidate"], best["reference"]),
+        timings,
         SPEED_LIMIT,
         said("the allocate/free workload"),
-        lambda ratio: said(
+        lambda state, ratio: said(
             "{rounds} allocations of 1 to 15 blocks and their frees, on a {size}-block "
-            "pool, take {ratio}x the reference's time (the limit is {limit}x)",
+            "pool ({state}), take {ratio}x the reference's time (the limit is {limit}x)",
             rounds=f"{ROUNDS:,}",
             size=f"{SMALL_POOL:,}",
+            state=STATES[state],
             ratio=f"{ratio:.1f}",
             limit=f"{SPEED_LIMIT:.0f}",
         ),
@@ -310,45 +352,54 @@ def check_cost_does_not_grow_with_the_pool(
         limit=f"{HOPELESS:.0f}",
     )
     del probed, probes  # their pools are not measured further: free the workers' memory
-    small_seed, large_seed = secrets.randbits(32), secrets.randbits(32)
-    small = held_pool(submission, SMALL_POOL, small_seed)
-    large = held_pool(submission, LARGE_POOL, large_seed)
-    calls = {
-        "candidate small": workload(small),
-        "reference large": workload(held_pool(reference, LARGE_POOL, large_seed)),
-        "reference small": workload(held_pool(reference, SMALL_POOL, small_seed)),
-        "candidate large": workload(large),
-    }
-    best = time_confirmed(
-        benchmark, calls, profile.timing_rounds, lambda best: growth_ratio(best) > GROWTH_LIMIT
+    pools, calls = {}, {}
+    for state in STATES:
+        small_seed, large_seed = secrets.randbits(32), secrets.randbits(32)
+        small = held_pool(submission, SMALL_POOL, state, small_seed)
+        large = held_pool(submission, LARGE_POOL, state, large_seed)
+        pools[state] = [small, large]
+        reference_small = held_pool(reference, SMALL_POOL, state, small_seed)
+        reference_large = held_pool(reference, LARGE_POOL, state, large_seed)
+        calls |= {  # each worker's calls alike in every round: small then large, state by state
+            f"candidate small, {state}": workload(small),
+            f"reference small, {state}": workload(reference_small),
+            f"candidate large, {state}": workload(large),
+            f"reference large, {state}": workload(reference_large),
+        }
+    best = time_states(benchmark, calls, profile.timing_rounds, growth_ratio, GROWTH_LIMIT)
+    timings = state_timings(
+        best,
+        lambda state: said(
+            "allocate/free cost growth from {small} to {large} blocks ({state}; ratio: the "
+            "candidate's growth over the reference's)",
+            small=f"{SMALL_POOL:,}",
+            large=f"{LARGE_POOL:,}",
+            state=STATES[state],
+        ),
+        growth_ratio,
+        "large",
     )
-    growth = best["candidate large"] / best["candidate small"]
-    reference_growth = best["reference large"] / best["reference small"]
+    worst = worst_state(timings)
+    growth = growths(best[worst])
     submission.transcript.reset()
-    if not implausible(best["candidate large"] / best["reference large"]):  # as above
+    if not implausible(timings[worst].speed):  # as above
+        small, large = pools[worst]
         script(submission.transcript, [small, large], ROUNDS)
         seconds = f"{seconds_code(large)} / {seconds_code(small)}"
-        ends_in_the_time(submission.transcript, seconds, GROWTH_LIMIT, reference_growth)
-    name = said(
-        "allocate/free cost growth from {small} to {large} blocks (ratio: the "
-        "candidate's growth over the reference's)",
-        small=f"{SMALL_POOL:,}",
-        large=f"{LARGE_POOL:,}",
-    )
-    judge_ratio(
+        ends_in_the_time(submission.transcript, seconds, GROWTH_LIMIT, growth["reference"])
+    judge_states(
         record_benchmark,
-        name,
-        (best["candidate large"], best["reference large"]),
+        timings,
         GROWTH_LIMIT,
         said("the allocate/free workload"),
-        lambda _: said(
+        lambda state, _: said(
             "allocations and frees cost {growth}x more on {large} blocks than on {small} "
-            "(the reference: {reference}x): the cost must not depend on num_blocks (a "
-            "list.pop(0) or a scan over the pool?)",
-            growth=f"{growth:.1f}",
+            "({state}; the reference: {reference}x): the cost must not depend on "
+            "num_blocks (a list.pop(0), or a scan over the pool?)",
+            growth=f"{growth['candidate']:.1f}",
             large=f"{LARGE_POOL:,}",
             small=f"{SMALL_POOL:,}",
-            reference=f"{reference_growth:.1f}",
+            state=STATES[state],
+            reference=f"{growth['reference']:.1f}",
         ),
-        ratio=growth_ratio(best),
     )

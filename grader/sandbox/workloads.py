@@ -45,6 +45,22 @@ def prompt_free_rounds(cache: Any, system: list, first_token: int, rounds: int) 
     return [counts, tables]
 
 
+def chain_decode_rounds(cache: Any, chains: list, picks: list, prompt_len: int) -> list:
+    """For each chain of `chains` (token lists) that `picks` names: request `r` (counting from 0)
+    asks for the chain's first `prompt_len` tokens, decodes the rest of it token by token, and is
+    freed. Returns each prompt's cached token count and its block table (read before the free),
+    a list each."""
+    counts, tables = [], []
+    for request_id, pick in enumerate(picks):
+        chain = chains[pick]
+        counts.append(cache.allocate_prompt(request_id, chain[:prompt_len]))
+        for token in chain[prompt_len:]:
+            cache.append_token(request_id, token)
+        tables.append(list(cache.block_table(request_id)))
+        cache.free(request_id)
+    return [counts, tables]
+
+
 def shuffle_tables(manager: Any, requests: list, generator: Any) -> None:
     """Give each request a fresh block table: the next blocks its `seq_len` needs from a random
     permutation of the manager's pool, drawn from `generator`."""
@@ -139,6 +155,7 @@ def strided(tensor: Any) -> Any:
 WORKLOADS: dict[str, Callable[..., Any]] = {
     "allocate_free_rounds": allocate_free_rounds,
     "prompt_free_rounds": prompt_free_rounds,
+    "chain_decode_rounds": chain_decode_rounds,
     "gather_rounds": gather_rounds,
     "slot_mapping_rounds": slot_mapping_rounds,
 }

@@ -28,7 +28,10 @@ very CPU times.
 
 Every timing check ends in the same verdict (`judge_ratio`): its benchmark recorded for the report
 whatever the outcome, then a candidate implausibly faster than the reference flagged and not
-rewarded, then its ratio held to the check's limit.
+rewarded, then its ratio held to the check's limit. A check that times a workload in several
+states of its pool (nearly full, nearly empty) names its calls "<call>, <state>" (`by_state`)
+and is judged on the state whose ratio is the highest (`judge_states`), every state's benchmark
+recorded.
 """
 
 import time
@@ -129,6 +132,87 @@ def judge_ratio(
     assert ratio <= limit, too_slow(ratio)
 
 
+@dataclass(frozen=True)
+class StateTiming:
+    """A check's figures in one state of its pool: its benchmark's `name`, the candidate's and
+    the reference's `seconds`, and the `ratio` held to the check's limit."""
+
+    name: str
+    seconds: tuple[float, float]
+    ratio: float
+
+    @property
+    def speed(self) -> float:
+        """The candidate's seconds over the reference's."""
+        return self.seconds[0] / self.seconds[1]
+
+
+def judge_states(
+    record_benchmark: RecordBenchmark,
+    timings: dict[str, StateTiming],
+    limit: float,
+    what: str,
+    too_slow: Callable[[str, float], str],
+) -> None:
+    """`judge_ratio`'s verdict over the states of `timings`: every state's benchmark recorded, in
+    order, whatever the verdict; then the check fails if the candidate ran implausibly faster
+    than the reference in any state, else if the state whose ratio is the highest is over
+    `limit`, with `too_slow(state, ratio)` as its message."""
+    for timing in timings.values():
+        candidate, reference = timing.seconds
+        record_benchmark(timing.name, candidate, reference, timing.ratio, limit)
+    for timing in timings.values():
+        assert_plausible(timing.speed, what)
+    worst = worst_state(timings)
+    assert timings[worst].ratio <= limit, too_slow(worst, timings[worst].ratio)
+
+
+def by_state(best: dict[str, float]) -> dict[str, dict[str, float]]:
+    """`best`, its calls named "<call>, <state>", as {state: {call: seconds}}."""
+    states: dict[str, dict[str, float]] = {}
+    for name, seconds in best.items():
+        call, _, state = name.rpartition(", ")
+        states.setdefault(state, {})[call] = seconds
+    return states
+
+
+def time_states(
+    benchmark: Any,
+    calls: dict[str, Timed],
+    rounds: int,
+    ratio: Callable[[dict[str, float]], float],
+    limit: float,
+) -> dict[str, dict[str, float]]:
+    """`time_confirmed` of `calls`, named "<call>, <state>", a failing verdict where `ratio` of
+    any state's times is over `limit`: each state's least seconds (`by_state`)."""
+
+    def fails(best: dict[str, float]) -> bool:
+        return any(ratio(times) > limit for times in by_state(best).values())
+
+    return by_state(time_confirmed(benchmark, calls, rounds, fails))
+
+
+def state_timings(
+    best: dict[str, dict[str, float]],
+    name: Callable[[str], str],
+    ratio: Callable[[dict[str, float]], float],
+    pool: str = "",
+) -> dict[str, StateTiming]:
+    """Each state's figures in `best` (`time_states`): its benchmark `name(state)`, the
+    candidate's and the reference's seconds on their `pool` ("large"; "" where each has one)
+    and `ratio` of its times."""
+    candidate, reference = (f"{who} {pool}".strip() for who in ("candidate", "reference"))
+    return {
+        state: StateTiming(name(state), (times[candidate], times[reference]), ratio(times))
+        for state, times in best.items()
+    }
+
+
+def worst_state(timings: dict[str, StateTiming]) -> str:
+    """The state whose ratio is the highest: the one a check is judged on."""
+    return max(timings, key=lambda state: timings[state].ratio)
+
+
 def one_round(calls: dict[str, Timed]) -> dict[str, float]:
     """CPU seconds of one call of each of `calls`, in their order."""
     return {name: timed.cpu_seconds() for name, timed in calls.items()}
@@ -190,7 +274,17 @@ def confirmed_probe(probes: dict[str, Timed], limit: float) -> dict[str, float]:
     return probe
 
 
+def speed_ratio(best: dict[str, float]) -> float:
+    """The candidate's time over the reference's."""
+    return best["candidate"] / best["reference"]
+
+
+def growths(best: dict[str, float]) -> dict[str, float]:
+    """The candidate's and the reference's cost growth from the small pool to the large one."""
+    return {who: best[f"{who} large"] / best[f"{who} small"] for who in ("candidate", "reference")}
+
+
 def growth_ratio(best: dict[str, float]) -> float:
     """The candidate's cost growth from the small pool to the large one, over the reference's."""
-    growth = best["candidate large"] / best["candidate small"]
-    return growth / (best["reference large"] / best["reference small"])
+    growth = growths(best)
+    return growth["candidate"] / growth["reference"]

@@ -291,6 +291,18 @@ MUTANTS = [
         ("dict.fromkeys(range(num_blocks - 1, -1, -1))", "list(range(num_blocks))"),
         ("self._free.popitem()[0]", "self._free.pop(0)"),
         ("self._free[block_id] = None", "self._free.append(block_id)"))),
+    # Next fit in Python: a few steps a block on a half free pool, thousands on a nearly full one.
+    Mutant("allocate_scans_from_a_cursor", "allocator", timing_only=True, replayed=True,
+           edits=allocator(
+        ("        self.num_blocks = num_blocks\n",
+         "        self.num_blocks = num_blocks\n        self._cursor = -1\n"),
+        ("        block_ids = [self._free.popitem()[0] for _ in range(n)]\n",
+         "        block_ids = []\n"
+         "        while len(block_ids) < n:  # the next free block after the last one taken\n"
+         "            self._cursor = (self._cursor + 1) % self.num_blocks\n"
+         "            if self._cursor in self._free:\n"
+         "                del self._free[self._cursor]\n"
+         "                block_ids.append(self._cursor)\n"))),
     # Part 2: prefill, decode and free.
     Mutant("request_negative_prompt_accepted", "decode", manager((NEGATIVE_PROMPT, ""))),
     Mutant("manager_block_size_zero_accepted", "decode", manager((BLOCK_SIZE_CHECK, ""))),
@@ -491,6 +503,21 @@ MUTANTS = [
            edits=prefix_cache(
         ("block, _ = self._idle.popitem(last=False)",
          "block = list(self._idle)[0]\n            del self._idle[block]"))),
+    # Lowest empty id first, by a min over a set of them: O(empty blocks) a take.
+    Mutant("prefix_lowest_empty_block_by_min", "caching", timing_only=True, edits=prefix_cache(
+        ("self._empty = list(range(num_blocks - 1, -1, -1))",
+         "self._empty = set(range(num_blocks))"),
+        ("            block = self._empty.pop()\n",
+         "            block = min(self._empty)\n            self._empty.remove(block)\n"),
+        ("self._empty.append(block)", "self._empty.add(block)"))),
+    # Every decoded token counts the blocks with no holder: O(num_blocks) a token.
+    Mutant("prefix_append_token_counts_the_free_blocks", "caching", timing_only=True,
+           replayed=True, edits=prefix_cache(
+        ("        token_id = index(token_id)\n"
+         "        if request.num_tokens % self.block_size == 0:\n"
+         "            if not self.num_free:\n",
+         "        token_id = index(token_id)\n        free = self._holders.count(0)\n"
+         "        if request.num_tokens % self.block_size == 0:\n            if not free:\n"))),
 ]
 # fmt: on
 MUTANTS_BY_ID = {mutant.id: mutant for mutant in MUTANTS}

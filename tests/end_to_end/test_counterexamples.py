@@ -12,10 +12,11 @@ with no SyntaxError. (Each run is a child forked from a Python that has imported
 `tests/fork_server.py`: the script runs as `python` runs it, without paying for that import.)
 
 The allocator's cost growth counterexample is timed: it runs the workload on a small and a large
-pool and holds the growth to 3 times the reference's (the mutant's growth is about 15x, the
-answer key's about 1x, both measured in the same run). A timed counterexample measures the
-mutant again, at another moment: it is run only where its check's ratio was at least `CLEARED`
-times its limit in the grading (a slip of a few percent past the limit may land on either side).
+pool, in the state where the mutant did worst, and holds the growth to 3 times the reference's
+(the mutants' growth is 45x and 100x, the answer key's about 1x, both measured in the same
+run). A timed counterexample measures the mutant again, at another moment: it is run only where
+its check's ratio was at least `CLEARED` times its limit in the grading (a slip of a few percent
+past the limit may land on either side).
 """
 
 from concurrent.futures import Future
@@ -64,7 +65,8 @@ def of_test_kernel(buggy_id: str, limit: int) -> Mutant:
 MUTANTS = [
     # Its checks fail on a duplicate id; its timing workloads on the double free that follows.
     of_test_buggy("allocate_returns_a_duplicate", "allocator"),
-    of_test_buggy("free_list_with_pop0", "allocator"),  # timed
+    of_test_buggy("free_list_with_pop0", "allocator"),  # timed: the nearly empty pools
+    of_test_buggy("allocate_scans_from_a_cursor", "allocator"),  # timed: the nearly full pools
     # The block-size-1 case: its counterexample used to end in a comment.
     of_test_buggy("decode_uses_the_tutorial_rule", "decode"),
     of_test_buggy("gather_does_not_slice", "gather"),
@@ -77,7 +79,8 @@ MUTANTS = [
     of_test_buggy("ref_count_off_by_one_after_incref", "sharing"),
     of_test_buggy("prefix_key_without_the_chain", "caching"),
     of_test_buggy("prefix_evicts_the_most_recently_idle", "caching"),
-    of_test_buggy("prefix_eviction_scans_the_cache", "caching"),  # timed
+    of_test_buggy("prefix_eviction_scans_the_cache", "caching"),  # timed: its probe
+    of_test_buggy("prefix_append_token_counts_the_free_blocks", "caching"),  # timed: mostly empty
 ]
 
 
@@ -109,7 +112,10 @@ def replay_all(mutant: Mutant, root: Path, shared: Path) -> list[Replayed]:
     graded = grade_shared(shared, mutant.id, mutant.options, mutant.files, mutant.edits)
     graded.assert_clean()
     folder = Path(graded.report["submission"]["path"])
-    margins = {row["check"]: row["ratio"] / row["limit"] for row in graded.report["benchmarks"]}
+    margins: dict[str, float] = {}  # a check's worst state's, where it times several
+    for row in graded.report["benchmarks"]:
+        margin = row["ratio"] / row["limit"]
+        margins[row["check"]] = max(margins.get(row["check"], margin), margin)
     checks = [
         check
         for check in graded.part(mutant.part)["checks"]

@@ -31,15 +31,27 @@ LEAST_SECONDS = (
 )
 
 
+class PlainMessages(ast.NodeTransformer):
+    """`said(template, **parts)` as `template.format(**parts)`: the English message, in a script
+    that has no `said`."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "said":
+            template, *_ = node.args
+            return ast.Call(ast.Attribute(template, "format", ast.Load()), [], node.keywords)
+        return node
+
+
 def function_source(name: str, module: Path = WORKER_WORKLOADS) -> list[str]:
     """The function `name` of `module` (the worker's by default) as plain lines, then a blank
     one (the REPL's end of a definition): without its docstring and annotations, which need the
-    module's imports or hold blank lines."""
+    module's imports or hold blank lines, and its messages plain (`PlainMessages`)."""
     tree = ast.parse(module.read_text())
     function = next(
         node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name
     )
-    body = function.body
+    body = [PlainMessages().visit(statement) for statement in function.body]
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
     arguments = [ast.arg(arg.arg) for arg in function.args.args]

@@ -4,7 +4,7 @@ the worker's workloads as plain functions (`workloads.function_source`)."""
 
 import pytest
 
-from grader.checks import allocator_timing, gather_timing
+from grader.checks import allocator_timing, caching_timing, gather_timing
 from grader.checks.support.expect import Held, expect, raises, same
 from grader.checks.support.workloads import WORKER_WORKLOADS, function_source
 from grader.sandbox.proxy import RemoteError
@@ -13,6 +13,8 @@ from tests.replay import assert_pastes_into_the_repl
 
 WORKER_FUNCTIONS = (
     "allocate_free_rounds",
+    "prompt_free_rounds",
+    "chain_decode_rounds",
     "shuffle_tables",
     "signs",
     "weighed_rounds",
@@ -26,6 +28,10 @@ CHECK_FUNCTIONS = (  # what the timing checks' counterexamples define besides th
         for name in ("free_ids_of", "allocation_sizes", "first_misstep")
     ),
     ("whole_number_pool", gather_timing.THIS_FILE),
+    *(
+        (name, caching_timing.THIS_FILE)
+        for name in ("fill_prompt", "chain_tokens", "chain_picks", "chain_misstep")
+    ),
 )
 
 
@@ -138,12 +144,22 @@ def test_a_call_that_raised_the_wrong_exception_ends_the_script() -> None:
     ids=[*WORKER_FUNCTIONS, *(name for name, _ in CHECK_FUNCTIONS)],
 )
 def test_a_workload_is_a_plain_function_a_script_can_define(name: str, module) -> None:
+    """Plain: no docstring, no annotations, and no `said`, which a script does not have."""
     lines = function_source(name, module)
     assert lines[0].startswith(f"def {name}(")
     assert ":" not in lines[0].removesuffix(":")
     assert '"""' not in "\n".join(lines)
+    assert "said(" not in "\n".join(lines)
     assert lines[-1] == ""
     assert_pastes_into_the_repl("\n".join([*lines, "x = 1"]))
     namespace: dict = {}
     exec("\n".join(lines), namespace)
     assert callable(namespace[name])
+
+
+def test_a_check_functions_message_is_its_english_in_a_script() -> None:
+    namespace: dict = {}
+    exec("\n".join(function_source("first_misstep", allocator_timing.THIS_FILE)), namespace)
+    misstep = namespace["first_misstep"]({1, 2}, [1], [[5]])
+    assert misstep == "allocation 0 (of 1) handed out 5, not a free block"
+    assert misstep == allocator_timing.first_misstep({1, 2}, [1], [[5]])

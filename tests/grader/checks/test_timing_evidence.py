@@ -1,7 +1,8 @@
 """The evidence of the timed workloads: what the worker's workload returns for honest work, this
-process computes or accepts (`first_misstep`, `LongRequests.expected`), and what a workload that
-did other work returns, it refuses. The workloads run here as the counterexamples define
-them (`function_source`), on small contract-abiding objects of this file."""
+process computes or accepts (`first_misstep`, `chain_misstep`, `LongRequests.expected`), and what
+a workload that did other work returns, it refuses. The workloads run here as the
+counterexamples define them (`function_source`), on small contract-abiding objects of this file
+and the answer key's prefix cache."""
 
 import random
 from collections.abc import Callable
@@ -10,9 +11,19 @@ from dataclasses import dataclass, field
 import pytest
 import torch
 
-from grader.checks.allocator_timing import allocation_sizes, first_misstep, free_ids_of
+from grader.checks import caching_timing
+from grader.checks.allocator_timing import (
+    FEW,
+    STATES,
+    allocation_sizes,
+    first_misstep,
+    free_count,
+    free_ids_of,
+)
+from grader.checks.caching_timing import CHAIN_BLOCKS, CHAINS, PROMPT_LEN, chain_picks, chain_tokens
 from grader.checks.gather_timing import LongRequests, whole_number_pool
 from grader.checks.support.workloads import function_source
+from solutions.prefix_cache import PrefixCache
 from tests.grader.checks.test_support import WORKER_FUNCTIONS
 
 SEQ_LENS = (40, 17, 5, 33)  # ragged, in a pool of 3 + 2 + 1 + 3 blocks of 16 tokens
@@ -50,19 +61,21 @@ class ListAllocator:
         self.free_ids.extend(ids)
 
 
-def held_pool(num_blocks: int, seed: int, fifo: bool = False) -> ListAllocator:
+def held_pool(num_blocks: int, count: int, seed: int, fifo: bool = False) -> ListAllocator:
     """The pool as the check sets it up: all allocated, then `free_ids_of` freed."""
     allocator = ListAllocator(num_blocks, fifo)
     allocator.allocate(num_blocks)
-    allocator.free(free_ids_of(seed, num_blocks))
+    allocator.free(free_ids_of(seed, num_blocks, count))
     return allocator
 
 
+@pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("fifo", [False, True], ids=["lifo", "fifo"])
 @pytest.mark.parametrize("num_blocks", [1_000, 20_000])
-def test_an_honest_run_on_the_pool_set_up_holds(num_blocks: int, fifo: bool) -> None:
-    allocator = held_pool(num_blocks, seed=3, fifo=fifo)
-    free = set(free_ids_of(3, num_blocks))
+def test_an_honest_run_on_the_pool_set_up_holds(num_blocks: int, fifo: bool, state: str) -> None:
+    count = free_count(state, num_blocks)
+    allocator = held_pool(num_blocks, count, seed=3, fifo=fifo)
+    free = set(free_ids_of(3, num_blocks, count))
     for seed in (1, 2):  # the pool is the same after each call: every block allocated is freed
         sizes = allocation_sizes(seed, 200)
         assert first_misstep(free, sizes, WORKER["allocate_free_rounds"](allocator, sizes)) is None
@@ -76,11 +89,20 @@ def test_the_sizes_are_the_same_work_in_an_order_of_their_seed() -> None:
     assert set(first) <= set(range(1, 16))
 
 
-def test_the_free_blocks_are_half_the_pool_above_its_first_quarter() -> None:
-    free = free_ids_of(5, 1_000)
-    assert len(set(free)) == 500
-    assert set(free) <= set(range(250, 1_000))
-    assert free != free_ids_of(6, 1_000)
+@pytest.mark.parametrize("count", [FEW, 1_000 - FEW], ids=["nearly full", "nearly empty"])
+def test_the_free_blocks_are_drawn_anywhere_in_the_pool(count: int) -> None:
+    free = free_ids_of(5, 1_000, count)
+    assert len(set(free)) == len(free) == count
+    assert set(free) <= set(range(1_000))
+    assert set(free) != set(free_ids_of(6, 1_000, count))
+    spread = sorted(set(range(1_000)) - set(free) if count > 500 else free)
+    assert spread[0] < 100  # not a run at one end
+    assert spread[-1] > 900
+
+
+def test_a_nearly_full_pool_keeps_few_blocks_free_and_a_nearly_empty_one_few_held() -> None:
+    assert free_count("full", 200_000) == FEW
+    assert free_count("empty", 200_000) == 200_000 - FEW
 
 
 def test_a_run_on_another_pool_is_refused() -> None:
@@ -89,15 +111,15 @@ def test_a_run_on_another_pool_is_refused() -> None:
     small = ListAllocator(1_000)
     small.allocate(500)
     handed = WORKER["allocate_free_rounds"](small, sizes)
-    misstep = first_misstep(set(free_ids_of(3, 20_000)), sizes, handed)
+    misstep = first_misstep(set(free_ids_of(3, 20_000, FEW)), sizes, handed)
     assert misstep is not None
     assert misstep.endswith("not a free block"), misstep
 
 
 def test_a_replayed_earlier_run_is_refused() -> None:
     """The ids of an earlier call, returned for a call with other sizes."""
-    allocator = held_pool(1_000, seed=3)
-    free = set(free_ids_of(3, 1_000))
+    allocator = held_pool(1_000, FEW, seed=3)
+    free = set(free_ids_of(3, 1_000, FEW))
     earlier = WORKER["allocate_free_rounds"](allocator, allocation_sizes(1, 200))
     assert first_misstep(free, allocation_sizes(2, 200), earlier) is not None
 
@@ -122,6 +144,59 @@ def test_an_id_handed_out_twice_at_once_is_refused() -> None:
         "allocation 1 (of 2) handed out 1, not a free block"
     )  # 1 and 2 are freed only after the second allocation
     assert first_misstep({1, 2, 3, 4}, [2, 2, 2], [[1, 2], [3, 4], [1, 2]]) is None  # reused
+    assert first_misstep({1, 2, 3}, [2], [[3, 3]]) == (
+        "allocation 0 (of 2) handed out 3, not a free block"
+    )
+    assert first_misstep({1, 2, 3}, [2], [[1, 2.0]]) == (
+        "allocation 0 (of 2) handed out 2.0, not a free block"
+    )
+    assert first_misstep({1, 2, 3}, [2], [[1, [2]]]) == (
+        "allocation 0 (of 2) handed out [2], not a free block"
+    )
+
+
+def chain_pool(num_blocks: int) -> tuple[PrefixCache, list[list[int]]]:
+    """The nearly empty pool as part 7's check sets it up (`caching_timing.CHAIN_POOL`)."""
+    cache, tables = PrefixCache(num_blocks, caching_timing.BLOCK_SIZE), []
+    for request_id in range(CHAINS):
+        cache.allocate_prompt(request_id, chain_tokens(request_id))
+        tables.append(cache.block_table(request_id))
+        cache.free(request_id)
+    return cache, tables
+
+
+def chain_run(cache: PrefixCache, seed: int, rounds: int = 20) -> tuple[list[int], list]:
+    chains = [chain_tokens(chain) for chain in range(CHAINS)]
+    picks = chain_picks(seed, rounds)
+    return picks, WORKER["chain_decode_rounds"](cache, chains, picks, PROMPT_LEN)
+
+
+def test_an_honest_chain_run_finds_its_chains_cached_and_takes_empty_blocks() -> None:
+    cache, tables = chain_pool(1_000)
+    assert len({block for table in tables for block in table}) == CHAINS * CHAIN_BLOCKS
+    for seed in (1, 2):  # the pool is the same after each call: every block taken is empty again
+        picks, evidence = chain_run(cache, seed)
+        assert caching_timing.chain_misstep(1_000, tables, picks, evidence) is None
+        assert cache.num_free == 1_000
+    assert chain_picks(1, 20) != chain_picks(2, 20)
+
+
+def test_a_chain_run_for_other_picks_or_on_another_pool_is_refused() -> None:
+    cache, tables = chain_pool(1_000)
+    picks, evidence = chain_run(cache, 1)
+    other = chain_picks(2, 20)
+    assert caching_timing.chain_misstep(1_000, tables, other, evidence).startswith("request ")
+    picks, evidence = chain_run(PrefixCache(1_000, caching_timing.BLOCK_SIZE), 1)  # none cached
+    assert caching_timing.chain_misstep(1_000, tables, picks, evidence).startswith("request 0 ")
+
+
+def test_a_chain_run_that_evicts_a_cached_block_is_refused() -> None:
+    cache, tables = chain_pool(1_000)
+    picks, (counts, taken) = chain_run(cache, 1)
+    taken[3][-1] = tables[0][-1]  # a cached block, where empty ones were left
+    misstep = caching_timing.chain_misstep(1_000, tables, picks, [counts, taken])
+    assert misstep.startswith("request 3 took blocks ")
+    assert caching_timing.chain_misstep(1_000, tables, picks, 7) == "it returned 7"
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """CPU-time measurement: the worker's CPU time read from outside, rounds, and confirmation; and
-the verdict every timing check ends in (`judge_ratio`)."""
+the verdict every timing check ends in (`judge_ratio`, `judge_states` over a pool's states)."""
 
 import time
 
@@ -10,12 +10,18 @@ from grader.sandbox.proxy import Submission
 from grader.scoring.timing import (
     MIN_ROUNDS,
     ROUND_SECONDS,
+    StateTiming,
     Timed,
     affordable,
     confirmed_probe,
+    growth_ratio,
     judge_ratio,
+    judge_states,
+    speed_ratio,
+    state_timings,
     time_confirmed,
     time_interleaved,
+    time_states,
 )
 
 SPIN = b"""
@@ -170,6 +176,61 @@ def test_a_ratio_of_its_own_is_judged_and_recorded_but_plausibility_reads_the_se
         [("work", 2.0, 1.0, 6.0, 5.0)],
         "6.0x the reference's time",
     )
+
+
+def judged_states(timings: dict[str, StateTiming]) -> tuple[list[tuple], str | None]:
+    """What `judge_states` recorded, with a limit of 5, and its failure message (None: passed)."""
+    recorded: list[tuple] = []
+    try:
+        judge_states(
+            lambda *benchmark: recorded.append(benchmark), timings, 5.0, "the work",
+            lambda state, ratio: f"{ratio:.1f}x the reference's time {state}",
+        )  # fmt: skip
+    except AssertionError as failure:
+        return recorded, str(failure)
+    return recorded, None
+
+
+def test_every_state_is_recorded_in_order_and_the_worst_is_judged():
+    timings = {
+        "full": StateTiming("work full", (9.0, 1.0), 9.0),
+        "empty": StateTiming("work empty", (2.0, 1.0), 6.0),
+    }
+    assert judged_states(timings) == (
+        [("work full", 9.0, 1.0, 9.0, 5.0), ("work empty", 2.0, 1.0, 6.0, 5.0)],
+        "9.0x the reference's time full",
+    )
+    timings["full"] = StateTiming("work full", (1.0, 1.0), 1.0)
+    assert judged_states(timings)[1] == "6.0x the reference's time empty"
+    timings["empty"] = StateTiming("work empty", (2.0, 1.0), 2.0)
+    assert judged_states(timings)[1] is None
+
+
+def test_a_state_implausibly_fast_fails_whichever_state_is_the_worst():
+    timings = {
+        "full": StateTiming("work full", (0.05, 1.0), 0.05),
+        "empty": StateTiming("work empty", (9.0, 1.0), 9.0),
+    }
+    recorded, message = judged_states(timings)
+    assert len(recorded) == 2
+    assert message.startswith("the work ran 20x faster")
+
+
+def test_states_are_timed_together_and_measured_again_where_any_fails():
+    def calls(empty_large: list[float]) -> dict[str, Timed]:
+        named = {"candidate small": [1.0] * 3, "reference small": [1.0] * 3}
+        named |= {"candidate large": [1.0] * 3, "reference large": [1.0] * 3}
+        costs = {f"{name}, {state}": each for name, each in named.items() for state in ("a", "b")}
+        costs["candidate large, b"] = empty_large
+        return {name: timed(each) for name, each in costs.items()}
+
+    best = time_states(FakeBenchmark(), calls([1.0, 9.0, 4.0]), 1, growth_ratio, 3.0)
+    assert best["a"] == dict.fromkeys(("candidate small", "reference small", "candidate large",
+                                       "reference large"), 1.0)  # fmt: skip
+    assert best["b"]["candidate large"] == 4.0  # 9 fails: the rounds once more
+    timings = state_timings(best, lambda state: f"growth {state}", growth_ratio, "large")
+    assert timings["b"] == StateTiming("growth b", (4.0, 1.0), 4.0)
+    assert speed_ratio({"candidate": 3.0, "reference": 2.0}) == 1.5
 
 
 @pytest.fixture
