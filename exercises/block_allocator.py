@@ -18,8 +18,9 @@ Hints:
   id you hand out, only that it was free.
 - Speed is graded on pools of 1,000 and 200,000 blocks, nearly full and nearly empty:
   `allocate(n)` must cost O(n) and `free(ids)` O(len(ids)), whatever `num_blocks` is and however
-  few blocks are free. `list.pop(0)`, `x in some_list` and a scan for the next free block are
-  O(num_blocks) and lose those points; think `collections.deque`, a stack, or a dict.
+  few blocks are free. `list.pop(0)`, `x in some_list`, a scan for the next free block and
+  `set.pop()` on a nearly full pool (a set never shrinks its table) are O(num_blocks) and lose
+  those points; think `collections.deque`, a stack, or a dict.
 - Check everything first, then change anything: that is the whole trick of the strong
   exception guarantee (`free([3, 3])` on a block with one reference frees nothing).
 """

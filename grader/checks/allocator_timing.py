@@ -39,10 +39,10 @@ from grader.sandbox.proxy import Remote, RemoteError, sandbox_of, transcript_of
 from grader.sandbox.transcript import Shown, commented
 from grader.scoring.timing import (
     Timed,
+    any_implausible,
     confirmed_probe,
     growth_ratio,
     growths,
-    implausible,
     judge_states,
     speed_ratio,
     state_timings,
@@ -308,7 +308,7 @@ def check_allocate_and_free_speed(submission, reference, benchmark, profile, rec
     )
     worst = worst_state(timings)
     submission.transcript.reset()
-    if not implausible(timings[worst].ratio):  # flagged: no script shows it
+    if not any_implausible(timings):  # flagged: no script shows it
         script(submission.transcript, [pools[worst]], ROUNDS)
         reference_seconds = timings[worst].seconds[1]
         ends_in_the_time(
@@ -382,7 +382,7 @@ def check_cost_does_not_grow_with_the_pool(
     worst = worst_state(timings)
     growth = growths(best[worst])
     submission.transcript.reset()
-    if not implausible(timings[worst].speed):  # as above
+    if not any_implausible(timings):  # as above
         small, large = pools[worst]
         script(submission.transcript, [small, large], ROUNDS)
         seconds = f"{seconds_code(large)} / {seconds_code(small)}"

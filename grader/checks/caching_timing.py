@@ -53,10 +53,10 @@ from grader.sandbox.proxy import Remote, RemoteError, sandbox_of, transcript_of
 from grader.sandbox.transcript import commented
 from grader.scoring.timing import (
     Timed,
+    any_implausible,
     confirmed_probe,
     growth_ratio,
     growths,
-    implausible,
     judge_states,
     speed_ratio,
     state_timings,
@@ -102,7 +102,7 @@ CHAIN_POOL = (
     "    cache, tables = PrefixCache(num_blocks, BLOCK_SIZE), []",
     "    for request_id, chain in enumerate(chains):",
     "        cache.allocate_prompt(request_id, chain)",
-    "        tables.append(cache.block_table(request_id))",
+    "        tables.append(list(cache.block_table(request_id)))",
     "        cache.free(request_id)",
     "    return cache, tables",
     "",
@@ -183,30 +183,31 @@ def chain_misstep(num_blocks, tables, picks, evidence):
     counts, got = evidence if isinstance(evidence, list) and len(evidence) == 2 else (0, 0)
     if not isinstance(counts, list) or not isinstance(got, list):
         return said("it returned {value}", value=str(evidence)[:40])
-    if len(counts) != len(picks) or len(got) != len(picks):
-        return said("it returned {count} counts", count=min(len(counts), len(got)))
+    if len(counts) != len(picks):
+        return said("it returned {count} counts", count=len(counts))
+    if len(got) != len(picks):
+        return said("it returned {count} block tables", count=len(got))
     cached = {block for table in tables for block in table}
     for index, (pick, count, table) in enumerate(zip(picks, counts, got, strict=True)):
         hits = tables[pick][:HIT_BLOCKS]
         if (
-            count != HIT_BLOCKS * BLOCK_SIZE
+            type(count) is not int
+            or count != HIT_BLOCKS * BLOCK_SIZE
             or not isinstance(table, list)
+            or not set(map(type, table)) <= {int}
             or table[:HIT_BLOCKS] != hits
         ):
             return said(
                 "request {index} cached {count} tokens in blocks {table}, not {tokens} in "
                 "{hits} (its chain's first blocks)",
                 index=index,
-                count=f"{count!r}",
+                count=repr(count)[:40],
                 table=str(table)[:80],
                 tokens=HIT_BLOCKS * BLOCK_SIZE,
                 hits=hits,
             )
         taken = table[HIT_BLOCKS:]
-        empty = [
-            type(block) is int and 0 <= block < num_blocks and block not in cached
-            for block in taken
-        ]
+        empty = [0 <= block < num_blocks and block not in cached for block in taken]
         if len(table) != CHAIN_BLOCKS or not all(empty) or len(set(taken)) != len(taken):
             return said(
                 "request {index} took blocks {taken}, not {blocks} distinct empty blocks "
@@ -333,13 +334,13 @@ def cached_script(
 @dataclass
 class ChainPool:
     """The mostly empty pool: a cache of `num_blocks` (the candidate's or the reference's) whose
-    cached blocks are the chains' `tables`, the others empty; `asked` the seeds of the
-    workload's calls so far."""
+    cached blocks are the chains' `tables`, the others empty; `asked` the workload's calls so
+    far, each its seed and its number of requests."""
 
     cache: Remote
     num_blocks: int
     tables: list[list[int]]
-    asked: list[int] = field(default_factory=list)
+    asked: list[tuple[int, int]] = field(default_factory=list)
     state = "empty"
     rounds = CHAIN_ROUNDS
     probe_rounds = CHAIN_PROBE_ROUNDS
@@ -368,7 +369,7 @@ class ChainPool:
 
         def run(asked: tuple[int, list[int]]) -> object:
             seed, picks = asked
-            self.asked.append(seed)
+            self.asked.append((seed, rounds))
             try:
                 return self.cache.workload("chain_decode_rounds", chains, picks, PROMPT_LEN)
             except RemoteError:
@@ -405,7 +406,7 @@ def chain_script(
     transcript,
     pools: list[ChainPool],
     rounds: int,
-    asked: list[int] | None = None,
+    asked: list[tuple[int, int]] | None = None,
     judged: bool = False,
 ) -> None:
     """The counterexample on mostly empty pools: the workload and the check's plain functions,
@@ -431,15 +432,15 @@ def chain_script(
             *(f"{pool.name}, {pool.name}_tables = chain_pool({pool.num_blocks})" for pool in pools),
             *(
                 [
-                    commented(f"for seed in {asked[:-1]}:", CALLS_BEFORE),
-                    f"    chain_decode_rounds({pools[0].name}, chains, chain_picks(seed, "
-                    f"{rounds}), PROMPT_LEN)",
+                    commented(f"for seed, rounds in {asked[:-1]}:", CALLS_BEFORE),
+                    f"    chain_decode_rounds({pools[0].name}, chains, chain_picks(seed, rounds), "
+                    "PROMPT_LEN)",
                     "",
                 ]
                 if asked and len(asked) > 1
                 else []
             ),
-            *([f"picks = chain_picks({asked[-1]}, {rounds})"] if asked else []),
+            *([f"picks = chain_picks({asked[-1][0]}, {rounds})"] if asked else []),
         ],
     )
     transcript.needs("import random")
@@ -498,7 +499,7 @@ def check_prompt_and_free_speed(submission, reference, benchmark, profile, recor
     worst = worst_state(timings)
     pool = pools[worst]
     submission.transcript.reset()
-    if not implausible(timings[worst].ratio):  # flagged: no script shows it
+    if not any_implausible(timings):  # flagged: no script shows it
         script(submission.transcript, [pool], pool.rounds)
         seconds = pool.seconds_code(pool.rounds)
         ends_in_the_time(submission.transcript, seconds, SPEED_LIMIT, timings[worst].seconds[1])
@@ -574,7 +575,7 @@ def check_cost_does_not_grow_with_the_pool(
     worst = worst_state(timings)
     growth = growths(best[worst])
     submission.transcript.reset()
-    if not implausible(timings[worst].speed):  # as above
+    if not any_implausible(timings):  # as above
         small, large = pools[worst]
         script(submission.transcript, [small, large], small.rounds)
         seconds = f"{large.seconds_code(large.rounds)} / {small.seconds_code(small.rounds)}"

@@ -13,17 +13,21 @@ sizes of the allocations, the block tables, the weights of the sums) is drawn in
 that very call, and the pool it works on when the pool is made; the call returns what the work
 yields (the ids handed out, weighted sums over the rows gathered), which this process checks
 against what it asked (`Timed`). A workload the worker replaced by one that did other work, on
-other sizes, or remembered an earlier answer, fails its check.
+other sizes, or remembered an earlier answer where the answer hangs on what the call asked,
+fails its check. (On part 7's mostly empty pool only the chain of each request is drawn: an
+answer remembered per chain passes, and only the flag on an implausibly fast candidate stands
+between a worker that skips the work and the points.)
 
-Each round runs every measured call once, one after the other (the reference, other pool sizes,
-then the candidate), interleaved so that drift (frequency scaling, caches) hits all alike;
-pytest-benchmark drives the rounds. The least CPU time of each over the rounds is kept, the
-least disturbed one. A verdict that fails is confirmed before it stands: the rounds are run
-again and each call keeps its least time over both (`time_confirmed`). Where a round costs more
-than `ROUND_SECONDS` of CPU, a measurement runs only as many rounds as that pays for, never
-fewer than `MIN_ROUNDS` (`affordable`): the reference's rounds cost hundredths of a second, so
-only a candidate tens of times slower gets there (an eviction that scans 100,000 cached blocks:
-its check took 51 s, not 282, with the same verdict). The report's timing table shows these
+Each round runs every measured call once, one after the other, interleaved so that drift
+(frequency scaling, caches) hits all alike, and in the same order every round, so that each
+worker's call follows the same calls of its own each time; pytest-benchmark drives the rounds.
+The least CPU time of each over the rounds is kept, the least disturbed one. A verdict that fails
+is confirmed before it stands: the rounds are run again and each call keeps its least time over
+both (`time_confirmed`). Where a round costs more than `ROUND_SECONDS` of CPU, a measurement runs
+only as many rounds as that pays for, never fewer than `MIN_ROUNDS` (`affordable`): the
+reference's rounds cost hundredths of a second, so only a candidate tens of times slower gets
+there (an eviction that scans 100,000 cached blocks: its check took 51 s, not 282, with the same
+verdict). The report's timing table shows these
 very CPU times.
 
 Every timing check ends in the same verdict (`judge_ratio`): its benchmark recorded for the report
@@ -117,18 +121,16 @@ def judge_ratio(
     limit: float,
     what: str,
     too_slow: Callable[[float], str],
-    ratio: float | None = None,
 ) -> None:
     """A timing check's verdict on benchmark `name`: the candidate's and the reference's
-    `seconds`, and `ratio` (by default candidate / reference) against `limit`. The benchmark is
-    recorded first, whatever the verdict; then the check fails if the candidate ran implausibly
-    faster than the reference (`what` names the workload), else if `ratio` is over `limit`,
-    with `too_slow(ratio)` as its message."""
+    `seconds`, their ratio against `limit`. The benchmark is recorded first, whatever the
+    verdict; then the check fails if the candidate ran implausibly faster than the reference
+    (`what` names the workload), else if the ratio is over `limit`, with `too_slow(ratio)` as
+    its message."""
     candidate, reference = seconds
-    speed = candidate / reference
-    ratio = speed if ratio is None else ratio
+    ratio = candidate / reference
     record_benchmark(name, candidate, reference, ratio, limit)
-    assert_plausible(speed, what)
+    assert_plausible(ratio, what)
     assert ratio <= limit, too_slow(ratio)
 
 
@@ -206,6 +208,12 @@ def state_timings(
         state: StateTiming(name(state), (times[candidate], times[reference]), ratio(times))
         for state, times in best.items()
     }
+
+
+def any_implausible(timings: dict[str, StateTiming]) -> bool:
+    """Whether the candidate ran implausibly fast in any state: `judge_states` flags it, and no
+    counterexample may say otherwise."""
+    return any(implausible(timing.speed) for timing in timings.values())
 
 
 def worst_state(timings: dict[str, StateTiming]) -> str:

@@ -303,6 +303,11 @@ MUTANTS = [
          "            if self._cursor in self._free:\n"
          "                del self._free[self._cursor]\n"
          "                block_ids.append(self._cursor)\n"))),
+    # A set of free ids: set.pop() scans a table that keeps its size as the set empties.
+    Mutant("free_set_pops", "allocator", timing_only=True, edits=allocator(
+        ("dict.fromkeys(range(num_blocks - 1, -1, -1))", "set(range(num_blocks))"),
+        ("self._free.popitem()[0]", "self._free.pop()"),
+        ("self._free[block_id] = None", "self._free.add(block_id)"))),
     # Part 2: prefill, decode and free.
     Mutant("request_negative_prompt_accepted", "decode", manager((NEGATIVE_PROMPT, ""))),
     Mutant("manager_block_size_zero_accepted", "decode", manager((BLOCK_SIZE_CHECK, ""))),

@@ -156,7 +156,7 @@ def test_an_id_handed_out_twice_at_once_is_refused() -> None:
 
 
 def chain_pool(num_blocks: int) -> tuple[PrefixCache, list[list[int]]]:
-    """The nearly empty pool as part 7's check sets it up (`caching_timing.CHAIN_POOL`)."""
+    """The mostly empty pool as part 7's check sets it up (`caching_timing.CHAIN_POOL`)."""
     cache, tables = PrefixCache(num_blocks, caching_timing.BLOCK_SIZE), []
     for request_id in range(CHAINS):
         cache.allocate_prompt(request_id, chain_tokens(request_id))
@@ -295,3 +295,15 @@ def test_the_tables_of_each_round_are_a_fresh_permutation_of_the_pool() -> None:
         assert [len(request.block_table) for request in made] == [3, 2, 1, 3]
     assert all(sorted(table) == list(range(NUM_BLOCKS)) for table in tables)
     assert len({tuple(table) for table in tables}) > 1
+
+
+def test_a_chain_run_that_returns_numbers_of_another_type_is_refused() -> None:
+    cache, tables = chain_pool(1_000)
+    picks, (counts, got) = chain_run(cache, 1)
+    misstep = caching_timing.chain_misstep
+    assert misstep(1_000, tables, picks, [[*counts[:2], 64.0, *counts[3:]], got]).startswith(
+        "request 2 cached 64.0 tokens"
+    )
+    got[4][0] = float(got[4][0])  # equal to the cached block's id, not an id
+    assert misstep(1_000, tables, picks, [counts, got]).startswith("request 4 cached 64 tokens")
+    assert misstep(1_000, tables, picks, [counts, got[:-1]]) == "it returned 19 block tables"
