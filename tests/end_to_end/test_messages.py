@@ -40,7 +40,11 @@ SAMPLE = "v7"  # what each f-string part of a message stands for here: a name, o
 CHINESE = entries("zh")  # checks.po's, by English
 NOT_MESSAGES = {  # strings of the checks that read as prose but that no message shows
     *("bad id", "free blocks"),  # labels of values hypothesis draws, in its own notes
-    *("candidate small", "candidate large", "reference small", "reference large"),  # keys
+    *(  # the timed calls' keys, each with its pool's state
+        f"{who} {pool}, {SAMPLE}"
+        for who in ("candidate", "reference")
+        for pool in ("small", "large")
+    ),
 }
 
 

@@ -1,8 +1,8 @@
 """The evidence of the timed workloads: what the worker's workload returns for honest work, this
 process computes or accepts (`first_misstep`, `chain_misstep`, `LongRequests.expected`), and what
 a workload that did other work returns, it refuses. The workloads run here as the
-counterexamples define them (`function_source`), on small contract-abiding objects of this file
-and the answer key's prefix cache."""
+counterexamples define them (`function_source`), on small contract-abiding objects of this
+file."""
 
 import random
 from collections.abc import Callable
@@ -23,7 +23,6 @@ from grader.checks.allocator_timing import (
 from grader.checks.caching_timing import CHAIN_BLOCKS, CHAINS, PROMPT_LEN, chain_picks, chain_tokens
 from grader.checks.gather_timing import LongRequests, whole_number_pool
 from grader.checks.support.workloads import function_source
-from solutions.prefix_cache import PrefixCache
 from tests.grader.checks.test_support import WORKER_FUNCTIONS
 
 SEQ_LENS = (40, 17, 5, 33)  # ragged, in a pool of 3 + 2 + 1 + 3 blocks of 16 tokens
@@ -153,6 +152,70 @@ def test_an_id_handed_out_twice_at_once_is_refused() -> None:
     assert first_misstep({1, 2, 3}, [2], [[1, [2]]]) == (
         "allocation 0 (of 2) handed out [2], not a free block"
     )
+
+
+class PrefixCache:
+    """A contract-abiding prefix cache, plainly: a block's key is its request's tokens through
+    the block's end; empty blocks on a stack, idle cached ones oldest first (no error rules)."""
+
+    def __init__(self, num_blocks: int, block_size: int) -> None:
+        self.block_size, self.holders = block_size, [0] * num_blocks
+        self.empty = list(range(num_blocks - 1, -1, -1))
+        self.idle: dict[int, None] = {}
+        self.keys: dict[int, tuple[int, ...]] = {}  # cached block -> key
+        self.cache: dict[tuple[int, ...], int] = {}  # key -> block
+        self.requests: dict[int, tuple[list[int], list[int]]] = {}  # id -> tokens, table
+
+    @property
+    def num_free(self) -> int:
+        return len(self.empty) + len(self.idle)
+
+    def take(self) -> int:
+        if self.empty:
+            block = self.empty.pop()
+        else:
+            block = next(iter(self.idle))
+            del self.idle[block], self.cache[self.keys.pop(block)]
+        self.holders[block] = 1
+        return block
+
+    def add(self, block: int, key: tuple[int, ...]) -> None:
+        if key not in self.cache:
+            self.cache[key], self.keys[block] = block, key
+
+    def allocate_prompt(self, request_id: int, tokens: list[int]) -> int:
+        size, hits = self.block_size, []
+        for end in range(size, len(tokens), size):
+            if (block := self.cache.get(tuple(tokens[:end]))) is None:
+                break
+            hits.append(block)
+            self.idle.pop(block, None)
+            self.holders[block] += 1
+        table = hits + [self.take() for _ in range(-(-len(tokens) // size) - len(hits))]
+        for index in range(len(hits), len(tokens) // size):
+            self.add(table[index], tuple(tokens[: (index + 1) * size]))
+        self.requests[request_id] = (list(tokens), table)
+        return len(hits) * size
+
+    def append_token(self, request_id: int, token: int) -> None:
+        tokens, table = self.requests[request_id]
+        if len(tokens) % self.block_size == 0:
+            table.append(self.take())
+        tokens.append(token)
+        if len(tokens) % self.block_size == 0:
+            self.add(table[-1], tuple(tokens))
+
+    def block_table(self, request_id: int) -> list[int]:
+        return list(self.requests[request_id][1])
+
+    def free(self, request_id: int) -> None:
+        for block in reversed(self.requests.pop(request_id)[1]):
+            self.holders[block] -= 1
+            if not self.holders[block]:
+                if block in self.keys:
+                    self.idle[block] = None
+                else:
+                    self.empty.append(block)
 
 
 def chain_pool(num_blocks: int) -> tuple[PrefixCache, list[list[int]]]:
