@@ -41,6 +41,7 @@ from grader.scoring.timing import (
     Timed,
     any_implausible,
     confirmed_probe,
+    growth_calls,
     growth_ratio,
     growths,
     judge_states,
@@ -358,14 +359,14 @@ def check_cost_does_not_grow_with_the_pool(
         small = held_pool(submission, SMALL_POOL, state, small_seed)
         large = held_pool(submission, LARGE_POOL, state, large_seed)
         pools[state] = [small, large]
-        reference_small = held_pool(reference, SMALL_POOL, state, small_seed)
-        reference_large = held_pool(reference, LARGE_POOL, state, large_seed)
-        calls |= {  # each worker's calls alike in every round: small then large, state by state
-            f"candidate small, {state}": workload(small),
-            f"reference small, {state}": workload(reference_small),
-            f"candidate large, {state}": workload(large),
-            f"reference large, {state}": workload(reference_large),
-        }
+        calls |= growth_calls(
+            state,
+            (workload(small), workload(large)),
+            (
+                workload(held_pool(reference, SMALL_POOL, state, small_seed)),
+                workload(held_pool(reference, LARGE_POOL, state, large_seed)),
+            ),
+        )
     best = time_states(benchmark, calls, profile.timing_rounds, growth_ratio, GROWTH_LIMIT)
     timings = state_timings(
         best,

@@ -55,6 +55,7 @@ from grader.scoring.timing import (
     Timed,
     any_implausible,
     confirmed_probe,
+    growth_calls,
     growth_ratio,
     growths,
     judge_states,
@@ -349,7 +350,7 @@ class ChainPool:
     def name(self) -> str:
         return POOLS[self.num_blocks]
 
-    def run_code(self, rounds: int) -> str:
+    def run_code(self) -> str:
         return f"chain_decode_rounds({self.name}, chains, picks, PROMPT_LEN)"
 
     def seconds_code(self, rounds: int) -> str:
@@ -374,7 +375,7 @@ class ChainPool:
                 return self.cache.workload("chain_decode_rounds", chains, picks, PROMPT_LEN)
             except RemoteError:
                 chain_script(transcript, [self], rounds, self.asked)
-                transcript.fail_in(self.run_code(rounds))
+                transcript.fail_in(self.run_code())
                 raise
 
         def verify(asked: tuple[int, list[int]], evidence: object) -> None:
@@ -382,7 +383,7 @@ class ChainPool:
             if misstep is not None:
                 chain_script(transcript, [self], rounds, self.asked, judged=True)
                 code = f"chain_misstep({self.num_blocks}, {self.name}_tables, picks, "
-                transcript.fail(f"{code}{self.run_code(rounds)})", "None")
+                transcript.fail(f"{code}{self.run_code()})", "None")
                 raise AssertionError(
                     said("the timed work was not done as asked: {misstep}", misstep=misstep)
                 )
@@ -552,13 +553,14 @@ def check_cost_does_not_grow_with_the_pool(
         large, reference_large = probed(submission, reference, state)
         small = made(submission, SMALL_POOL)
         pools[state] = [small, large]
-        reference_small = made(reference, SMALL_POOL)
-        calls |= {  # each worker's calls alike in every round: small then large, state by state
-            f"candidate small, {state}": small.workload(small.rounds),
-            f"reference small, {state}": reference_small.workload(small.rounds),
-            f"candidate large, {state}": large.workload(small.rounds),
-            f"reference large, {state}": reference_large.workload(small.rounds),
-        }
+        calls |= growth_calls(
+            state,
+            (small.workload(small.rounds), large.workload(small.rounds)),
+            (
+                made(reference, SMALL_POOL).workload(small.rounds),
+                reference_large.workload(small.rounds),
+            ),
+        )
     best = time_states(benchmark, calls, profile.timing_rounds, growth_ratio, GROWTH_LIMIT)
     timings = state_timings(
         best,

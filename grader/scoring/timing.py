@@ -178,6 +178,20 @@ def by_state(best: dict[str, float]) -> dict[str, dict[str, float]]:
     return states
 
 
+def growth_calls(
+    state: str, candidate: tuple[Timed, Timed], reference: tuple[Timed, Timed]
+) -> dict[str, Timed]:
+    """A growth check's calls in `state` (each pair: on the small pool, on the large one), named
+    for `time_states`: each worker's small call, then its large one, the same every round, so
+    that neither follows other calls of its own than the other's does."""
+    return {
+        f"candidate small, {state}": candidate[0],
+        f"reference small, {state}": reference[0],
+        f"candidate large, {state}": candidate[1],
+        f"reference large, {state}": reference[1],
+    }
+
+
 def time_states(
     benchmark: Any,
     calls: dict[str, Timed],

@@ -14,6 +14,7 @@ from grader.scoring.timing import (
     Timed,
     affordable,
     confirmed_probe,
+    growth_calls,
     growth_ratio,
     judge_ratio,
     judge_states,
@@ -209,14 +210,15 @@ def test_a_state_implausibly_fast_fails_whichever_state_is_the_worst():
 
 
 def test_states_are_timed_together_and_measured_again_where_any_fails():
-    def calls(empty_large: list[float]) -> dict[str, Timed]:
-        named = {"candidate small": [1.0] * 3, "reference small": [1.0] * 3}
-        named |= {"candidate large": [1.0] * 3, "reference large": [1.0] * 3}
-        costs = {f"{name}, {state}": each for name, each in named.items() for state in ("a", "b")}
-        costs["candidate large, b"] = empty_large
-        return {name: timed(each) for name, each in costs.items()}
+    def pair(large: list[float]) -> tuple[Timed, Timed]:
+        return timed([1.0] * 3), timed(large)
 
-    best = time_states(FakeBenchmark(), calls([1.0, 9.0, 4.0]), 1, growth_ratio, 3.0)
+    calls = growth_calls("a", pair([1.0] * 3), pair([1.0] * 3))
+    calls |= growth_calls("b", pair([1.0, 9.0, 4.0]), pair([1.0] * 3))
+    assert list(calls)[:4] == [
+        "candidate small, a", "reference small, a", "candidate large, a", "reference large, a"
+    ]  # fmt: skip
+    best = time_states(FakeBenchmark(), calls, 1, growth_ratio, 3.0)
     assert best["a"] == dict.fromkeys(("candidate small", "reference small", "candidate large",
                                        "reference large"), 1.0)  # fmt: skip
     assert best["b"]["candidate large"] == 4.0  # 9 fails: the rounds once more
