@@ -316,6 +316,7 @@ class Sandbox:
         self.process: subprocess.Popen | None = None
         self.home: Path | None = None
         self.pending_release: list[int] = []
+        self.generation = 0  # which worker this is, counting each start: a handle is its own
         self.chunks: list[bytes] = []
         self.cpu_mark: float | None = None  # `cpu_seconds` at the end of the last timed call
         # The kit's worker that serves the stand-ins among `files` (`kit_server.py`): the answer
@@ -391,6 +392,7 @@ class Sandbox:
             self.kill()
         self.chunks = []
         self.pending_release = []
+        self.generation += 1
 
     def write_package(self) -> None:
         """The worker's copy of its files, as the package its worker imports them from."""
@@ -689,9 +691,12 @@ class Sandbox:
                 continue  # it ended meanwhile
         return total
 
-    def release(self, handle: int) -> None:
-        """Let the worker drop an object the grader no longer holds (sent with the next call)."""
-        self.pending_release.append(handle)
+    def release(self, handle: int, generation: int) -> None:
+        """Let the worker drop an object the grader no longer holds (sent with the next call),
+        where `generation` is this worker's: a handle of a worker stopped since (one collected
+        after its check ended) names nothing here, or another object of the same number."""
+        if generation == self.generation:
+            self.pending_release.append(handle)
 
     # -- what went wrong -------------------------------------------------------------------------
 

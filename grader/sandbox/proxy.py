@@ -372,7 +372,8 @@ class Remote(Handle):
             ("_name", "obj"),
         ]:
             object.__setattr__(self, slot, value)
-        weakref.finalize(self, submission.sandbox.release, handle)
+        sandbox = submission.sandbox
+        weakref.finalize(self, sandbox.release, handle, sandbox.generation)
 
     def _request(
         self, op: str, line: str, name_hint: str | None = None, call: str = "", **fields: Any

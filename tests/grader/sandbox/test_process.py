@@ -1,6 +1,7 @@
 """The worker sandbox and the proxy: what candidate code can and cannot reach, and what crosses."""
 
 import contextlib
+import gc
 import resource
 import time
 from collections.abc import Iterator
@@ -223,6 +224,7 @@ class CannedSandbox:
 
     def __init__(self, reply: dict) -> None:
         self.reply, self.extra_env, self.limits = reply, {}, Limits()
+        self.generation = 1
 
     def request(self, message: dict, seconds: float) -> dict:
         return self.reply
@@ -230,7 +232,7 @@ class CannedSandbox:
     def fail(self, failure: BaseException) -> None:
         raise failure
 
-    def release(self, handle: int) -> None:
+    def release(self, handle: int, generation: int) -> None:
         pass
 
 
@@ -313,6 +315,21 @@ def test_a_hang_times_out_and_the_next_check_gets_a_fresh_worker(probe):
         module.cwd()
     probe.sandbox.next_check()
     assert probe.module("probe").cwd()
+
+
+def test_an_object_of_a_stopped_worker_collected_later_releases_nothing_in_the_next(probe):
+    """A handle counts from 1 in each worker: the old worker's box, collected only once the next
+    worker holds a box of the same number, must not take that one with it."""
+    first_check = Submission(probe.sandbox, "candidate")  # its transcript holds the old box
+    old = first_check.module("probe").Box()
+    with impatient(first_check), pytest.raises(CallTimedOut):
+        first_check.module("probe").spin()
+    probe.sandbox.next_check()
+    new = probe.module("probe").Box()
+    assert object.__getattribute__(new, "_handle") == object.__getattribute__(old, "_handle")
+    del old, first_check
+    gc.collect()
+    assert new.items == [1, 2]
 
 
 def test_after_two_calls_of_a_part_hang_its_other_calls_fail_at_once() -> None:
