@@ -69,6 +69,7 @@ from grader.scoring.batching import static_batching
 from grader.scoring.plugin import CHECKS_DIR, CheckResult, GradingPlugin, check_names
 from grader.scoring.profiles import Profile
 from grader.scoring.progress import step_line
+from grader.scoring.raised import code_marks
 from grader.scoring.rubric import Rubric
 from grader.scoring.timing import implausible
 from grader.similarity import known
@@ -965,6 +966,8 @@ def graded(
             )
     for check in engine_checks:
         finish_engine_check(check, report, options)
+    rows = [check for part in report["parts"].values() for check in part["checks"]]
+    report["code"] = code_marks(rows, intake.files, runnable(intake.files))
     report["syntax_errors"] = with_failures(report["syntax_errors"], report)
     report["score"] = round(sum(part["score"] for part in report["parts"].values()), 2)
     report["max_score"] = round(sum(part["max_score"] for part in report["parts"].values()), 2)

@@ -5,7 +5,7 @@ kit-made markup is marked safe.
 name, a title from `report.json`), so no string from a report reaches the page unescaped.
 """
 
-import textwrap
+import unicodedata
 
 from markupsafe import Markup
 
@@ -25,6 +25,11 @@ def timing_charts(report: dict, lang: str) -> list[Markup]:
     return charts
 
 
+# Closing punctuation, Chinese (fullwidth) and ASCII: a line never starts with one (`wrap`).
+CLOSING = frozenset("\uff09)\uff0c,\u3002.\uff1b;\uff1a:\u3001\u300d\u300f")
+LABEL_LINES = 5  # under a timing chart's axis: a benchmark's name, its pool and its state
+
+
 def timing_chart(title: str, rows: list[dict], lang: str) -> Markup:
     """One part's timings as bars: the candidate/reference ratio and its limit, side by side."""
     width = max(8, int((svg.WIDTH - svg.LEFT - svg.RIGHT) / len(rows) / 6.5))
@@ -41,14 +46,52 @@ def timing_chart(title: str, rows: list[dict], lang: str) -> Markup:
     return Markup(svg.bar_chart(title, labels, series, tr(lang, "ratio_axis")))
 
 
-def chart_label(name: str, width: int, lines: int = 2) -> str:
-    """A benchmark's name wrapped to `width` characters, on at most `lines` lines (the chart
-    has room for two under its axis)."""
-    wrapped = textwrap.wrap(name, width) or [""]
+def chart_label(name: str, width: int, lines: int = LABEL_LINES) -> str:
+    """A benchmark's name wrapped to `width` columns (`columns`: a Chinese character takes two),
+    on at most `lines` lines, the last cut short with "…" where the name needs more."""
+    wrapped = wrap(name, width) or [""]
     if len(wrapped) > lines:
-        rest = " ".join(wrapped[lines - 1 :])
-        wrapped = [*wrapped[: lines - 1], rest[: width - 1] + "…"]
+        last = wrap(" ".join(wrapped[lines - 1 :]), width - 1)[0]
+        wrapped = [*wrapped[: lines - 1], last + "…"]
     return "\n".join(wrapped)
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` columns, broken at spaces and beside a wide character
+    (Chinese needs no space to break), never before closing punctuation (which may then run a
+    column past); a word wider than a line is cut where the line ends."""
+    lines, line = [], ""
+    for unit in units(text):
+        if unit == " ":
+            line += " " if line else ""
+            continue
+        if line and columns(line + unit) > width and unit not in CLOSING:
+            lines.append(line.rstrip())
+            line = ""
+        while columns(unit) > width:
+            cut = max(1, width)
+            lines.append(unit[:cut])
+            unit = unit[cut:]
+        line += unit
+    return [*lines, line.rstrip()] if line.strip() else lines
+
+
+def units(text: str) -> list[str]:
+    """`text`'s words, each wide character alone, and a " " for each run of spaces."""
+    found, word = [], ""
+    for char in text:
+        if char.isspace() or columns(char) > 1:
+            found += [word] if word else []
+            word = ""
+            found += [" " if char.isspace() else char]
+        else:
+            word += char
+    return found + ([word] if word else [])
+
+
+def columns(text: str) -> int:
+    """How many columns `text` takes: two for a wide (East Asian) character, one for another."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
 def shared_fields(fields: list[list[str]]) -> int:

@@ -7,6 +7,7 @@ it, the terminal cleans it). The kit's own words come from `i18n.py`, in `lang`.
 
 import functools
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import PurePath
@@ -249,6 +250,56 @@ def origin(flag: dict) -> str:
 def check_anchor(part_id: str, check: dict) -> str:
     """The id of a check's card on the page, for links and for the summary."""
     return f"check-{part_id}-{check['name']}"
+
+
+def id_anchor(check_id: str) -> str:
+    """`check_anchor` of the check whose id is `check_id` ("<part>/<name>")."""
+    part_id, _, name = check_id.partition("/")
+    return check_anchor(part_id, {"name": name})
+
+
+def code_anchor(file: str, line: int) -> str:
+    """The id of a line of the candidate's file in the report's view of it (`report.code`)."""
+    return f"code-{re.sub(r'[^A-Za-z0-9_-]', '-', file)}-{line}"
+
+
+def code_view(file: dict) -> list[tuple[int | None, str, list[str]]]:
+    """The lines a view of a file of `report.code` shows: `(number, text, check ids that raised
+    there)`, a gap between its excerpts as `(None, "...", [])`."""
+    marks = {line: ids for line, ids in file["marks"]}
+    view: list[tuple[int | None, str, list[str]]] = []
+    for first, text in file["excerpts"]:
+        if view and view[-1][0] is not None and first > view[-1][0] + 1:
+            view.append((None, "...", []))
+        view += [(first + index, line, marks.get(first + index, []))
+                 for index, line in enumerate(text.split("\n"))]  # fmt: skip
+    return view
+
+
+def marked_lines(file: dict) -> str:
+    """The numbers of the lines a failed check raised at, of a file of `report.code`: "42, 92"."""
+    return ", ".join(str(int(line)) for line, _ in file["marks"])
+
+
+def marked_excerpt(file: dict, context: int = 2) -> str:
+    """The lines of a file of `report.code` that a failed check raised at, each with `context`
+    lines around it, numbered, the raising ones marked `>`, a gap shown as `...`:
+
+         41 |         if n == 3:
+      >  42 |             helper(n)
+    """
+    view = {number: (text, checks) for number, text, checks in code_view(file) if number}
+    marked = [line for line, _ in file["marks"]]
+    shown = sorted({n for mark in marked for n in range(mark - context, mark + context + 1)
+                    if n in view})  # fmt: skip
+    width = len(str(shown[-1])) if shown else 1
+    out = []
+    for index, number in enumerate(shown):
+        if index and number - shown[index - 1] > 1:
+            out.append("...")
+        text, checks = view[number]
+        out.append(f"{'>' if checks else ' '} {number:>{width}} | {text}")
+    return "\n".join(out)
 
 
 def shown(value: object) -> str:

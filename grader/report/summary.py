@@ -176,6 +176,10 @@ def first_failure(
     status = tr(lang, check["status"])
     lines = [tr(lang, "first_failure", title=title, name=check["name"], status=status)]
     lines += indented(said_in(lang, check, "message"), MESSAGE_LINES, lang)
+    if where := check.get("raised_at"):
+        raised = tr(lang, "raised_at", file=where["file"], line=where["line"],
+                    function=where["function"])  # fmt: skip
+        lines += indented(f"{raised}{tr(lang, 'colon')}{where['code']}", 1, lang)
     if check["counterexample"]:
         counterexample = said_in(lang, check, "counterexample")
         lines += counterexample_lines(counterexample, runs_in, lang)

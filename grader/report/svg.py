@@ -16,6 +16,7 @@ WIDTH = 720
 PLOT_HEIGHT = 300  # the plot area; the legend adds one line per series below it
 LEFT, RIGHT, TOP = 72, 24, 44
 LEGEND_LINE = 18
+LABEL_LINE = 13  # between the lines of a category's label
 # Okabe-Ito colours and dash patterns, cycled per series.
 COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
 DASHES = ("", "8 4", "2 3", "10 3 2 3")
@@ -76,7 +77,8 @@ def bar_chart(
     """One group of bars per category, one bar per series, each labelled with its value.
 
     `series[name][i]` is the value for `categories[i]`; None or NaN draws no bar (a series
-    that has no figure for that category). A newline in a category starts a second label line.
+    that has no figure for that category). A newline in a category starts another label line;
+    the legend moves down to leave room for them all.
     `unit` labels the y axis, which starts at 0.
     """
     for name, values in series.items():
@@ -94,7 +96,8 @@ def bar_chart(
     for c, category in enumerate(categories):
         lines = category.split("\n")
         spans = "".join(
-            f'<tspan x="{frame.x(c + 0.5):.1f}" dy="{0 if i == 0 else 13}">{escape(line)}</tspan>'
+            f'<tspan x="{frame.x(c + 0.5):.1f}" dy="{0 if i == 0 else LABEL_LINE}">'
+            f"{escape(line)}</tspan>"
             for i, line in enumerate(lines)
         )
         parts.append(f'<text y="{frame.bottom + 16:.1f}" text-anchor="middle">{spans}</text>')
@@ -116,7 +119,8 @@ def bar_chart(
     if not categories:
         parts.append(frame.note("no data"))
     legend = [(name, colour_of(i), "") for i, name in enumerate(series)]
-    return svg(title, parts, legend, line_legend=False)
+    label_lines = max((category.count("\n") + 1 for category in categories), default=1)
+    return svg(title, parts, legend, line_legend=False, below=LABEL_LINE * max(0, label_lines - 2))
 
 
 class Frame:
@@ -184,9 +188,16 @@ class Frame:
         )
 
 
-def svg(title: str, parts: list[str], legend: list[tuple[str, str, str]], line_legend: bool) -> str:
-    """The `<svg>` element: title on top, the plot, then one legend line per series."""
-    top = TOP + PLOT_HEIGHT + 52
+def svg(
+    title: str,
+    parts: list[str],
+    legend: list[tuple[str, str, str]],
+    line_legend: bool,
+    below: int = 0,
+) -> str:
+    """The `<svg>` element: title on top, the plot, then one legend line per series, `below`
+    more pixels down (for category labels of more than two lines)."""
+    top = TOP + PLOT_HEIGHT + 52 + below
     height = top + LEGEND_LINE * len(legend)
     items = []
     for i, (name, colour, dash) in enumerate(legend):

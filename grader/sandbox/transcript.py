@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from grader.said import Said, Script, said, script, written
+from grader.sandbox.folding import folded_lines
 from grader.sandbox.wire import plain_items
 
 SHOWN_TENSOR_ELEMENTS = 64
@@ -343,7 +344,7 @@ class Transcript:
             else:
                 ending = [("assert False, ", failure, "repr")]
         tail = [("# ", said("fails: {message}", message=failure), "comment")] if failure else []
-        return script([*self.head(), *body, *tail, *ending])
+        return script(with_constants_folded([*self.head(), *body, *tail, *ending]))
 
     def head(self) -> list[str]:
         """The script's first lines: the interpreter switch, imports (`PACKAGE_HERE` before the
@@ -358,6 +359,18 @@ class Transcript:
             for module, names in sorted(self.imports.items())
         ]
         return head + (list(RAISES_HELPER) if self.uses_raises else [])
+
+
+def with_constants_folded(
+    lines: list["str | tuple[str, str, str]"],
+) -> list["str | tuple[str, str, str]"]:
+    """`lines` as `said.script` takes them, the code of each with its constant sub-expressions
+    written as their values (`folding.py`)."""
+    codes = folded_lines(line[0] if isinstance(line, tuple) else line for line in lines)
+    return [
+        (code, *line[1:]) if isinstance(line, tuple) else code
+        for code, line in zip(codes, lines, strict=True)
+    ]
 
 
 def copied(expression: str, value: Any) -> str:

@@ -40,6 +40,7 @@ from grader.scoring import shrinking
 from grader.scoring.fixtures import WorkerFixtures, check_id, check_name
 from grader.scoring.profiles import hypothesis_settings
 from grader.scoring.progress import ProgressLines
+from grader.scoring.raised import raised_at
 from grader.severity import SEVERITIES
 
 NO_LOCAL_CONSTANTS = providers.Constants()  # `pytest_configure`
@@ -63,6 +64,9 @@ class CheckResult:
     hypothesis: str = ""
     traceback: str = ""
     seconds: float = 0.0
+    # Where in the candidate's files its exception behind the failure was raised (`raised.py`):
+    # `{"file", "line", "function"}`, the line's `code` added by the report (`grade.code_marks`).
+    raised_at: dict = field(default_factory=dict)
     # The rules a failure may have broken, where checks of several parts meet them (`rules.py`),
     # which `grade.leave_to_the_owners` reads. Not in the report.
     rules: tuple[str, ...] = ()
@@ -144,7 +148,14 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
             if failure is not None and not isinstance(error, SubmissionFailure):
                 error = failure  # hypothesis met it while shrinking, and reported a flaky test
             self.record_failure(result, error, transcript, call.excinfo)
+            result.raised_at = raised_at(error, self.own_files(result.part))
         return report
+
+    def own_files(self, part: str) -> list[str]:
+        """The names of the candidate's files that `part`'s workers run as the candidate wrote
+        them: not a stand-in (`files_for`)."""
+        return [name for name, content in self.files_for(part).items()
+                if self.files.get(name) == content]  # fmt: skip
 
     def record_failure(
         self,

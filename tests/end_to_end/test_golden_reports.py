@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 
 from grader.parts import PARTS
+from grader.report.formats import code_anchor
+from grader.report.render import report_html, report_markdown
 from grader.scoring.rubric import load_rubric
-from tests.grading import Edit, Graded, concurrently, grade_shared
+from tests.grading import SOLUTIONS, Edit, Graded, concurrently, grade_shared, submission_texts
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SEED = ("--seed", "7", "--profile", "quick")
@@ -72,7 +74,9 @@ RUN_FACTS = ("isolation", "provenance")
 def stable(report: dict[str, Any]) -> dict[str, Any]:
     """`report` without what another run or machine may change: times, measured timing figures,
     versions and machine facts; of the submission's files, their names (the answer key's text
-    may change, its verdicts may not). A check's Hypothesis notes (its `hypothesis`) stay."""
+    may change, its verdicts may not), and of where a failure was raised in them, the file and
+    function, and the checks raised in each file. A check's Hypothesis notes (its `hypothesis`)
+    stay."""
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
@@ -90,6 +94,13 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
     kept["environment"] = {key: environment[key] for key in environment if key not in MACHINE_FACTS}
     del kept["submission"]["path"]
     kept["submission"]["files"] = sorted(kept["submission"]["files"])
+    for part in kept["parts"].values():
+        for check in part["checks"]:
+            where = check["raised_at"]
+            check["raised_at"] = {key: where[key] for key in ("file", "function") if key in where}
+    kept["code"] = [
+        {"file": file["file"], "checks": [ids for _, ids in file["marks"]]} for file in kept["code"]
+    ]
     return kept
 
 
@@ -127,6 +138,28 @@ def test_a_part_with_nothing_to_gain_is_not_graded_on_the_kits_allocator(
     )
     assert result.report["rescored"] == {}, result.report["rescored"]
     assert "again, with the kit's" not in result.stderr, result.stderr
+
+
+def test_a_failure_raised_in_the_candidates_file_shows_that_line_in_every_report(
+    graded: dict[str, Future[Graded]],
+) -> None:
+    """The mutant's allocator indexes its counts with an id out of range: the random check's
+    failure names the line of its file that raised, and each report shows it."""
+    report = graded["negative_id_wraps"].result().report
+    raised = {check["id"]: check["raised_at"] for part in report["parts"].values()
+              for check in part["checks"] if check["raised_at"]}  # fmt: skip
+    assert list(raised) == ["allocator/random_allocate_and_free"], raised
+    where = raised["allocator/random_allocate_and_free"]
+    source = submission_texts(SOLUTIONS, None, CASES["negative_id_wraps"][0])[where["file"]]
+    assert (where["file"], where["function"]) == ("block_allocator.py", "free")
+    assert source.splitlines()[where["line"] - 1].strip() == where["code"]
+    assert "_ref_counts[block_id]" in where["code"]
+    [file] = report["code"]
+    assert file["marks"] == [[where["line"], ["allocator/random_allocate_and_free"]]]
+    page, markdown = report_html(report, "en"), report_markdown(report, "en")
+    assert f'id="{code_anchor(where["file"], where["line"])}"' in page
+    assert f"> {where['line']} | {source.splitlines()[where['line'] - 1]}" in markdown
+    assert f"Raised in your code: `block_allocator.py`, line {where['line']}, in `free`" in markdown
 
 
 def test_every_check_id_of_a_report_may_be_weighed_in_a_rubric(tmp_path: Path) -> None:

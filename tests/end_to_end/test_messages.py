@@ -283,12 +283,23 @@ def test_the_engines_message_crosses_the_wire_by_id() -> None:
 
 def golden(name: str) -> dict:
     """A golden report (`tests/end_to_end/golden`), in Chinese, with what it leaves out (times,
-    machine facts, Hypothesis' notes) filled in."""
+    machine facts, Hypothesis' notes, the lines of the candidate's files a failure raised at)
+    filled in."""
     report = json.loads((GOLDEN / name).read_text())
     for part in report["parts"].values():
         part["seconds"] = 1.0
         for check in part["checks"]:
             check |= {"seconds": 0.5, "hypothesis": ""}  # its notes are Hypothesis' own words
+            if check["raised_at"]:
+                check["raised_at"] |= {"line": 1, "code": "return self.free_blocks[0]"}
+    report["code"] = [
+        {
+            "file": file["file"],
+            "excerpts": [[1, "    return self.free_blocks[0]  # the candidate's comment"]],
+            "marks": [[1, [check for checks in file["checks"] for check in checks]]],
+        }
+        for file in report["code"]
+    ]
     for row in report["benchmarks"]:
         row |= {"candidate_seconds": 1e-3, "reference_seconds": 1e-3, "ratio": 1.0}
     report["environment"] |= {"device": "cpu", "python": "3.11.9"}

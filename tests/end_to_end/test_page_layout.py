@@ -66,12 +66,15 @@ def report_of(graded: dict[str, Future[Graded]], name: str) -> dict:
 
 def failing(graded: dict[str, Future[Graded]]) -> dict:
     """The answer key's report with each mutant's failed part in place of its own: about ten
-    failed checks, over three parts, each with its counterexample."""
+    failed checks, over three parts, each with its counterexample, and the view of each file a
+    failure was raised in (`code`)."""
     report = json.loads(json.dumps(report_of(graded, "answer_key")))
     for name in MUTANTS:
         for part_id, part in report_of(graded, name)["parts"].items():
             if part["score"] < part["max_score"]:
                 report["parts"][part_id] = part
+        report["code"] += report_of(graded, name)["code"]
+    assert report["code"], "no failure was raised in a mutant's file"
     report["score"] = round(sum(part["score"] for part in report["parts"].values()), 2)
     failed = [check for part in report["parts"].values() for check in part["checks"]
               if check["status"] in ("failed", "error")]  # fmt: skip

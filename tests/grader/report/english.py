@@ -47,8 +47,11 @@ CODE_SPAN = re.compile(r"`[^`\n]*`")
 # Python's, where the grader failed (with its traceback).
 RAW_TEXT = re.compile(
     r"(实际抛出了 |# 抛出 |意外的异常：|无法导入 \S+：|评分器在这项检查中出错：|评分器出错："
-    r"|评分器在其中一部分出错：)[^\n]*"
+    r"|评分器在其中一部分出错：|在你的代码中抛出：)[^\n]*"
 )
+# The labels of `report.md`'s fences that hold the candidate's code: the line a failure raised
+# at, and the lines of a file failures raised at (`markdown_kit_words`).
+CANDIDATE_CODE = ("在你的代码中抛出：", "抛出异常的行：")
 NOT_READ = {"code", "pre", "style"}  # a page's elements whose text is code, a log or its style
 
 
@@ -126,7 +129,9 @@ def assert_text(line: str) -> str:
 def markdown_kit_words(markdown: str, stop_at: str, exempt_fences: tuple[str, ...]) -> str:
     """The text of `report.md` that holds the kit's words, up to the section `stop_at` (the
     environment: versions, file names, digests): the Python fences' comments only, and no fence
-    whose label (the line before it) is one of `exempt_fences` (Hypothesis' notes, tracebacks)."""
+    whose label (the line before it) is one of `exempt_fences` (Hypothesis' notes, tracebacks) or
+    says where a failure was raised in the candidate's file (`CANDIDATE_CODE`: its line, or the
+    file's lines it raised at)."""
     kept, fence, label = [], None, ""
     for line in markdown.split("\n"):
         if line == f"## {stop_at}":
@@ -137,7 +142,7 @@ def markdown_kit_words(markdown: str, stop_at: str, exempt_fences: tuple[str, ..
                 continue
             language, exempt, body = fence
             fence = None
-            if not exempt:
+            if not exempt and not any(what in label for what in CANDIDATE_CODE):
                 text = "\n".join(body)
                 kept.append(comments_only(text) if language == "python" else text)
         elif fence is not None:

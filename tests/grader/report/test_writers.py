@@ -104,6 +104,12 @@ def failing_report() -> dict:
             severity="safety",
             counterexample=COUNTEREXAMPLE,
             hypothesis="@reproduce_failure('6.170.17', b'AXicY2BgAAAABAAB')",
+            raised_at={
+                "file": "block_allocator.py",
+                "line": 2,
+                "function": "free",
+                "code": f"x = 1  # {HOSTILE}",
+            },
         ),
         check(
             "allocator",
@@ -123,6 +129,11 @@ def failing_report() -> dict:
             message="runs only in the full kit",
         ),
     ]
+    raised_in = {  # the candidate's file, as `report.code` shows it
+        "file": "block_allocator.py",
+        "excerpts": [[1, f"def free(self, ids):\n    x = 1  # {HOSTILE}\n    return x"]],
+        "marks": [[2, ["allocator/free_is_atomic"]]],
+    }
     return report(
         {
             "allocator": part(
@@ -157,6 +168,7 @@ def failing_report() -> dict:
         ],
         ignored_files=["notes<b>.txt"],
         errors=[GRADER_ERROR],
+        code=[raised_in],
     )
 
 
@@ -468,6 +480,25 @@ def test_candidate_text_in_markdown_renders_no_link_and_no_image(tmp_path: Path,
         assert re.search(f"`[^`]*{re.escape(text)}`", markdown), text
     rendered = outside_code(markdown)
     assert "example.com" not in rendered, rendered
+
+
+def test_the_line_a_failure_raised_at_shows_in_both_reports_as_code(tmp_path: Path) -> None:
+    """The candidate's line, in the failed check and in its file's view, marked with the check:
+    escaped in the page, in code only in report.md (the line holds a link and an image)."""
+    hostile = failing_report()
+    check = hostile["parts"]["allocator"]["checks"][1]
+    check["raised_at"]["code"] = f"x = 1  # {LINK} {PIXEL}"
+    hostile["code"][0]["excerpts"] = [[1, f"def free(self, ids):\n    x = 1  # {LINK} {PIXEL}"]]
+    files = written(hostile, tmp_path)
+    html, markdown = files["report.html"], files["report.md"]
+    anchor = 'id="code-block_allocator-py-2"'
+    assert html.count(anchor) == 1
+    assert 'href="#code-block_allocator-py-2"' in html
+    assert 'href="#check-allocator-free_is_atomic">allocator/free_is_atomic</a>' in html
+    assert "Raised in your code: `block_allocator.py`, line 2, in `free`" in markdown
+    assert f"> 2 |     x = 1  # {LINK} {PIXEL}" in markdown
+    assert "- 2: `allocator/free_is_atomic`" in markdown
+    assert "example.com" not in outside_code(markdown)
 
 
 def test_fence_outlasts_backticks_in_the_text() -> None:
