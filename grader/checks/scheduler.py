@@ -36,6 +36,7 @@ from grader.checks.support.scheduler_trace import (
     Kept,
     Run,
     SchedulerTrace,
+    Step,
     judged,
     run_steps,
     run_to_the_end,
@@ -204,6 +205,15 @@ def check_admission_in_arrival_order(submission):
     """Requests get their first token in arrival order: first come, first served, and admission
     stops at the first waiting request that does not fit (nobody skips ahead)."""
     for_every_trace(admission_in_arrival_order, submission)
+
+
+@pytest.mark.points(2)
+@pytest.mark.severity("contract")
+def check_preemption_takes_the_newest_running_request(submission):
+    """A step that preempts takes the most recently admitted running request first, then the
+    next most recent: its `preempted` list is the newest of those running before it, newest
+    first."""
+    for_every_trace(preemption_takes_the_newest_running_request, submission)
 
 
 @pytest.mark.points(2)
@@ -441,6 +451,55 @@ def admission_in_arrival_order(submission: Submission | Kept, trace: SchedulerTr
             )
             admitted.add(request_id)
     run.assert_ran(submission.transcript)
+
+
+def preemption_takes_the_newest_running_request(
+    submission: Submission | Kept, trace: SchedulerTrace
+) -> None:
+    run, running = Run(trace), []  # the running requests, oldest admission first
+    for number, step in enumerate(run_steps(submission, run)):
+        newest = running[::-1][: len(step.preempted)]
+        expect(
+            submission.transcript,
+            step.preempted == newest,
+            said(
+                "step {step} preempted {preempted}, but the most recently admitted running "
+                "requests were {newest} (running before it, oldest admission first: "
+                "{running}): short of blocks, a step preempts the newest running request, "
+                "then the next newest, as often as needed",
+                step=number,
+                preempted=step.preempted,
+                newest=newest,
+                running=running,
+            ),
+            got=f"steps[{number}].preempted",
+            expected=f"running[::-1][: len(steps[{number}].preempted)]",
+            before=running_before(number),
+        )
+        running = still_running(running, step)
+    run.assert_ran(submission.transcript)
+
+
+def still_running(running: list[int], step: Step) -> list[int]:
+    """The running requests after `step`, oldest admission first, from those before it, with
+    those it admitted last (scheduled, neither running before nor preempted), less the preempted
+    and the finished."""
+    gone = {*step.preempted, *step.finished}
+    admitted = [r for r in step.scheduled if r not in running and r not in step.preempted]
+    return [request_id for request_id in running + admitted if request_id not in gone]
+
+
+def running_before(number: int) -> tuple[str, ...]:
+    """The counterexample's `still_running` over its first `number` steps: `running`, the
+    requests running before step `number`, oldest admission first."""
+    return (
+        "running = []",
+        f"for step in steps[:{number}]:",
+        "    admitted = [r for r in step.scheduled if r not in running + step.preempted]",
+        "    gone = step.preempted + step.finished",
+        "    running = [r for r in running + admitted if r not in gone]",
+        "",
+    )
 
 
 def no_blocks_leaked(submission: Submission | Kept, trace: SchedulerTrace) -> None:

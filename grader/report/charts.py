@@ -46,13 +46,13 @@ def timing_chart(title: str, rows: list[dict], lang: str) -> Markup:
     return Markup(svg.bar_chart(title, labels, series, tr(lang, "ratio_axis")))
 
 
-def chart_label(name: str, width: int, lines: int = LABEL_LINES) -> str:
+def chart_label(name: str, width: int) -> str:
     """A benchmark's name wrapped to `width` columns (`columns`: a Chinese character takes two),
-    on at most `lines` lines, the last cut short with "…" where the name needs more."""
+    on at most `LABEL_LINES` lines, the last cut short with "…" where the name needs more."""
     wrapped = wrap(name, width) or [""]
-    if len(wrapped) > lines:
-        last = wrap(" ".join(wrapped[lines - 1 :]), width - 1)[0]
-        wrapped = [*wrapped[: lines - 1], last + "…"]
+    if len(wrapped) > LABEL_LINES:
+        last = wrap(" ".join(wrapped[LABEL_LINES - 1 :]), width - 1)[0]
+        wrapped = [*wrapped[: LABEL_LINES - 1], last + "…"]
     return "\n".join(wrapped)
 
 

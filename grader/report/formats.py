@@ -6,6 +6,7 @@ it, the terminal cleans it). The kit's own words come from `i18n.py`, in `lang`.
 """
 
 import functools
+import hashlib
 import math
 import re
 from collections import Counter
@@ -259,8 +260,10 @@ def id_anchor(check_id: str) -> str:
 
 
 def code_anchor(file: str, line: int) -> str:
-    """The id of a line of the candidate's file in the report's view of it (`report.code`)."""
-    return f"code-{re.sub(r'[^A-Za-z0-9_-]', '-', file)}-{line}"
+    """The id of a line of the candidate's file in the report's view of it (`report.code`):
+    readable, and unique to the file's name (`a.b.py` and `a-b.py` read alike)."""
+    key = hashlib.sha256(file.encode()).hexdigest()[:8]
+    return f"code-{re.sub(r'[^A-Za-z0-9_-]', '-', file)}-{key}-{int(line)}"
 
 
 def code_view(file: dict) -> list[tuple[int | None, str, list[str]]]:
@@ -276,9 +279,11 @@ def code_view(file: dict) -> list[tuple[int | None, str, list[str]]]:
     return view
 
 
-def marked_lines(file: dict) -> str:
-    """The numbers of the lines a failed check raised at, of a file of `report.code`: "42, 92"."""
-    return ", ".join(str(int(line)) for line, _ in file["marks"])
+def raised_in_file(file: dict, lang: str, shown: Callable[[str], str] = str) -> str:
+    """A file of `report.code` and the lines failed checks raised at in it, its name as `shown`
+    (in Markdown: as code): "block_allocator.py: raised at lines 42, 92"."""
+    lines = tr(lang, "number_separator").join(str(int(line)) for line, _ in file["marks"])
+    return counted(lang, "code_file", len(file["marks"]), file=shown(file["file"]), lines=lines)
 
 
 def marked_excerpt(file: dict, context: int = 2) -> str:

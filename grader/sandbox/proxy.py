@@ -58,6 +58,7 @@ class RemoteError(Exception):
         super().__init__(f"{type_name}: {message}" if message else type_name)
         self.type_name, self.message, self.traceback = type_name, message, traceback
         self.recorded: tuple[Transcript, Line] | None = None
+        self.candidates = True  # raised in the candidate's worker, not the answer key's
 
     def expected(self, kind: type[Exception], required: bool = True) -> None:
         """The check wanted this exception: the counterexample's line becomes `assert
@@ -197,7 +198,9 @@ class Submission:
             return NotImplementedInSubmission(
                 said("{call} raises NotImplementedError", call=description)
             )
-        return remote_error(info)
+        error = remote_error(info)
+        error.candidates = not self.sandbox.answer_key
+        return error
 
     def decoded(self, value: Any, description: str) -> Any:
         """`value` as the worker encoded it, decoded; a malformed one fails the check."""

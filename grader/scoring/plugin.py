@@ -65,7 +65,7 @@ class CheckResult:
     traceback: str = ""
     seconds: float = 0.0
     # Where in the candidate's files its exception behind the failure was raised (`raised.py`):
-    # `{"file", "line", "function"}`, the line's `code` added by the report (`grade.code_marks`).
+    # `{"file", "line"}`, checked, with the line's `function` and `code`, by `raised.code_marks`.
     raised_at: dict = field(default_factory=dict)
     # The rules a failure may have broken, where checks of several parts meet them (`rules.py`),
     # which `grade.leave_to_the_owners` reads. Not in the report.
@@ -152,8 +152,9 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
         return report
 
     def own_files(self, part: str) -> list[str]:
-        """The names of the candidate's files that `part`'s workers run as the candidate wrote
-        them: not a stand-in (`files_for`)."""
+        """The names of the submission's files that `part`'s workers get as this grading does,
+        not a stand-in in their place (`files_for`); `raised.code_marks` then keeps only those
+        the file rule left as the candidate wrote them."""
         return [name for name, content in self.files_for(part).items()
                 if self.files.get(name) == content]  # fmt: skip
 

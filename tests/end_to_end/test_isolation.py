@@ -167,11 +167,12 @@ def substantial_lines(folder: Path) -> set[str]:
     return {line for line in lines if len(line) > 30}
 
 
-def answer_key_lines(text: str) -> int:
+def answer_key_lines(text: str, submitted: str = "") -> int:
     """How many of the answer key's substantial lines `text` carries, but those the stubs give
-    every candidate (`Request`, `OutOfBlocks`)."""
+    every candidate (`Request`, `OutOfBlocks`) and those of the candidate's own files
+    (`submitted`, their text: the report shows the lines they raised at)."""
     lines = substantial_lines(SOLUTIONS) - substantial_lines(EXERCISES)
-    return sum(1 for line in lines if line in text)
+    return sum(1 for line in lines if line in text and line not in submitted)
 
 
 def report_files(out: Path) -> str:
@@ -242,7 +243,7 @@ def test_a_part_built_on_the_kit_cannot_read_the_kits_source(tmp_path):
     )
     graded.assert_clean()
     assert graded.score("scheduler") < graded.max_score("scheduler")
-    assert answer_key_lines(report_files(tmp_path / "leaker-report")) <= 2
+    assert answer_key_lines(report_files(tmp_path / "leaker-report"), scheduler) <= 2
 
 
 def test_a_daemon_harms_no_other_submission_in_a_drive(tmp_path):

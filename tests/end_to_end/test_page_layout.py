@@ -179,6 +179,26 @@ def test_a_page_lays_out_at_every_width_and_prints_within_its_pages(
             tab.close()
 
 
+def test_the_link_to_the_line_a_failure_raised_at_opens_its_file_there(
+    pages: dict[tuple[str, str], Path], browser: Browser
+) -> None:
+    """A failed check's "raised in your code" link, followed, opens the folded view of that
+    file and shows the marked line, with the check beside it, on the first screen."""
+    page = pages["report_failing", "en"]
+    tab = Tab(browser, page)
+    try:
+        href = tab.evaluate("document.querySelector('.raised-at a').getAttribute('href')")
+        tab.send("Page.navigate", url=f"{page.resolve().as_uri()}{href}")
+        browser.wait_for("Page.navigatedWithinDocument", tab.session)
+        line = f"document.getElementById({json.dumps(href[1:])})"
+        assert tab.evaluate(f"{line}.closest('details').open") is True
+        top = tab.evaluate(f"{line}.getBoundingClientRect().top")
+        assert 0 <= top < HEIGHT, f"the marked line is {top} px down the window"
+        assert tab.evaluate(f"{line}.querySelector('.raised-checks a') !== null")
+    finally:
+        tab.close()
+
+
 # The layout a page had before this test: an interviewer's question as a grid's first column,
 # sized to its whole text, its answer squeezed into what is left.
 SQUEEZED = "<style>dl{display:grid !important;grid-template-columns:max-content 1fr}</style>"

@@ -51,7 +51,7 @@ RAW_TEXT = re.compile(
 )
 # The labels of `report.md`'s fences that hold the candidate's code: the line a failure raised
 # at, and the lines of a file failures raised at (`markdown_kit_words`).
-CANDIDATE_CODE = ("在你的代码中抛出：", "抛出异常的行：")
+CANDIDATE_CODE = ("在你的代码中抛出：", "行抛出异常）")
 NOT_READ = {"code", "pre", "style"}  # a page's elements whose text is code, a log or its style
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader import scan
-from grader.report.formats import run_in, score_line
+from grader.report.formats import code_anchor, run_in, score_line
 from grader.report.i18n import LANGUAGES, tr
 from grader.report.markdown import fence
 from grader.report.model import bounded
@@ -491,13 +491,14 @@ def test_the_line_a_failure_raised_at_shows_in_both_reports_as_code(tmp_path: Pa
     hostile["code"][0]["excerpts"] = [[1, f"def free(self, ids):\n    x = 1  # {LINK} {PIXEL}"]]
     files = written(hostile, tmp_path)
     html, markdown = files["report.html"], files["report.md"]
-    anchor = 'id="code-block_allocator-py-2"'
-    assert html.count(anchor) == 1
-    assert 'href="#code-block_allocator-py-2"' in html
+    anchor = code_anchor("block_allocator.py", 2)
+    assert html.count(f'id="{anchor}"') == 1
+    assert f'href="#{anchor}"' in html
     assert 'href="#check-allocator-free_is_atomic">allocator/free_is_atomic</a>' in html
     assert "Raised in your code: `block_allocator.py`, line 2, in `free`" in markdown
     assert f"> 2 |     x = 1  # {LINK} {PIXEL}" in markdown
     assert "- 2: `allocator/free_is_atomic`" in markdown
+    assert "### `block_allocator.py`: raised at line 2\n" in markdown
     assert "example.com" not in outside_code(markdown)
 
 

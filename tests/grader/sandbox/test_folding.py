@@ -39,14 +39,25 @@ def test_a_constant_sub_expression_is_written_as_its_value(line: str, folded: st
         "assert False, ",  # not a statement of its own
         "t = 1.5 + 1.5",  # a float
         "u = 7 // 0",
+        "x = [-1][0] ** 2",  # -1 ** 2 is -(1 ** 2): the tree would change
+        "b = sorted([3])[0].bit_length()",  # 3.bit_length() does not parse
+        "c = [1][0]is None",  # 1is None parses only with a warning
+        "[1, 2][0] = 5",  # a target, never a value
+        "x = " + "+".join(["1"] * 3000),  # too deep to evaluate
+        "s = '%0200000000d' % 1",  # a string built by %: not folded
+        "y = " + " + ".join(["list(range(99999))"] * 50),  # past the budget of one line
     ],
 )
 def test_what_is_not_a_shorter_plain_constant_stays_as_written(line: str) -> None:
     assert folded_lines([line]) == [line]
 
 
-def test_a_builtin_the_script_assigns_is_not_folded_on_any_line() -> None:
-    lines = ["sorted = reversed", "f(sorted(set(range(3)) - set())[0])"]
+@pytest.mark.parametrize(
+    "binding",
+    ["sorted = reversed", "from m import sorted", "def sorted(x): ...", "f = lambda sorted: 0"],
+)
+def test_a_builtin_the_script_binds_is_not_folded_on_any_line(binding: str) -> None:
+    lines = [binding, "f(sorted(set(range(3)) - set())[0])"]
     assert folded_lines(lines) == lines
 
 
