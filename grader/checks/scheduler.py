@@ -9,13 +9,15 @@ seats), after two fixed traces (ids against arrival order; every seat taken), an
 rule:
 
 - the contract's invariants, 2 points each: `add_request`'s refusals, every request gets exactly its
-  tokens, at most `max_num_seqs` per step, no deadlock, admission in arrival order, no block
-  leaked. They hold for any scheduler that batches continuously and correctly, whatever its
-  preemption policy, so such a scheduler keeps these 12 points;
+  tokens, at most `max_num_seqs` per step, no deadlock, admission in arrival order, the newest
+  running request preempted first, no block leaked. All but the preemption rule hold for any
+  scheduler that batches continuously and correctly, whatever its preemption policy, so such a
+  scheduler keeps 12 of these 14 points; the preemption rule names a wrong victim by itself,
+  without the reference (the candidate kit has none);
 - the step-by-step trace against the reference scheduler's, 4 points: the contract fixes each step
   exactly, and this check names the first step that differs.
 
-The invariants outweigh the exact trace 3 to 1: a scheduler that is safe and live but decides
+The invariants outweigh the exact trace 7 to 2: a scheduler that is safe and live but decides
 differently has most of the part right. Each check judges only its rule, on the steps that ran:
 a scheduler that stalls loses the no-deadlock and token checks, not the seats, order or leaks; one
 that never schedules anything has nothing to judge and fails them all.
@@ -481,11 +483,11 @@ def preemption_takes_the_newest_running_request(
 
 
 def still_running(running: list[int], step: Step) -> list[int]:
-    """The running requests after `step`, oldest admission first, from those before it, with
-    those it admitted last (scheduled, neither running before nor preempted), less the preempted
-    and the finished."""
+    """The running requests after `step`, oldest admission first, from those before it: with
+    those it admitted last (scheduled, not running before it), less the preempted and the
+    finished."""
+    admitted = [request_id for request_id in step.scheduled if request_id not in running]
     gone = {*step.preempted, *step.finished}
-    admitted = [r for r in step.scheduled if r not in running and r not in step.preempted]
     return [request_id for request_id in running + admitted if request_id not in gone]
 
 
@@ -495,7 +497,7 @@ def running_before(number: int) -> tuple[str, ...]:
     return (
         "running = []",
         f"for step in steps[:{number}]:",
-        "    admitted = [r for r in step.scheduled if r not in running + step.preempted]",
+        "    admitted = [r for r in step.scheduled if r not in running]",
         "    gone = step.preempted + step.finished",
         "    running = [r for r in running + admitted if r not in gone]",
         "",

@@ -44,7 +44,9 @@ def folded_lines(lines: Iterable[str]) -> list[str]:
     where none of `PURE`'s names is bound anywhere among them (assigned, imported, defined, an
     argument)."""
     lines = list(lines)
-    bound = set().union(*(bound_names(tree) for line in lines if (tree := parsed(line))))
+    whole = parsed("\n".join(lines))  # a line of a block (`for sorted in ...:`) parses only here
+    trees = [whole] if whole else [tree for line in lines if (tree := parsed(line))]
+    bound = set().union(*map(bound_names, trees))
     pure = {name: function for name, function in PURE.items() if name not in bound}
     return [folded(line, pure) for line in lines]
 
@@ -60,7 +62,8 @@ def parsed(line: str) -> ast.Module | None:
 
 
 def bound_names(tree: ast.AST) -> set[str]:
-    """The names `tree` binds: assigned or deleted, imported, defined, or an argument."""
+    """The names `tree` binds or declares: assigned or deleted, imported, defined, an argument,
+    an exception's or a match pattern's name, global or nonlocal."""
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -71,6 +74,12 @@ def bound_names(tree: ast.AST) -> set[str]:
             names.add(node.name)
         elif isinstance(node, ast.arg):
             names.add(node.arg)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            names.update(node.names)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
     return names
 
 
@@ -82,7 +91,7 @@ def folded(line: str, pure: dict[str, Callable[..., Any]]) -> str:
     if tree is None:
         return line
     try:
-        found = dict(outermost_constants(tree, pure))
+        found = dict(outermost_constants(tree, Evaluator(pure)))
     except (RecursionError, MemoryError):
         return line
     data, edits = line.encode(), {}  # positions are UTF-8 offsets
@@ -111,25 +120,23 @@ def same_tree(text: str, tree: ast.Module, values: dict[ast.expr, Any]) -> bool:
     return again is not None and ast.dump(again) == ast.dump(WithValues().visit(tree))
 
 
-def outermost_constants(
-    node: ast.AST, pure: dict[str, Callable[..., Any]]
-) -> Iterable[tuple[ast.expr, Any]]:
+def outermost_constants(node: ast.AST, evaluator: "Evaluator") -> Iterable[tuple[ast.expr, Any]]:
     """The outermost sub-expressions of `node` read as values (never a target), each with the
-    plain value `Evaluator` gives it; nothing inside an f-string (its parts' positions are not
-    the line's)."""
+    plain value `evaluator` gives it, out of its one budget; nothing inside an f-string (its
+    parts' positions are not the line's)."""
     if isinstance(node, ast.JoinedStr):
         return
     loaded = not isinstance(getattr(node, "ctx", ast.Load()), ast.Store | ast.Del)
     if isinstance(node, ast.expr) and not isinstance(node, ast.Constant) and loaded:
         try:
-            value = Evaluator(pure).value(node)
+            value = evaluator.value(node)
         except (NotConstant, *NOT_FOLDED):
             pass
         else:
             yield node, value
             return
     for child in ast.iter_child_nodes(node):
-        yield from outermost_constants(child, pure)
+        yield from outermost_constants(child, evaluator)
 
 
 class Evaluator:

@@ -112,8 +112,9 @@ def lines_of(source: bytes) -> list[str]:
 
 
 def function_at(source: bytes, line: int) -> str:
-    """The innermost function or class `line` of `source` lies in, as a traceback names it;
-    `<module>` outside any (or where the file does not parse here)."""
+    """The innermost function or class whose body holds `line` of `source` (a `def` line and
+    its decorators run in the scope around it); `<module>` outside any, or where the file does
+    not parse here. A lambda or a comprehension is named by the function it lies in."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -122,9 +123,9 @@ def function_at(source: bytes, line: int) -> str:
         node
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-        and node.lineno <= line <= (node.end_lineno or node.lineno)
+        and node.body[0].lineno <= line <= (node.end_lineno or node.lineno)
     ]
-    return max(around, key=lambda node: node.lineno).name if around else "<module>"
+    return max(around, key=lambda node: node.body[0].lineno).name if around else "<module>"
 
 
 def excerpts(lines: list[str], marked: Collection[int]) -> list[list]:

@@ -6,12 +6,14 @@ pool's free count, and a spy manager that records what the scheduler asked of it
 """
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 
+from grader.checks.scheduler import running_before, still_running
+from grader.checks.support.scheduler_trace import IDS_AGAINST_ARRIVAL, traces
 from grader.checks.support.scheduler_trace import SchedulerTrace as Trace
-from grader.checks.support.scheduler_trace import traces
 from solutions.kv_cache_manager import KVCacheManager, Request
 from solutions.scheduler import Scheduler, StepOutput
 
@@ -284,3 +286,35 @@ def test_random_traces_keep_the_invariants(trace: Trace) -> None:
     check_preempted_reappear(outputs)
     check_first_admissions_in_arrival_order(trace, outputs)
     assert len(scheduler.manager.free_blocks) == trace.num_blocks, "blocks leaked"
+
+
+def running_before_each_step(trace: Trace) -> tuple[list[list[int]], list[StepOutput]]:
+    """`run`'s steps, and the ids the answer key's scheduler ran before each, oldest admission
+    first (its own `running` list)."""
+    scheduler = Scheduler(SpyManager(trace.num_blocks, trace.block_size), trace.max_num_seqs)
+    running, outputs, added = [], [], 0
+    while added < len(trace.arrivals) or scheduler.has_unfinished():
+        while added < len(trace.arrivals) and trace.arrivals[added].step == len(outputs):
+            arrival = trace.arrivals[added]
+            scheduler.add_request(arrival.request_id, arrival.prompt_len, arrival.max_new_tokens)
+            added += 1
+        running.append([req.request_id for req in scheduler.running])
+        outputs.append(scheduler.step())
+    return running, outputs
+
+
+@given(traces())
+@example(replace(IDS_AGAINST_ARRIVAL, num_blocks=3))  # a step that preempts two, newest first
+def test_the_preemption_rules_replay_is_the_answer_keys_running_list(trace: Trace) -> None:
+    """`scheduler.still_running`, and the code a counterexample replays it with, give the
+    running requests of a scheduler that follows the contract before each step; each step
+    preempts the newest of them, newest first."""
+    running, outputs = running_before_each_step(trace)
+    replayed: list[int] = []
+    for number, out in enumerate(outputs):
+        assert replayed == running[number], f"step {number}"
+        names = {"steps": outputs}
+        exec("\n".join(running_before(number)), names)
+        assert names["running"] == running[number], f"step {number}: the counterexample's"
+        assert out.preempted == replayed[::-1][: len(out.preempted)], f"step {number}"
+        replayed = still_running(replayed, out)

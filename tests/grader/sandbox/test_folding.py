@@ -61,6 +61,19 @@ def test_a_builtin_the_script_binds_is_not_folded_on_any_line(binding: str) -> N
     assert folded_lines(lines) == lines
 
 
+@pytest.mark.parametrize(
+    "block",
+    [
+        ["for sorted in [reversed]:", "    pass"],
+        ["try:", "    pass", "except ValueError as sorted:", "    pass"],
+        ["def g():", "    global sorted"],
+    ],
+)
+def test_a_builtin_bound_by_a_block_of_lines_is_not_folded(block: list[str]) -> None:
+    lines = [*block, "f(sorted([3, 1])[0])"]
+    assert folded_lines(lines) == lines
+
+
 def eval_both(line: str) -> object:
     """What `line` computes, its names stood in for: the value bound, or the call's argument."""
     seen: list[object] = []
@@ -74,3 +87,10 @@ def eval_both(line: str) -> object:
     }
     exec(line, names)
     return seen or {key: value for key, value in names.items() if key in "xy"}
+
+
+def test_the_budget_is_the_lines_not_each_expressions() -> None:
+    """Ten arguments each within the budget, together ten times over it: the first one that
+    fits is folded, no more."""
+    [line] = folded_lines(["f(" + ", ".join(["len(list(range(49999)))"] * 10) + ")"])
+    assert line.count("len(list(range(49999)))") == 9, line
