@@ -40,9 +40,9 @@ class NotConstant(Exception):
 
 
 def folded_lines(lines: Iterable[str]) -> list[str]:
-    """Each of `lines` (statements of one script) with its constant sub-expressions folded,
-    where none of `PURE`'s names is bound anywhere among them (assigned, imported, defined, an
-    argument)."""
+    """Each of `lines` (statements of one script) with its constant sub-expressions folded;
+    of `PURE`'s names, only those the lines bind nowhere (`bound_names`, over the whole script
+    where it parses, else line by line) are called."""
     lines = list(lines)
     whole = parsed("\n".join(lines))  # a line of a block (`for sorted in ...:`) parses only here
     trees = [whole] if whole else [tree for line in lines if (tree := parsed(line))]
