@@ -290,8 +290,8 @@ def marked_excerpt(file: dict, context: int = 2) -> str:
     """The lines of a file of `report.code` that a failed check raised at, each with `context`
     lines around it, numbered, the raising ones marked `>`, a gap shown as `...`:
 
-         41 |         if n == 3:
-      >  42 |             helper(n)
+      41 |         if n == 3:
+    > 42 |             helper(n)
     """
     view = {number: (text, checks) for number, text, checks in code_view(file) if number}
     marked = [line for line, _ in file["marks"]]

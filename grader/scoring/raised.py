@@ -76,20 +76,21 @@ def code_marks(checks: list[dict], files: dict[str, bytes], ran: dict[str, bytes
     the submission's files as the workers get them, `grade.runnable`, holds the same bytes) and
     holds its line; it then gets the line's `code` and the `function` it lies in, read from
     `files`."""
+    named = {(check.get("raised_at") or {}).get("file") for check in checks}
+    as_written = [name for name in named if name in files and ran.get(name) == files[name]]
+    texts = {name: lines_of(files[name]) for name in as_written}  # each file read once
+    scopes = {name: scopes_of(files[name]) for name in as_written}
     marks: dict[str, dict[int, list[str]]] = {}
-    texts = {name: lines_of(source) for name, source in files.items()}
     for check in checks:
         where = check.get("raised_at") or {}
         name, line = where.get("file"), where.get("line", 0)
-        as_written = name in files and ran.get(name) == files[name]
         failed = check.get("status") in ("failed", "error")
-        if not (failed and as_written and 0 < line <= len(texts[name])):
+        if not (failed and name in texts and 0 < line <= len(texts[name])):
             check["raised_at"] = {}
             continue
-        code = texts[name][line - 1].strip()
-        function = function_at(files[name], line)
-        check["raised_at"] = {"file": name, "line": line, "function": function,
-                              "code": shortened(code, CODE_CHARS)}  # fmt: skip
+        code = shortened(texts[name][line - 1].strip(), CODE_CHARS)
+        function = function_at(scopes[name], line)
+        check["raised_at"] = {"file": name, "line": line, "function": function, "code": code}
         marks.setdefault(name, {}).setdefault(line, []).append(check["id"])
     return [
         {
@@ -111,21 +112,27 @@ def lines_of(source: bytes) -> list[str]:
     return [clean(line, None).rstrip() for line in lines]
 
 
-def function_at(source: bytes, line: int) -> str:
-    """The innermost function or class whose body holds `line` of `source` (a `def` line and
-    its decorators run in the scope around it); `<module>` outside any, or where the file does
-    not parse here. A lambda or a comprehension is named by the function it lies in."""
+def scopes_of(source: bytes) -> list[tuple[int, int, str]]:
+    """Each function's and class's body in `source`: `(first line, last line, name)` (a `def`
+    line and its decorators run in the scope around it); none where the file does not parse
+    here."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return "<module>"
-    around = [
-        node
+        return []
+    return [
+        (node.body[0].lineno, node.end_lineno or node.lineno, node.name)
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-        and node.body[0].lineno <= line <= (node.end_lineno or node.lineno)
     ]
-    return max(around, key=lambda node: node.body[0].lineno).name if around else "<module>"
+
+
+def function_at(scopes: list[tuple[int, int, str]], line: int) -> str:
+    """The innermost of `scopes` (`scopes_of`) whose body holds `line`, as a traceback names
+    it; `<module>` outside any. A lambda or a comprehension is named by the function it lies
+    in."""
+    around = [scope for scope in scopes if scope[0] <= line <= scope[1]]
+    return max(around)[2] if around else "<module>"
 
 
 def excerpts(lines: list[str], marked: Collection[int]) -> list[list]:
