@@ -46,7 +46,7 @@ import torch
 from grader import ANSWER_KEY, KIT_ROOT, file_rule, interrupt, kernel_rule, provenance, scan
 from grader.beside import EXIT_SECONDS, Beside, LineStream
 from grader.checks.support.rules import CHECKS as RULE_CHECKS
-from grader.checks.support.rules import owner
+from grader.checks.support.rules import HARMS, owner
 from grader.intake import Intake
 from grader.integration import run_integration, run_prefix_integration
 from grader.parts import ENGINE_PARTS, PARTS
@@ -72,8 +72,9 @@ from grader.scoring.progress import step_line
 from grader.scoring.raised import code_marks
 from grader.scoring.rubric import Rubric
 from grader.scoring.timing import implausible
+from grader.severity import SEVERITIES
 from grader.similarity import known
-from grader.ungraded import OTHER_PART, reason_of
+from grader.ungraded import SETTLED, reason_of
 
 STUBS = KIT_ROOT / "exercises"
 # `full_kit.simulate.REPORT_FIGURES`, named here: the candidate kit has no `full_kit` to import.
@@ -187,6 +188,8 @@ def run_checks(
         )
     try:
         leave_to_the_owners(plugin, intake, options)
+        name_causes(plugin)
+        not_timed(plugin)
     except Exception:  # every failure stays charged where it is, with the failure shown
         plugin.errors.append(
             said(
@@ -447,6 +450,41 @@ def leave_to_the_owners(plugin: GradingPlugin, intake: Intake, options: Options)
                 break
 
 
+def name_causes(plugin: GradingPlugin) -> None:
+    """Each failure that breaks a rule of its own part (`CheckResult.rules`; another part's, it
+    would have been left to that part, or broken where its owner keeps it) has that rule as its
+    cause, the first where it lists several, and is labelled by what breaking it harms
+    (`rules.HARMS`), not by the worst its check could find."""
+    for result in plugin.results.values():
+        own = [rule for rule in result.rules if owner(rule) == result.part]
+        if result.status == "failed" and own:
+            result.cause, result.severity = own[0], HARMS[own[0]]
+
+
+def not_timed(plugin: GradingPlugin) -> None:
+    """A timing check whose results, the candidate's own, differ from the contract
+    (`timing.ResultsDiffer`) is not graded where a check of its part that times nothing fails:
+    that check charges the code's results, once; its points leave the part's maximum, and its
+    message names the most serious such check. Where none fails, it stays failed, charged here
+    as the contract slip no other check found, labelled as such."""
+    for result in plugin.results.values():
+        if result.status != "failed" or not result.results_differ:
+            continue
+        untimed = [other for other in plugin.results.values()
+                   if other.part == result.part and other.status == "failed"
+                   and other.severity != "speed" and not other.results_differ]  # fmt: skip
+        if not untimed:
+            result.severity = "contract"
+            continue
+        charged = min(untimed, key=lambda other: SEVERITIES.index(other.severity))
+        result.status, result.points = "skipped", 0
+        result.message = said(
+            "not timed: its results differ from the contract (see {check}): {misstep}",
+            check=charged.id,
+            misstep=result.results_differ,
+        )
+
+
 def broken_rules(failures: list[CheckResult]) -> set[tuple[str, str]]:
     """`(rule, check id)` for each rule of its own part that a failure breaks: unless a rule
     listed before it, another part's, is broken there (a manager's wrong free count is part 1's
@@ -619,16 +657,18 @@ def score_parts(
         else:
             if part in notes:
                 parts[part]["note"] = notes[part]
-            pending = [check for check in skipped if reason_of(check.message)[0] != OTHER_PART]
-            if pending:  # a check left to another part is graded, there: nothing is pending
+            pending = [check for check in skipped if reason_of(check.message)[0] not in SETTLED]
+            if pending:  # a check left to another check is graded, there: nothing is pending
                 why = sorted({check.message for check in pending})
                 parts[part]["provisional"] = said("checks skipped ({reason_list})", reason_list=why)
     return parts
 
 
 def without_rules(fields: list[tuple[str, Any]]) -> dict:
-    """A check's fields as the report lists them: the rules it broke stay in the grading."""
-    return {name: value for name, value in fields if name != "rules"}
+    """A check's fields as the report lists them: the rules it broke, and how its results differ,
+    stay in the grading; a `cause` only where it has one."""
+    return {name: value for name, value in fields
+            if name not in ("rules", "results_differ") and (name != "cause" or value)}  # fmt: skip
 
 
 def ungraded_by_reason(skipped: list[CheckResult], scale: float) -> list[dict]:

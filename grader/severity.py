@@ -8,8 +8,12 @@
     speed     a timing: the work slower than the contract allows (a timed run whose result is
               wrong fails it too; the part's other checks say what is wrong)
 
-The reports list a part's failed checks in this order, most serious first, and the leaderboard
-marks a submission that fails a safety check. A rubric may weigh a severity's points
+A failure is labelled by what it harms: one that breaks a rule of its part (its `cause`,
+`grader/checks/support/rules.py`) by what breaking that rule harms (an eviction order not kept is
+contract, in a check that could find corruption), and a timing whose results, the code's own,
+differ from the contract where no other check found it, contract (`grade.not_timed`). The reports
+list a part's failed checks in this order, most serious first, and the leaderboard marks a
+submission that fails a safety check. A rubric may weigh a severity's points
 (`rubric.py`); by default each counts as its points.
 """
 

@@ -40,6 +40,8 @@ GRADED_PARTS = tuple(part for part in PARTS if part != "kernel")  # the CPU-quic
 VERDICTS_ONLY = ("--shrinks", "0")
 CUT_SHORT = "time budget"  # in the message of a check cut short by --part-timeout
 NEEDS_CUDA = "needs a CUDA device"  # the message of the kernel checks skipped without one
+# A timing check's message where the worker's timed workload did other work than the one asked.
+NOT_AS_ASKED = "the timed work was not done as asked"
 CONCURRENT_GRADINGS = 2  # per test module: mostly one busy process each; make test runs a
 # module per core (pytest-xdist), so a 2-core CI machine runs up to 4 gradings at a time
 

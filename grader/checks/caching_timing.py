@@ -29,12 +29,14 @@ pool, or replayed an earlier call's answer, fails the check, "the timed work was
 asked". The fresh tokens start at a number drawn here (`secrets`) for every call, so that no
 prompt of a call was seen before. On the mostly empty pool, the chains are drawn here for every
 call (`chain_picks`), and each request must find its chain's cached blocks and take empty ones
-(`chain_misstep`).
+(`chain_misstep`). Evidence that the cache's own methods give again, called from this process on
+the pool made afresh, is its results, not other work (`timing.ResultsDiffer`).
 """
 
 import random
 import secrets
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +46,7 @@ from grader.checks.support.expect import int_list
 from grader.checks.support.workloads import (
     CALLS_BEFORE,
     LEAST_SECONDS,
+    called_here,
     ends_in_the_time,
     function_source,
     replay,
@@ -230,6 +233,7 @@ class CachedPool:
     cache: Remote
     num_blocks: int
     evictions: Evictions
+    remake: Callable[[], Remote]  # the same cache made again, out of the counterexample
     asked: list[tuple[int, int]] = field(default_factory=list)  # each call's (first, rounds)
     state = "full"
     rounds = ROUNDS
@@ -264,18 +268,23 @@ class CachedPool:
                 transcript.fail_in(self.run_code(rounds))
                 raise
 
-        def verify(first: int, evidence: object) -> None:
+        def verify(first: int, evidence: object) -> str | None:
             misstep = self.evictions.first_misstep(evidence, rounds)
-            if misstep is not None:
-                what, got, expected = misstep
-                cached_script(transcript, [self], rounds, self.asked)
-                transcript.define(f"counts, tables = {self.run_code(rounds)}")
-                transcript.fail(got.format("counts", "tables"), expected)
-                raise AssertionError(
-                    said("the timed work was not done as asked: {misstep}", misstep=what)
-                )
+            if misstep is None:
+                return None
+            what, got, expected = misstep
+            cached_script(transcript, [self], rounds, self.asked)
+            transcript.define(f"counts, tables = {self.run_code(rounds)}")
+            transcript.fail(got.format("counts", "tables"), expected)
+            return what
 
-        return Timed(sandbox_of(self.cache), ask, run, verify)
+        def again(first: int) -> object:
+            cache = self.remake()
+            for earlier, its_rounds in self.asked[:-1]:
+                cache.workload("prompt_free_rounds", SYSTEM, earlier, its_rounds)
+            return called_here("prompt_free_rounds", cache, SYSTEM, first, rounds)
+
+        return Timed(sandbox_of(self.cache), ask, run, verify, again)
 
 
 def cached_pool(submission, num_blocks: int) -> CachedPool:
@@ -292,7 +301,12 @@ def cached_pool(submission, num_blocks: int) -> CachedPool:
     for start, table in zip(reversed(fills), reversed(tables), strict=True):
         cache.free(start)
         idle.update(dict.fromkeys(reversed(table)))
-    return CachedPool(cache, num_blocks, Evictions(tables[0][:SYSTEM_BLOCKS], idle))
+
+    def remake() -> Remote:
+        with transcript.aside():
+            return cached_pool(submission, num_blocks).cache
+
+    return CachedPool(cache, num_blocks, Evictions(tables[0][:SYSTEM_BLOCKS], idle), remake)
 
 
 def cached_script(
@@ -341,6 +355,7 @@ class ChainPool:
     cache: Remote
     num_blocks: int
     tables: list[list[int]]
+    remake: Callable[[], Remote]  # the same cache made again, out of the counterexample
     asked: list[tuple[int, int]] = field(default_factory=list)
     state = "empty"
     rounds = CHAIN_ROUNDS
@@ -378,17 +393,22 @@ class ChainPool:
                 transcript.fail_in(self.run_code())
                 raise
 
-        def verify(asked: tuple[int, list[int]], evidence: object) -> None:
+        def verify(asked: tuple[int, list[int]], evidence: object) -> str | None:
             misstep = chain_misstep(self.num_blocks, self.tables, asked[1], evidence)
             if misstep is not None:
                 chain_script(transcript, [self], rounds, self.asked, judged=True)
                 code = f"chain_misstep({self.num_blocks}, {self.name}_tables, picks, "
                 transcript.fail(f"{code}{self.run_code()})", "None")
-                raise AssertionError(
-                    said("the timed work was not done as asked: {misstep}", misstep=misstep)
-                )
+            return misstep
 
-        return Timed(sandbox_of(self.cache), ask, run, verify)
+        def again(asked: tuple[int, list[int]]) -> object:
+            cache = self.remake()
+            for seed, its_rounds in self.asked[:-1]:
+                picks = chain_picks(seed, its_rounds)
+                cache.workload("chain_decode_rounds", chains, picks, PROMPT_LEN)
+            return called_here("chain_decode_rounds", cache, chains, asked[1], PROMPT_LEN)
+
+        return Timed(sandbox_of(self.cache), ask, run, verify, again)
 
 
 def chain_pool(submission, num_blocks: int) -> ChainPool:
@@ -400,7 +420,12 @@ def chain_pool(submission, num_blocks: int) -> ChainPool:
         cache.allocate_prompt(request_id, chain_tokens(request_id))
         tables.append(int_list(transcript, cache.block_table(request_id), "block_table"))
         cache.free(request_id)
-    return ChainPool(cache, num_blocks, tables)
+
+    def remake() -> Remote:
+        with transcript.aside():
+            return chain_pool(submission, num_blocks).cache
+
+    return ChainPool(cache, num_blocks, tables, remake)
 
 
 def chain_script(

@@ -27,8 +27,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from grader.checks.support.expect import judged_by
 from grader.checks.support.manager_model import new_manager, new_request
 from grader.checks.support.rows_and_slots import assert_rows, assert_slots
+from grader.checks.support.rules import GATHER_ROWS, SLOT_MAPPING
 from grader.said import said
 from grader.sandbox.proxy import Remote, Submission
 from grader.sandbox.transcript import Shown
@@ -109,7 +111,8 @@ class PlainPool:
             self.transcript.source(got, "rows"),
             f"{self.pool_name}[{plain.table}].reshape(-1, {self.head_dim})[: {plain.seq_len}]",
         )
-        assert_rows(self.transcript, got, expected, what, plain.table, self.block_size, code)
+        with judged_by(GATHER_ROWS):
+            assert_rows(self.transcript, got, expected, what, plain.table, self.block_size, code)
 
     def assert_slot_mapping(self, plain: Plain) -> torch.Tensor:
         """slot_mapping(req) follows its block table; returns it."""
@@ -117,7 +120,8 @@ class PlainPool:
         what = f"manager.slot_mapping({plain.name})"
         table = (plain.table, repr(plain.table))
         code = self.transcript.source(got, "slots")
-        assert_slots(self.transcript, got, table, plain.seq_len, self.block_size, what, code)
+        with judged_by(SLOT_MAPPING):
+            assert_slots(self.transcript, got, table, plain.seq_len, self.block_size, what, code)
         return got
 
 
@@ -211,7 +215,8 @@ def check_slot_mapping_follows_the_block_table(submission, case):
         transcript.source(gathered, "rows"),
         f"{manager}.physical_kv_cache.view(-1, {pool.head_dim})[{slots_code}]",
     )
-    assert_rows(transcript, gathered, rows[slots], what, plain.table, pool.block_size, code)
+    with judged_by(GATHER_ROWS):
+        assert_rows(transcript, gathered, rows[slots], what, plain.table, pool.block_size, code)
 
 
 PLAIN_REQUESTS: Bundle[Plain] = Bundle("plain_requests")

@@ -14,7 +14,9 @@ results and, per round, a weighted sum over them: of every token and lane of the
 (the pool holds whole numbers this process wrote, so the sums are exact), or of a number mixed
 from every token's slot. This process computes the same from what it asked
 (`LongRequests.expected`): a workload that gathered other rows, fewer tokens, or an earlier
-round's result fails the check, "the timed work was not done as asked".
+round's result fails the check, "the timed work was not done as asked". Wrong sums that the
+manager's own methods give again, called from this process, are its results, not other work
+(`timing.ResultsDiffer`).
 """
 
 import secrets
@@ -27,6 +29,7 @@ import torch
 from grader.checks.support.workloads import (
     CALLS_BEFORE,
     LEAST_SECONDS,
+    called_here,
     ends_in_the_time,
     function_source,
     replay,
@@ -161,15 +164,18 @@ def timed(setup: LongRequests) -> Timed:
             transcript.fail_in(run_code(setup, seed))
             raise
 
-    def verify(seed: int, evidence: object) -> None:
+    def verify(seed: int, evidence: object) -> str | None:
         expected = setup.expected(seed)
         if evidence == expected:
-            return
+            return None
         script(transcript, setup, setup.asked)
         transcript.fail(run_code(setup, seed), repr(expected))
-        raise AssertionError(misstep(setup.workload, evidence, expected))
+        return misstep(setup.workload, evidence, expected)
 
-    return Timed(sandbox_of(setup.manager), lambda: secrets.randbits(32), run, verify)
+    def again(seed: int) -> object:  # the workload reads the pool: the same state
+        return called_here(setup.workload, setup.manager, setup.requests, seed, setup.rounds)
+
+    return Timed(sandbox_of(setup.manager), lambda: secrets.randbits(32), run, verify, again)
 
 
 def misstep(workload: str, evidence: object, expected: list) -> str:
@@ -190,18 +196,16 @@ def misstep(workload: str, evidence: object, expected: list) -> str:
             "slot_mapping gave shapes {shapes}, not {expected}", shapes=shapes, expected=due_shapes
         )
     if gather:
-        wrong = said(
+        return said(
             "its weighted sums over the rows gathered, round by round, are {got}, not {expected}",
             got=sums,
             expected=due_sums,
         )
-    else:
-        wrong = said(
-            "its weighted sums over the slots, round by round, are {got}, not {expected}",
-            got=sums,
-            expected=due_sums,
-        )
-    return said("the timed work was not done as asked: {misstep}", misstep=wrong)
+    return said(
+        "its weighted sums over the slots, round by round, are {got}, not {expected}",
+        got=sums,
+        expected=due_sums,
+    )
 
 
 def script(transcript, setup: LongRequests, asked: list[int] | None = None) -> None:

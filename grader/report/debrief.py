@@ -4,16 +4,18 @@ Per part, in the report's order: for each failed check whose code ran (not a stu
 unimportable file, or one that does not compile: those say nothing to reason about), once per
 check run on several cases, most serious first, and once for a cause that fails the whole part
 (a kernel that launches no Triton kernel), a question that asks the candidate to reason
-about the failure and what a good answer mentions; for a part passed with full marks, one
-question that probes depth. The texts are the hiring team's, in `DEBRIEFS`, which only the full
-kit has: the candidate kit's reports have no debrief.
+about the failure and what a good answer mentions; failures with one cause, a rule they all break
+(a check's `cause`), are asked about once, with the question of the check that asks about that
+rule (`causes` in `DEBRIEFS`). For a part passed with full marks, one question that probes depth.
+The texts are the hiring team's, in `DEBRIEFS`, which only the full kit has: the candidate kit's
+reports have no debrief.
 """
 
 import tomllib
 from functools import cache
 
 from grader import KIT_ROOT
-from grader.report.diagnosis import base_id, cause, once_per_check
+from grader.report.diagnosis import base_id, cause, once_per_cause
 from grader.report.formats import ran_and_failed, severity_rank, syntax_failures
 
 DEBRIEFS = KIT_ROOT / "full_kit" / "debriefs.toml"
@@ -24,8 +26,9 @@ CAUSED = {"kernel/launches_a_triton_kernel"}
 
 @cache
 def debriefs() -> dict[str, dict]:
-    """`{"checks": {check id: text}, "parts": {part id: text}}`, a text being `{lang: {"ask",
-    "answer"}}`; empty where the kit has no `DEBRIEFS` (the candidate kit)."""
+    """`{"checks": {check id: text}, "parts": {part id: text}, "causes": {rule id: check id}}`,
+    a text being `{lang: {"ask", "answer"}}`; empty where the kit has no `DEBRIEFS` (the
+    candidate kit)."""
     if not DEBRIEFS.is_file():
         return {}
     with DEBRIEFS.open("rb") as file:
@@ -48,8 +51,8 @@ def debrief(report: dict, lang: str) -> list[dict]:
             failed = [check for check in failed if not cause(check) or base_id(check) in CAUSED]
         questions = [
             {**text[lang], "check": check}
-            for check in once_per_check(sorted(failed, key=severity_rank))
-            if (text := texts["checks"].get(base_id(check)))
+            for check in once_per_cause(sorted(failed, key=severity_rank))
+            if (text := texts["checks"].get(asked_as(texts, check)))
         ]
         full_marks = graded and all(check.get("status") == "passed" for check in graded)
         if full_marks and (text := texts["parts"].get(part_id)):
@@ -57,3 +60,9 @@ def debrief(report: dict, lang: str) -> list[dict]:
         if questions:
             asked.append({"part": part_id, "questions": questions})
     return asked
+
+
+def asked_as(texts: dict[str, dict], check: dict) -> str:
+    """The check whose question a failed check is asked with: the one that asks about its cause,
+    where it has one the kit knows; else itself (without its case)."""
+    return texts.get("causes", {}).get(check.get("cause", ""), base_id(check))

@@ -5,11 +5,13 @@ the leaderboard; a report with nothing wrong has none.
 First what stops a part as a whole: each file that does not compile; each part some of whose
 checks never ran the candidate's code (its file not submitted, refused by the grader's rules, not
 importable, or not implemented, in whole or in part); each part whose failures share one cause
-(`PART_CAUSES`: a kernel that launches no Triton kernel). Then the failed checks, as
+(`PART_CAUSES`: a kernel that launches no Triton kernel). Then the failures, as
 `diagnoses.toml` words them, with their severity (`grader/severity.py`): each part's most serious
 failure, most serious first, so that one part's many failures cannot hide another's; then the
-others. A check run on several cases (`every_head_dim[32]`) is said once. `SHOWN` sentences at
-most, then how many more the report holds.
+others. Failures with one cause, a rule of their part that they all break (a check's `cause`:
+a decode that takes its block a token late, met by every check that decodes), are one failure,
+said by the rule; a check run on several cases (`every_head_dim[32]`) is said once. `SHOWN`
+sentences at most, then how many more the report holds.
 
 The grader's own failures (the report's errors, a check it could not run) are not the
 submission's: the report shows them apart, and the row's note on the leaderboard says them. The
@@ -43,7 +45,8 @@ REFUSED = " is not run: "
 
 @cache
 def phrases() -> dict[str, dict[str, str]]:
-    """What each check's failure means, by check id, then by language."""
+    """What each check's failure, and each cause's, means: by check id or rule id, then by
+    language."""
     with PHRASES.open("rb") as file:
         return tomllib.load(file)
 
@@ -72,7 +75,7 @@ def diagnosis(report: dict, lang: str) -> list[str]:
         failed = [
             check for check in graded if ran_and_failed(check, explained) and check not in caused
         ]
-        failures.append(once_per_check(sorted(failed, key=severity_rank)))
+        failures.append(once_per_cause(sorted(failed, key=severity_rank)))
     firsts = [failed[0] for failed in failures if failed]
     others = [check for failed in failures for check in failed[1:]]
     for check in sorted(firsts, key=severity_rank) + sorted(others, key=severity_rank):
@@ -100,9 +103,16 @@ def cause(check: dict) -> str | None:
     return next((key for marker, key in PART_CAUSES.items() if marker in message), None)
 
 
-def once_per_check(checks: list[dict]) -> list[dict]:
-    """`checks` with each check run on several cases (`every_head_dim[32]`) kept once."""
-    return list({base_id(check): check for check in reversed(checks)}.values())[::-1]
+def once_per_cause(checks: list[dict]) -> list[dict]:
+    """`checks`, the first of each cause kept (`cause_of`): one failure per rule broken, and
+    each check run on several cases (`every_head_dim[32]`) once."""
+    return list({cause_of(check): check for check in reversed(checks)}.values())[::-1]
+
+
+def cause_of(check: dict) -> str:
+    """What a failed check is said by: the rule it breaks (its `cause`), else its own id without
+    its case."""
+    return str(check.get("cause") or base_id(check))
 
 
 def base_id(check: dict) -> str:
@@ -111,8 +121,10 @@ def base_id(check: dict) -> str:
 
 
 def said(check: dict, lang: str) -> str:
-    """A failed check as the diagnosis says it: what its failure means, and its severity."""
-    phrase = phrases().get(base_id(check), {}).get(lang, check.get("name") or base_id(check))
+    """A failure as the diagnosis says it: what breaking its rule, or failing its check, means
+    (a cause the kit does not know, by the check), and its severity."""
+    said_as = phrases().get(cause_of(check)) or phrases().get(base_id(check), {})
+    phrase = said_as.get(lang, check.get("name") or base_id(check))
     severity = check.get("severity")
     if severity is None:
         return phrase

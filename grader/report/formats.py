@@ -26,7 +26,7 @@ from grader.report.i18n import (
 )
 from grader.report.messages import said_in
 from grader.severity import SEVERITIES
-from grader.ungraded import OTHER_PART
+from grader.ungraded import NOT_TIMED, OTHER_PART, SETTLED
 
 KITS = ("full", "candidate")  # `environment.kit`: which kit made the report
 # How the message of a check that ran none of the candidate's code starts: it could not start (a
@@ -120,10 +120,10 @@ def score_line(report: dict, lang: str) -> str:
     """The total as graded here and, where some points could not be, out of how many the kit
     that can run every check grades it: "90.23 of 90.23 points graded here; out of 100 with a
     CUDA device"; then the points of checks left to another part's rule ("3.64 points not
-    graded: ..."), which no kit grades. Empty where every point was graded here."""
+    graded: ..."), and of timings left to a check of the code's results, which no kit grades.
+    Empty where every point was graded here."""
     ungraded = [item for item in total_ungraded(report)["ungraded"] if item["points"]]
-    left = sum(item["points"] for item in ungraded if ungraded_id(item) == OTHER_PART)
-    pending = [item for item in ungraded if ungraded_id(item) != OTHER_PART]
+    pending = [item for item in ungraded if ungraded_id(item) not in SETTLED]
     lines = []
     if pending:
         kinds = sorted({item["id"] or "elsewhere" for item in pending})
@@ -138,8 +138,12 @@ def score_line(report: dict, lang: str) -> str:
                 total=points(total),
             )
         )
-    if left:
-        lines.append(tr(lang, "score_other_part", points=points(round(left, 2))))
+    left = {reason: sum(item["points"] for item in ungraded if ungraded_id(item) == reason)
+            for reason in SETTLED}  # fmt: skip
+    if left[OTHER_PART]:
+        lines.append(tr(lang, "score_other_part", points=points(round(left[OTHER_PART], 2))))
+    if left[NOT_TIMED]:
+        lines.append(tr(lang, "score_not_timed", points=points(round(left[NOT_TIMED], 2))))
     return tr(lang, "list_separator").join(lines)
 
 

@@ -266,6 +266,16 @@ class Transcript:
         yield
         del self.lines[mark:]
 
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """Calls made inside stay out of the transcript, even one that fails: calls made after
+        its script was written, which it does not replay."""
+        mark = len(self.lines)
+        try:
+            yield
+        finally:
+            del self.lines[mark:]
+
     def source(self, value: Any, hint: str = "value") -> str:
         """Code that gives `value` where the script ends: the read that returned it, read again
         where it is the last line; else a name the line that returned it now assigns (a copy of

@@ -41,6 +41,7 @@ from grader.scoring.fixtures import WorkerFixtures, check_id, check_name
 from grader.scoring.profiles import hypothesis_settings
 from grader.scoring.progress import ProgressLines
 from grader.scoring.raised import raised_at
+from grader.scoring.timing import ResultsDiffer
 from grader.severity import SEVERITIES
 
 NO_LOCAL_CONSTANTS = providers.Constants()  # `pytest_configure`
@@ -67,9 +68,15 @@ class CheckResult:
     # Where in the candidate's files its exception behind the failure was raised (`raised.py`):
     # `{"file", "line"}`, checked, with the line's `function` and `code`, by `raised.code_marks`.
     raised_at: dict = field(default_factory=dict)
+    # The rule of its own part whose break caused the failure (`rules.py`), set by
+    # `grade.name_causes`: its diagnosis, its question and its severity are the rule's.
+    cause: str = ""
     # The rules a failure may have broken, where checks of several parts meet them (`rules.py`),
     # which `grade.leave_to_the_owners` reads. Not in the report.
     rules: tuple[str, ...] = ()
+    # How a timed workload's results, the candidate's own, differ from the contract
+    # (`timing.ResultsDiffer`), which `grade.not_timed` reads. Not in the report.
+    results_differ: str = ""
 
 
 @dataclass(kw_only=True)
@@ -180,10 +187,14 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
                     "unexpected exception from the submission: {error}", error=error
                 )
                 result.traceback = error.traceback
+                if result.severity == "speed" and error.candidates:  # this process's call
+                    result.results_differ = said("it raised {error}", error=error)
             else:
                 result.message = first_lines(message_of(error)) or repr(error)
             if isinstance(error, RuleBroken):
                 result.rules = error.rules
+            if isinstance(error, ResultsDiffer):
+                result.results_differ = error.misstep
             if transcript is not None and (transcript.lines or transcript.ending):
                 result.counterexample = transcript.render(first_line(result.message))
             result.hypothesis = notes

@@ -14,9 +14,14 @@ that very call, and the pool it works on when the pool is made; the call returns
 yields (the ids handed out, weighted sums over the rows gathered), which this process checks
 against what it asked (`Timed`). A workload the worker replaced by one that did other work, on
 other sizes, or remembered an earlier answer where the answer hangs on what the call asked,
-fails its check. (On part 7's mostly empty pool only the chain of each request is drawn: an
-answer remembered per chain passes, and only the flag on an implausibly fast candidate stands
-between a worker that skips the work and the points.)
+fails its check: "the timed work was not done as asked". (On part 7's mostly empty pool only the
+chain of each request is drawn: an answer remembered per chain passes, and only the flag on an
+implausibly fast candidate stands between a worker that skips the work and the points.) Evidence
+that differs from the contract is told apart from work not done as asked by the candidate's own
+methods: the same call made again on the same state from this process, one call of theirs at a
+time, untimed (`Timed.again`). Where that gives the same evidence, the work was done as asked and
+its results are the code's own: the check fails with `ResultsDiffer`, which the grading leaves
+ungraded where a check of the part that times nothing fails too (`grade.not_timed`).
 
 Each round runs every measured call once, one after the other, interleaved so that drift
 (frequency scaling, caches) hits all alike, and in the same order every round, so that each
@@ -45,6 +50,7 @@ from typing import Any
 
 from grader.said import said
 from grader.sandbox.process import CPU_TIME_READABLE, Sandbox
+from grader.sandbox.proxy import RemoteError
 
 # A candidate this much faster than the reference is flagged for review and not rewarded: the
 # reference is no straw man, and the timed loop runs in the candidate's own process.
@@ -60,35 +66,83 @@ MIN_ROUNDS = 3
 RecordBenchmark = Callable[[str, float, float, float, float], None]
 
 
+class ResultsDiffer(AssertionError):
+    """A timed call whose evidence differs from the contract's (`misstep` says how), where the
+    candidate's methods, called one by one from this process on the same state, give the same:
+    the work was done as asked, and its results are the code's own."""
+
+    def __init__(self, misstep: str) -> None:
+        super().__init__(said("its results differ from the contract: {misstep}", misstep=misstep))
+        self.misstep = misstep
+
+
 @dataclass(frozen=True)
 class Timed:
     """One whole workload in a worker, timed by its sandbox. `ask()` draws what a call asks for,
     afresh each time (in this process: nothing the worker can prepare); `run(asked)` is the
     worker call, the only part timed, which returns evidence of its work; `verify(asked,
-    evidence)` checks that evidence here and raises where the work was not done as asked."""
+    evidence)` checks that evidence here: what is wrong with it (its counterexample written),
+    or None. `again(asked)`, where given, makes the same call again on the same state, untimed,
+    each of the workload's calls of the candidate's methods made from this process: the evidence
+    their code gives (`failure`)."""
 
     sandbox: Sandbox
     ask: Callable[[], Any]
     run: Callable[[Any], Any]
-    verify: Callable[[Any, Any], None]
+    verify: Callable[[Any, Any], str | None]
+    again: Callable[[Any], Any] | None = None
 
     def cpu_seconds(self) -> float:
         """Run the workload once; the CPU time the worker's processes spent since the end of its
-        previous timed call (the wall-clock time of the call where CPU time is not readable)."""
+        previous timed call (the wall-clock time of the call where CPU time is not readable).
+        Wrong evidence, or an exception from the candidate's code, that their methods give
+        again (`gives_again`) are their results (`ResultsDiffer`); any other is work not done as
+        asked."""
         asked = self.ask()
+        try:
+            evidence, seconds = self.timed_run(asked)
+        except RemoteError as error:
+            raised = said("it raised {error}", error=error)
+            if self.gives_again(asked, error):
+                raise ResultsDiffer(raised) from error
+            raise AssertionError(
+                said("the timed work was not done as asked: {misstep}", misstep=raised)
+            ) from error
+        misstep = self.verify(asked, evidence)
+        if misstep is None:
+            return seconds
+        if self.gives_again(asked, evidence):
+            raise ResultsDiffer(misstep)
+        raise AssertionError(
+            said("the timed work was not done as asked: {misstep}", misstep=misstep)
+        )
+
+    def timed_run(self, asked: Any) -> tuple[Any, float]:
+        """The worker call's evidence, and its CPU seconds."""
         if not CPU_TIME_READABLE:
             started = time.perf_counter()
             evidence = self.run(asked)
-            seconds = time.perf_counter() - started
-        else:
-            before = self.sandbox.cpu_mark
-            if before is None:
-                before = self.sandbox.cpu_seconds()
-            evidence = self.run(asked)
-            self.sandbox.cpu_mark = self.sandbox.cpu_seconds()
-            seconds = self.sandbox.cpu_mark - before
-        self.verify(asked, evidence)
-        return seconds
+            return evidence, time.perf_counter() - started
+        before = self.sandbox.cpu_mark
+        if before is None:
+            before = self.sandbox.cpu_seconds()
+        evidence = self.run(asked)
+        self.sandbox.cpu_mark = self.sandbox.cpu_seconds()
+        return evidence, self.sandbox.cpu_mark - before
+
+    def gives_again(self, asked: Any, outcome: Any) -> bool:
+        """Whether `again` gives `outcome`, what the worker call gave for `asked`: the same
+        evidence, or an exception of the same type from the candidate's code. Not where the
+        call cannot be made again, or the methods give anything else."""
+        if self.again is None:
+            return False
+        try:
+            evidence = self.again(asked)
+        except RemoteError as error:
+            return isinstance(outcome, RemoteError) and error.type_name == outcome.type_name
+        except AssertionError:  # what made the state again found it wrong
+            return False
+        return not isinstance(outcome, RemoteError) and evidence == outcome
 
 
 def fresh(calls: dict[str, Timed]) -> dict[str, Timed]:

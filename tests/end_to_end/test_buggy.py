@@ -9,6 +9,8 @@ slow-but-correct mutants (a `list.pop(0)` free list, a Python loop over tokens) 
 through the part's timing checks only. And a bug must cost points in its own part, not in the
 others: for every mutant, the points lost outside its part stay within `cascade.CASCADE_LIMIT`
 of those lost in it (`python -m tests.end_to_end.cascade` prints the figure mutant by mutant).
+A mutant's timed work is done as asked: its results are its code's own. A bug whose failures
+all break one rule is one diagnosis and one question (`CAUSES`).
 
 These tests read verdicts, not counterexamples, so a mutant is graded with `--shrinks 0`: the
 same scores, found without shrinking a failure. Those whose counterexamples test_counterexamples.py
@@ -25,11 +27,15 @@ from pathlib import Path
 import pytest
 
 from full_kit.coverage import load, rules_missed
+from grader.checks.support.rules import DECODE_BLOCK, EVICTION_ORDER, HARMS
+from grader.report.debrief import debrief, debriefs
+from grader.report.diagnosis import diagnosis, said
 from grader.scoring.plugin import check_names
 from grader.scoring.profiles import PROFILES
 from tests.end_to_end.cascade import CASCADE_LIMIT, losses, reached, table
 from tests.grading import (
     CUT_SHORT,
+    NOT_AS_ASKED,
     VERDICTS_ONLY,
     Edit,
     Graded,
@@ -526,6 +532,11 @@ MUTANTS = [
 ]
 # fmt: on
 MUTANTS_BY_ID = {mutant.id: mutant for mutant in MUTANTS}
+# Mutants whose part's every failure breaks one rule (`rules.py`), by the rule.
+CAUSES = {
+    "decode_adds_its_block_one_token_late": DECODE_BLOCK,
+    "prefix_evicts_the_most_recently_idle": EVICTION_ORDER,
+}
 
 
 def timing_check_ids(part: str) -> set[str]:
@@ -576,6 +587,9 @@ def test_mutant_loses_points_in_its_part(mutant: Mutant, graded: dict[str, Futur
     assert result.score(part) < result.max_score(part), result.describe(part)
     missed = rules_missed(COVERAGE, mutant.id, caught)
     assert not missed, f"rules of docs/coverage.toml whose checks miss {mutant.id}: {missed}"
+    told = [check["id"] for graded in result.report["parts"].values()
+            for check in graded["checks"] if NOT_AS_ASKED in check["message"]]  # fmt: skip
+    assert not told, f"{mutant.id}'s own results, told its timed work was not done as asked: {told}"
     if mutant.timing_only:
         beyond_timing = set(result.not_passed(part)) - timing_check_ids(part)
         assert not beyond_timing, (
@@ -634,6 +648,38 @@ def test_shrinking_changes_no_verdict(unshrunk: Mutant, graded: dict[str, Future
     assert counterexamples[0] != counterexamples[1], (
         "was --shrinks 0 ignored? no counterexample differs"
     )
+
+
+@pytest.mark.parametrize("mutant", [MUTANTS_BY_ID[m] for m in CAUSES], ids=list(CAUSES))
+def test_one_bug_is_one_diagnosis_and_one_question(
+    mutant: Mutant, graded: dict[str, Future[Graded]]
+) -> None:
+    """Every failure of the mutant's part breaks one rule: the diagnosis is that rule, said
+    once, and the interviewer asks about it once, with its check's question."""
+    report = graded[mutant.id].result().report
+    cause = CAUSES[mutant.id]
+    assert diagnosis(report, "en") == [said({"cause": cause, "severity": HARMS[cause]}, "en")]
+    texts = debriefs()
+    asked = [q["ask"] for part in debrief(report, "en") for q in part["questions"] if q["check"]]
+    assert asked == [texts["checks"][texts["causes"][cause]]["en"]["ask"]]
+
+
+@pytest.mark.parametrize(
+    "mutant", [MUTANTS_BY_ID["prefix_evicts_the_most_recently_idle"]], ids=lambda mutant: mutant.id
+)
+def test_an_order_slip_costs_its_checks_once_as_contract_and_no_timing(
+    mutant: Mutant, graded: dict[str, Future[Graded]]
+) -> None:
+    """An eviction that takes the block idle shortest corrupts nothing: its failures are
+    contract, and its timings, whose results are its code's own, are not timed, not charged."""
+    checks = graded[mutant.id].result().part(mutant.part)["checks"]
+    failed = [check for check in checks if check["status"] == "failed"]
+    assert failed
+    assert {check["severity"] for check in failed} == {"contract"}, failed
+    timings = [check for check in checks if check["severity"] == "speed"]
+    assert timings
+    assert all(check["message"].startswith("not timed") for check in timings)
+    assert {check["status"] for check in timings} == {"skipped"}
 
 
 def test_bugs_stay_in_their_part(graded: dict[str, Future[Graded]]) -> None:

@@ -30,6 +30,7 @@ from grader.sandbox.process import (
 from tests.grading import (
     EXERCISES,
     KIT_ROOT,
+    NOT_AS_ASKED,
     SOLUTIONS,
     VERDICTS_ONLY,
     Edit,
@@ -278,7 +279,6 @@ torch.Tensor.allclose = lambda *args, **kwargs: True
 torch.testing.assert_close = lambda *args, **kwargs: None"""
 # The worker's timed workloads (`grader/sandbox/workloads.py`, loaded by the worker, which runs as
 # __main__, as `workloads`) replaced, or run on other inputs than the grader asked for.
-NOT_AS_ASKED = "the timed work was not done as asked"
 WORKLOAD_PATCH = """\
 import __main__
 

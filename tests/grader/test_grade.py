@@ -19,7 +19,7 @@ import pytest
 
 from grader import grade
 from grader.checks.support.expect import RuleBroken, judged_by
-from grader.checks.support.rules import FREE_BLOCKS, FREE_COUNT
+from grader.checks.support.rules import EVICTION_ORDER, FREE_BLOCKS, FREE_COUNT
 from grader.grade import score_parts, with_failures, worker_flags
 from grader.said import said
 from grader.sandbox.process import Events
@@ -315,3 +315,56 @@ def test_a_broken_rule_is_recorded_whatever_the_assertion_says() -> None:
         raise AssertionError
     again = pickle.loads(pickle.dumps(owned("copy_on_write", FREE_BLOCKS, FREE_COUNT)))
     assert again.rules == (FREE_BLOCKS, FREE_COUNT)
+
+
+def test_a_failure_that_breaks_a_rule_of_its_part_has_it_as_cause_and_is_labelled_by_its_harm():
+    """Its cause in the report, its severity what breaking the rule harms: an eviction order not
+    kept is contract in a check marked safety. A failure on another part's rule that stayed
+    here, or one that broke no rule, has no cause, and keeps its check's severity."""
+    own = replace(result("random_allocate_and_free", 6, "failed"), rules=(FREE_BLOCKS,))
+    evicted = CheckResult("caching/random_prompts_decodes_and_frees", "caching",
+                          "random_prompts_decodes_and_frees", "failed", 0, 7, "safety",
+                          "took block 0", rules=(EVICTION_ORDER,))  # fmt: skip
+    elsewhere = owned("random_incref_and_free", FREE_BLOCKS)
+    plain = result("new_pool_is_all_free", 2, "failed")
+    kept = replace(result("freed_blocks_are_reused", 2), rules=(FREE_BLOCKS,))
+    grade.name_causes(plugin_of(own, evicted, elsewhere, plain, kept))
+    assert [(check.cause, check.severity) for check in (own, evicted, elsewhere, plain, kept)] == [
+        (FREE_BLOCKS, "safety"), (EVICTION_ORDER, "contract"), ("", "safety"), ("", "safety"),
+        ("", "safety"),
+    ]  # fmt: skip
+    rows = score_parts([own, plain], options(allocator=15))["allocator"]["checks"]
+    assert [row.get("cause") for row in rows] == [FREE_BLOCKS, None]
+    assert not any("results_differ" in row for row in rows)
+
+
+def differing(name: str) -> CheckResult:
+    """An allocator timing whose results, the code's own, differ from the contract."""
+    misstep = "allocation 0 (of 3) handed out 7, not a free block"
+    check = result(
+        name, ALLOCATOR[name], "failed", f"its results differ from the contract: {misstep}"
+    )
+    return replace(check, severity="speed", results_differ=misstep)
+
+
+def test_a_timing_of_results_that_differ_from_the_contract_is_left_to_the_check_that_found_it():
+    """Not timed where a check of its part that times nothing fails: out of the part's maximum,
+    not pending, its message naming the most serious such check. Where none fails, it is the one
+    check that finds the slip: charged here, as a contract slip, not as slow code."""
+    checks = allocator(failed={"freed_blocks_are_reused", "random_allocate_and_free"})
+    timings = [differing(name) for name in sorted(TIMINGS)]
+    grade.not_timed(plugin_of(*checks, *timings))
+    assert [(check.status, check.points, check.severity) for check in timings] == [
+        ("skipped", 0, "speed")
+    ] * 2
+    assert timings[0].message == (
+        "not timed: its results differ from the contract (see allocator/freed_blocks_are_reused): "
+        "allocation 0 (of 3) handed out 7, not a free block"
+    )
+    graded = [check for check in checks if check.id.split("/")[1] not in TIMINGS] + timings
+    scored = score_parts(graded, options(allocator=15))["allocator"]
+    assert [item["id"] for item in scored["ungraded"]] == ["not_timed"]
+    assert "provisional" not in scored
+    alone = differing("allocate_and_free_speed")
+    grade.not_timed(plugin_of(*allocator(), alone))
+    assert (alone.status, alone.severity) == ("failed", "contract")

@@ -17,7 +17,23 @@ filled block cached) shows as a cached count or a shared block the model does no
 from collections import Counter
 from dataclasses import dataclass, field
 
-from grader.checks.support.expect import expect, int_list, plain_int, raises, same, succeeds
+from grader.checks.support.expect import (
+    expect,
+    int_list,
+    judged_by,
+    plain_int,
+    raises,
+    same,
+    succeeds,
+)
+from grader.checks.support.rules import (
+    CACHE_FREE_COUNT,
+    CACHE_REF_COUNTS,
+    CACHE_TABLE,
+    EMPTY_FIRST,
+    EVICTION_ORDER,
+    TAKES_FREE,
+)
 from grader.said import said
 from grader.sandbox.proxy import Submission, method
 from kernels.reference import cdiv
@@ -128,21 +144,22 @@ class CacheModel:
         )
         table = self.read_table(request_id)
         expected_len = len(hits) + needed
-        same(
-            self.transcript,
-            len(table),
-            expected_len,
-            said(
-                "{call} must give the request ceil({tokens} / {size}) = {blocks} blocks, "
-                "got {table}",
-                call=call,
-                tokens=len(tokens),
-                size=self.block_size,
-                blocks=expected_len,
-                table=table,
-            ),
-            got=f"len({self.transcript.source(table, 'table')})",
-        )
+        with judged_by(CACHE_TABLE):
+            same(
+                self.transcript,
+                len(table),
+                expected_len,
+                said(
+                    "{call} must give the request ceil({tokens} / {size}) = {blocks} blocks, "
+                    "got {table}",
+                    call=call,
+                    tokens=len(tokens),
+                    size=self.block_size,
+                    blocks=expected_len,
+                    table=table,
+                ),
+                got=f"len({self.transcript.source(table, 'table')})",
+            )
         name = self.transcript.source(table, "table")
         expect(
             self.transcript,
@@ -238,40 +255,60 @@ class CacheModel:
 
     def judge_taken(self, blocks: list[int], kept: list[int], call: str, code: str) -> None:
         """`blocks`, just taken by `call` in this order, are the ones `taken` says: distinct
-        empty blocks, then the idle ones that have been idle longest."""
+        empty blocks, then the idle ones that have been idle longest. A cached idle block taken
+        in another's place breaks a rule of order (`EMPTY_FIRST`, `EVICTION_ORDER`), which
+        corrupts nothing; a held block, or one taken twice, corrupts the cache (`TAKES_FREE`)."""
         empty = self.empty
         for k, (block, must) in enumerate(zip(blocks, self.taken(len(blocks), kept), strict=True)):
-            if must is None:
-                expect(
-                    self.transcript,
-                    block in empty and block not in blocks[:k],
-                    said(
-                        "{call} took block {block}, which is not empty (held, cached, "
-                        "taken twice or out of range), while empty blocks {empty} were "
-                        "there",
-                        call=call,
-                        block=block,
-                        empty=sorted(empty),
-                    ),
-                    got=f"{code}[{k}] in {sorted(empty)!r} and {code}[{k}] not in {code}[:{k}]",
-                    expected="True",
-                )
+            evictable = block in self.idle and block not in kept and block not in blocks[:k]
+            if must is None and evictable:
+                with judged_by(EMPTY_FIRST):
+                    expect(
+                        self.transcript,
+                        False,
+                        said(
+                            "{call} took block {block}, a cached one, while empty blocks "
+                            "{empty} were there: a block is evicted only where none is empty",
+                            call=call,
+                            block=block,
+                            empty=sorted(empty),
+                        ),
+                        got=f"{code}[{k}] in {sorted(empty)!r}",
+                        expected="True",
+                    )
+            elif must is None:
+                with judged_by(TAKES_FREE):
+                    expect(
+                        self.transcript,
+                        block in empty and block not in blocks[:k],
+                        said(
+                            "{call} took block {block}, which is not empty (held, cached, "
+                            "taken twice or out of range), while empty blocks {empty} were "
+                            "there",
+                            call=call,
+                            block=block,
+                            empty=sorted(empty),
+                        ),
+                        got=f"{code}[{k}] in {sorted(empty)!r} and {code}[{k}] not in {code}[:{k}]",
+                        expected="True",
+                    )
             else:
-                expect(
-                    self.transcript,
-                    block == must,
-                    said(
-                        "{call} took block {block}; with no empty block left, it must "
-                        "evict the cached block idle longest, block {must} (idle, oldest "
-                        "first: {idle})",
-                        call=call,
-                        block=block,
-                        must=must,
-                        idle=[b for b in self.idle if b not in kept],
-                    ),
-                    got=f"{code}[{k}]",
-                    expected=repr(must),
-                )
+                with judged_by(EVICTION_ORDER if evictable else TAKES_FREE):
+                    expect(
+                        self.transcript,
+                        block == must,
+                        said(
+                            "{call} took block {block}; with no empty block left, it must "
+                            "evict the cached block idle longest, block {must} (idle, oldest "
+                            "first: {idle})",
+                            call=call,
+                            block=block,
+                            must=must,
+                            idle=[b for b in self.idle if b not in kept],
+                        ),
+                        got=f"{code}[{k}]",
+                        expected=repr(must),
+                    )
 
     def hold_new(self, block: int) -> None:
         """`block`, taken: out of the idle ones and the cache if it was there; one holder."""
@@ -291,19 +328,20 @@ class CacheModel:
         if self.live or self.num_blocks:
             self.check_tables_and_counts()
         free = plain_int(self.transcript, self.cache.num_free, "num_free")
-        same(
-            self.transcript,
-            free,
-            self.num_free,
-            said(
-                "after {call}, num_free is {free}, expected {expected}: the empty blocks "
-                "plus the cached-and-idle ones",
-                call=self.last_call,
-                free=free,
-                expected=self.num_free,
-            ),
-            got=f"{self.name}.num_free",
-        )
+        with judged_by(CACHE_FREE_COUNT):
+            same(
+                self.transcript,
+                free,
+                self.num_free,
+                said(
+                    "after {call}, num_free is {free}, expected {expected}: the empty blocks "
+                    "plus the cached-and-idle ones",
+                    call=self.last_call,
+                    free=free,
+                    expected=self.num_free,
+                ),
+                got=f"{self.name}.num_free",
+            )
 
     def check_tables_and_counts(self) -> None:
         """Every live table and every block's `ref_count`, read in one round trip."""
@@ -334,17 +372,18 @@ class CacheModel:
                 plain_int(transcript, next(reads), "ref_count") for _ in range(self.num_blocks)
             ]
             expected = [self.holders[block] for block in range(self.num_blocks)]
-            same(
-                transcript,
-                counts,
-                expected,
-                said(
-                    "after {call}, the blocks' ref_count are {counts}, expected "
-                    "{expected} (how many live requests hold each)",
-                    call=call,
-                    counts=counts,
-                    expected=expected,
-                ),
-                got=f"[{self.name}.ref_count(b) for b in range({self.num_blocks})]",
-                expected=repr(expected),
-            )
+            with judged_by(CACHE_REF_COUNTS):
+                same(
+                    transcript,
+                    counts,
+                    expected,
+                    said(
+                        "after {call}, the blocks' ref_count are {counts}, expected "
+                        "{expected} (how many live requests hold each)",
+                        call=call,
+                        counts=counts,
+                        expected=expected,
+                    ),
+                    got=f"[{self.name}.ref_count(b) for b in range({self.num_blocks})]",
+                    expected=repr(expected),
+                )

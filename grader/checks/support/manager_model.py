@@ -49,9 +49,11 @@ from grader.checks.support.expect import (
 from grader.checks.support.rows_and_slots import assert_rows
 from grader.checks.support.rules import (
     DECODE_BLOCK,
+    FORK_SHARES,
     FREE_BLOCKS,
     FREE_COUNT,
     HELD_ONCE,
+    PREFILL_BLOCKS,
     REFUSED_DECODE,
 )
 from grader.said import Said, said
@@ -246,30 +248,30 @@ class ManagerModel:
                 error.expected(Exception, required=False)
                 return self.decoded(req, name, prompt_len)
         else:
-            with succeeds(
-                call, said("it needs {needed} of the {free} free blocks", needed=needed, free=free)
-            ):
+            why = said("it needs {needed} of the {free} free blocks", needed=needed, free=free)
+            with judged_by(PREFILL_BLOCKS), succeeds(call, why):
                 self.manager.allocate_for_prefill(req)
         self.done(call)
         table = table_of(req, name)
         if len(table) != needed and self.sharing:
             return self.decoded(req, name, prompt_len)
-        same(
-            self.transcript,
-            len(table),
-            needed,
-            said(
-                "{call} must give {name} ceil(seq_len / block_size) = ceil({prompt_len} "
-                "/ {size}) = {needed} blocks, got block_table {table}",
-                call=call,
-                name=name,
-                prompt_len=prompt_len,
-                size=self.block_size,
-                needed=needed,
-                table=table,
-            ),
-            got=f"len({name}.block_table)",
-        )
+        with judged_by(PREFILL_BLOCKS):
+            same(
+                self.transcript,
+                len(table),
+                needed,
+                said(
+                    "{call} must give {name} ceil(seq_len / block_size) = ceil({prompt_len} "
+                    "/ {size}) = {needed} blocks, got block_table {table}",
+                    call=call,
+                    name=name,
+                    prompt_len=prompt_len,
+                    size=self.block_size,
+                    needed=needed,
+                    table=table,
+                ),
+                got=f"len({name}.block_table)",
+            )
         self.assert_were_free(table, call, f"{name}.block_table")
         tracked = Tracked(req, name, table, self.new_rows(prompt_len))
         self.live[name] = tracked
@@ -492,9 +494,8 @@ class ManagerModel:
         self.requests_made += 1
         child_id = self.requests_made
         call = f"manager.fork({parent.name}, {child_id})"
-        with succeeds(
-            call, said("{call} holds blocks {table}", call=parent.name, table=parent.table)
-        ):
+        why = said("{call} holds blocks {table}", call=parent.name, table=parent.table)
+        with judged_by(FORK_SHARES), succeeds(call, why):
             child = self.manager.fork(parent.req, child_id)
         self.done(call)
         expect(
@@ -507,20 +508,21 @@ class ManagerModel:
         name = self.transcript.code(child)
         got = (child.request_id, seq_len_of(child, name), table_of(child, name))
         expected = (child_id, parent.seq_len, parent.table)
-        same(
-            self.transcript,
-            got,
-            expected,
-            said(
-                "{call} must return a request whose request_id, seq_len, block_table are "
-                "{expected} (the parent's length and blocks), got {got}",
-                call=call,
-                expected=expected,
-                got=got,
-            ),
-            got=f"({name}.request_id, {name}.seq_len, {name}.block_table)",
-            expected=lambda: f"({child_id}, {parent.seq_len}, {self.table_code(parent)})",
-        )
+        with judged_by(FORK_SHARES):
+            same(
+                self.transcript,
+                got,
+                expected,
+                said(
+                    "{call} must return a request whose request_id, seq_len, block_table are "
+                    "{expected} (the parent's length and blocks), got {got}",
+                    call=call,
+                    expected=expected,
+                    got=got,
+                ),
+                got=f"({name}.request_id, {name}.seq_len, {name}.block_table)",
+                expected=lambda: f"({child_id}, {parent.seq_len}, {self.table_code(parent)})",
+            )
         tracked = Tracked(child, name, got[2], parent.rows)
         self.live[name] = tracked
         return tracked

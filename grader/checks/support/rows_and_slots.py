@@ -5,7 +5,7 @@ message in exercises/README.md's terms and the counterexample's last line."""
 import torch
 
 from grader.checks.support.expect import a_tensor, judged_by, same
-from grader.checks.support.rules import POOL_DTYPE
+from grader.checks.support.rules import POOL_DTYPE, SLOT_DTYPE
 from grader.said import said
 from grader.sandbox.transcript import Transcript
 from kernels.reference import token_slots
@@ -107,7 +107,8 @@ def assert_slots(
     value, and its code in the counterexample); `code`: the mapping's."""
     table, table_code = table
     assert_shape(transcript, got, what, [seq_len], code)
-    assert_dtype(transcript, got, what, torch.int64, code)
+    with judged_by(SLOT_DTYPE):  # the right slots, of another type: a type slip
+        assert_dtype(transcript, got, what, torch.int64, code)
     expected = token_slots(table, seq_len, block_size)
     wrong = (got != expected).nonzero().flatten().tolist()
     if wrong:

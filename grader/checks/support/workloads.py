@@ -1,4 +1,5 @@
-"""The timing checks' counterexamples: the worker's timed workload, run by the candidate.
+"""The timing checks' counterexamples: the worker's timed workload, run by the candidate; and the
+same workload run from the grading process (`called_here`).
 
 A timing check calls a workload that runs in the worker (`workloads.WORKLOADS`); its counterexample
 defines the same function (its source read from `grader/sandbox/workloads.py`, never imported), and
@@ -11,9 +12,12 @@ run on the machine that graded, the counterexample fails as the check did.
 
 import ast
 from pathlib import Path
+from typing import Any
 
 from grader.said import said
+from grader.sandbox.proxy import Remote, transcript_of
 from grader.sandbox.transcript import Transcript
+from grader.sandbox.workloads import WORKLOADS
 
 CALLS_BEFORE = said("the calls before, in the grading")  # a replay's loop over the earlier calls
 
@@ -29,6 +33,15 @@ LEAST_SECONDS = (
     "    return min(times)",
     "",
 )
+
+
+def called_here(name: str, target: Remote, *args: Any) -> Any:
+    """The worker's workload `name` run in this process on `target`, an object in the worker:
+    each call of the candidate's methods a round trip, none timed, none in the counterexample
+    (written by then). What the candidate's own code gives, whatever the worker does with its
+    workloads (`Timed.again`)."""
+    with transcript_of(target).aside():
+        return WORKLOADS[name](target, *args)
 
 
 class PlainMessages(ast.NodeTransformer):

@@ -1,6 +1,6 @@
 """`grader/checks/support/rules.py`: every rule is owned by a part, and every check it names as
 testing a rule is a check of that part that breaks it, so that a failure left to that part is
-left to a check that runs."""
+left to a check that runs; and every rule says what breaking it harms."""
 
 import re
 
@@ -9,6 +9,7 @@ import pytest
 from grader.checks.support import rules
 from grader.parts import PARTS
 from grader.scoring.plugin import CHECKS_DIR, check_names
+from grader.severity import SEVERITIES
 
 
 @pytest.mark.parametrize("rule", sorted(rules.CHECKS))
@@ -20,8 +21,13 @@ def test_each_rule_names_checks_of_its_part_that_judge_it(rule: str) -> None:
     checks = set().union(*(check_names(module) for module in modules))
     assert set(rules.CHECKS[rule]) <= checks, f"{rule}: not checks of part {part}"
     constant = next(name for name, value in vars(rules).items() if value == rule)
-    support = ("manager_model.py", "rows_and_slots.py")
+    support = ("manager_model.py", "rows_and_slots.py", "cache_model.py")
     judged = sources + "".join((CHECKS_DIR / "support" / name).read_text() for name in support)
     assert re.search(rf"judged_by\((\w+, )*{constant}\b", judged), (
         f"no check of part {part} judges {constant}"
     )
+
+
+def test_each_rule_says_what_breaking_it_harms() -> None:
+    assert set(rules.HARMS) == set(rules.CHECKS)
+    assert set(rules.HARMS.values()) <= set(SEVERITIES)

@@ -47,7 +47,7 @@ CODE_SPAN = re.compile(r"`[^`\n]*`")
 # Python's, where the grader failed (with its traceback).
 RAW_TEXT = re.compile(
     r"(实际抛出了 |# 抛出 |意外的异常：|无法导入 \S+：|评分器在这项检查中出错：|评分器出错："
-    r"|评分器在其中一部分出错：|在你的代码中抛出：)[^\n]*"
+    r"|评分器在其中一部分出错：|在你的代码中抛出：|它抛出了 )[^\n]*"
 )
 # The labels of `report.md`'s fences that hold the candidate's code: the line a failure raised
 # at, and the lines of a file failures raised at (`markdown_kit_words`).

@@ -31,6 +31,7 @@ TEXTS = {
         "allocator": text("allocator depth"),
         "sharing": text("sharing depth"),
     },
+    "causes": {"decode:pool_dtype": "decode/new_manager_and_request"},
 }
 
 
@@ -60,6 +61,24 @@ def test_failed_checks_are_asked_most_serious_first_and_full_marks_get_depth(tex
     kernel = debrief(report, "en")[2]["questions"][0]
     assert kernel["check"]["id"] == "kernel/every_head_dim[32]"
     assert kernel["answer"] == "head dim answer en"
+
+
+def test_failures_with_one_cause_are_asked_once_with_the_question_of_its_rule(texts) -> None:
+    """The question of the check that asks about the rule, linked to the most serious of the
+    failures; a cause the texts do not name is asked as its check."""
+    pool = {"cause": "decode:pool_dtype"}
+    report = graded(
+        failed("decode/new_manager_and_request", "contract", status="passed"),
+        failed("decode/random_prefill_decode_and_free", "contract") | pool,
+        failed("decode/free_returns_every_block", "contract") | pool,
+        failed("allocator/bad_frees_raise_and_free_nothing", "safety") | {"cause": "other"},
+    )
+    assert asked(report) == {
+        "allocator": ["double free ask en?"],
+        "decode": ["new manager ask en?"],
+    }
+    question = debrief(report, "en")[1]["questions"][0]
+    assert question["check"]["id"] == "decode/random_prefill_decode_and_free"
 
 
 def test_checks_that_never_ran_the_candidates_code_are_not_asked(texts) -> None:

@@ -6,6 +6,7 @@ failure is not the submission's, and is not in it."""
 
 import pytest
 
+from grader.checks.support import rules
 from grader.parts import PARTS
 from grader.report.diagnosis import SHOWN, diagnosis, phrases
 from grader.report.i18n import LANGUAGES
@@ -13,12 +14,12 @@ from grader.scoring.plugin import check_names
 from tests.grader.report.english import english_words
 
 
-def test_every_check_has_a_phrase_in_each_language_and_no_other_is_kept() -> None:
+def test_every_check_and_cause_has_a_phrase_in_each_language_and_no_other_is_kept() -> None:
     checks = {
         f"{part.id}/{name}" for part in PARTS.values() for module in part.checks
         for name in check_names(module)
     }  # fmt: skip
-    assert set(phrases()) == checks
+    assert set(phrases()) == checks | set(rules.HARMS)
     lacking = {check: set(LANGUAGES) - set(said) for check, said in phrases().items()}
     assert not {check: missing for check, missing in lacking.items() if missing}
 
@@ -76,6 +77,26 @@ def test_a_check_run_on_several_cases_is_said_once() -> None:
         "wrong attention output for a head_dim (safety)",
         "the attention scale is not applied as given (safety)",
     ]
+
+
+def test_failures_with_one_cause_are_said_once_by_their_rule() -> None:
+    """A decode that takes its block a token late fails every check that decodes: one
+    sentence, the rule's, before the part's other failures. A cause the kit does not know (a
+    report of another version) is said by its check."""
+    late = {"cause": "decode:decode_block"}
+    report = graded(
+        failed("decode/decode_with_block_size_one", "safety") | late,
+        failed("decode/decode_adds_a_block_exactly_when_a_token_starts_one", "safety") | late,
+        failed("decode/free_returns_every_block", "safety") | late,
+        failed("decode/bad_prefills_are_refused", "contract"),
+        failed("caching/random_prompts_decodes_and_frees", "contract") | {"cause": "caching:new"},
+    )
+    assert diagnosis(report, "en") == [
+        "decode does not take a block exactly when a token starts one (safety)",
+        "random prompts, decodes and frees corrupt the prefix cache (contract)",
+        "a bad prefill is accepted, or still changes the request or the pool (contract)",
+    ]
+    assert diagnosis(report, "zh")[0] == "decode 没有恰好在 token 开启新块时取一个块（安全）"
 
 
 def test_a_kernel_that_launches_no_triton_kernel_is_said_so_once() -> None:

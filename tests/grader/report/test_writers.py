@@ -665,7 +665,8 @@ def test_summary_in_chinese(tmp_path: Path) -> None:
 
 def test_points_left_to_another_parts_rule_are_not_counted_in_what_the_score_is_out_of() -> None:
     """Points a fuller kit grades are part of what the score is out of; those of checks left to
-    another part's rule are not (no kit grades them), and are said apart, in either language."""
+    another part's rule, or of timings left to the check of their results, are not (no kit grades
+    them), and are said apart, in either language."""
     sharing = {"ungraded": [{"id": "other_part", "reason": "", "points": 3.64}]}
     kernel = {"ungraded": [{"id": "cuda", "reason": "needs a CUDA device", "points": 9}]}
     alone = {"score": 80, "max_score": 96.36, "parts": {"sharing": sharing}}
@@ -679,3 +680,10 @@ def test_points_left_to_another_parts_rule_are_not_counted_in_what_the_score_is_
     )
     assert score_line(both, "zh").startswith("在此评分 71 / 87.36 分")
     assert "3.64 分不计" in score_line(both, "zh")
+    caching = {"ungraded": [{"id": "not_timed", "reason": "", "points": 2.61}]}
+    timings = {"score": 90, "max_score": 93.75, "parts": {"sharing": sharing, "caching": caching}}
+    assert score_line(timings, "en") == (
+        "3.64 points not graded: their checks fail on another part's rule, which that part "
+        "grades; 2.61 points not graded: timings whose results differ from the contract, which "
+        "another check of their part charges"
+    )

@@ -1,15 +1,17 @@
-"""CPU-time measurement: the worker's CPU time read from outside, rounds, and confirmation; and
-the verdict every timing check ends in (`judge_ratio`, `judge_states` over a pool's states)."""
+"""CPU-time measurement: the worker's CPU time read from outside, rounds, and confirmation; wrong
+evidence told apart, the code's own results from work not done as asked; and the verdict every
+timing check ends in (`judge_ratio`, `judge_states` over a pool's states)."""
 
 import time
 
 import pytest
 
 from grader.sandbox.process import Limits, Sandbox
-from grader.sandbox.proxy import Submission
+from grader.sandbox.proxy import RemoteError, Submission
 from grader.scoring.timing import (
     MIN_ROUNDS,
     ROUND_SECONDS,
+    ResultsDiffer,
     StateTiming,
     Timed,
     affordable,
@@ -101,16 +103,46 @@ def test_each_call_asks_afresh_and_its_evidence_is_verified_after_its_time_is_re
         sandbox.run()
         return question.upper()
 
-    def verify(question: str, evidence: str) -> None:
+    def verify(question: str, evidence: str) -> str | None:
         seen.append((question, evidence, sandbox.cpu_mark))
-        if question == "second":
-            raise AssertionError("the timed work was not done as asked")
+        return "it shouted" if question == "second" else None
 
     work = Timed(sandbox, lambda: next(asked), run, verify)
     assert work.cpu_seconds() == 1.0
-    with pytest.raises(AssertionError, match="not done as asked"):
+    with pytest.raises(AssertionError, match="not done as asked: it shouted"):
         work.cpu_seconds()
     assert seen == [("first", "FIRST", 1.0), ("second", "SECOND", 3.0)]
+
+
+def shouting(again) -> Timed:
+    """A workload whose every answer is wrong ("it shouted"), made again by `again`."""
+    sandbox = FakeSandbox([1.0])
+
+    def run(question: str) -> str:
+        sandbox.run()
+        return question.upper()
+
+    return Timed(sandbox, lambda: "asked", run, lambda *_: "it shouted", again)
+
+
+def test_wrong_evidence_that_the_code_gives_again_is_its_results_not_work_done_otherwise():
+    differ = "results differ from the contract: it shouted"
+    with pytest.raises(ResultsDiffer, match=differ) as error:
+        shouting(lambda question: question.upper()).cpu_seconds()
+    assert error.value.misstep == "it shouted"
+
+
+def raises_remotely(question: str) -> str:
+    raise RemoteError("OutOfBlocks", "no block left", "")
+
+
+@pytest.mark.parametrize(
+    "again", [None, lambda question: question, raises_remotely], ids=["none", "other", "raises"]
+)
+def test_wrong_evidence_the_code_does_not_give_again_is_work_not_done_as_asked(again):
+    with pytest.raises(AssertionError, match="not done as asked: it shouted") as error:
+        shouting(again).cpu_seconds()
+    assert not isinstance(error.value, ResultsDiffer)
 
 
 def test_a_failing_ratio_is_measured_again_and_a_passing_one_is_not():
@@ -254,3 +286,28 @@ def test_a_thread_that_works_after_its_call_returned_is_charged(worker):
     started = plain(lambda: module.later(3_000_000), sandbox).cpu_seconds()
     waited = plain(module.join_threads, sandbox).cpu_seconds()  # waits; itself costs nothing
     assert started + waited > own / 2, (own, started, waited)
+
+
+def raises_another(question: str) -> str:
+    raise RemoteError("IndexError", "list index out of range", "")
+
+
+def crashing(again) -> Timed:
+    """A workload whose worker call raises the candidate's OutOfBlocks, made again by `again`."""
+    sandbox = FakeSandbox([])
+
+    def run(question: str) -> str:
+        raise RemoteError("OutOfBlocks", "no block left", "")
+
+    return Timed(sandbox, lambda: "asked", run, lambda *_: None, again)
+
+
+def test_an_exception_the_code_raises_again_is_its_results_and_any_other_is_work_done_otherwise():
+    with pytest.raises(ResultsDiffer, match="it raised OutOfBlocks: no block left") as error:
+        crashing(raises_remotely).cpu_seconds()
+    assert isinstance(error.value.__context__, RemoteError)  # the line it raised at
+    for again in (None, lambda question: question, raises_another):
+        with pytest.raises(AssertionError, match="not done as asked: it raised OutOfBlocks") as no:
+            crashing(again).cpu_seconds()
+        assert not isinstance(no.value, ResultsDiffer)
+        assert isinstance(no.value.__context__, RemoteError)
