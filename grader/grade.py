@@ -46,7 +46,7 @@ import torch
 from grader import ANSWER_KEY, KIT_ROOT, file_rule, interrupt, kernel_rule, provenance, scan
 from grader.beside import EXIT_SECONDS, Beside, LineStream
 from grader.checks.support.rules import CHECKS as RULE_CHECKS
-from grader.checks.support.rules import HARMS, owner
+from grader.checks.support.rules import HARMS, TIMED_RESULTS, owner
 from grader.intake import Intake
 from grader.integration import run_integration, run_prefix_integration
 from grader.parts import ENGINE_PARTS, PARTS
@@ -466,7 +466,7 @@ def not_timed(plugin: GradingPlugin) -> None:
     (`timing.ResultsDiffer`) is not graded where a check of its part that times nothing fails:
     that check charges the code's results, once; its points leave the part's maximum, and its
     message names the most serious such check. Where none fails, it stays failed, charged here
-    as the contract slip no other check found, labelled as such."""
+    as the contract slip no other check found (its cause `TIMED_RESULTS`)."""
     for result in plugin.results.values():
         if result.status != "failed" or not result.results_differ:
             continue
@@ -474,7 +474,7 @@ def not_timed(plugin: GradingPlugin) -> None:
                    if other.part == result.part and other.status == "failed"
                    and other.severity != "speed" and not other.results_differ]  # fmt: skip
         if not untimed:
-            result.severity = "contract"
+            result.cause, result.severity = TIMED_RESULTS, "contract"
             continue
         charged = min(untimed, key=lambda other: SEVERITIES.index(other.severity))
         result.status, result.points = "skipped", 0

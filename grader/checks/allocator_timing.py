@@ -169,7 +169,7 @@ class HeldPool:
     num_blocks: int
     free: frozenset[int]
     seed: int | None
-    remake: Callable[[], Remote]  # the same allocator made again, out of the counterexample
+    remake: Callable[[], Remote]  # the same allocator made again
     state: str = ""  # "full" or "empty"; "" for the probe's pool
     asked: list[int] = field(default_factory=list)
 
@@ -201,8 +201,7 @@ def held_pool(submission, num_blocks: int, state: str, seed: int) -> HeldPool:
     allocator.free(Shown(free_ids, f"free_ids_of({seed}, {num_blocks}, {count})"))
 
     def remake() -> Remote:
-        with submission.transcript.aside():
-            return held_pool(submission, num_blocks, state, seed).allocator
+        return held_pool(submission, num_blocks, state, seed).allocator
 
     return HeldPool(allocator, num_blocks, frozenset(free_ids), seed, remake, state)
 
@@ -214,8 +213,7 @@ def half_held_pool(submission, num_blocks: int) -> HeldPool:
     free = frozenset(range(num_blocks)) - frozenset(held)
 
     def remake() -> Remote:
-        with submission.transcript.aside():
-            return half_held_pool(submission, num_blocks).allocator
+        return half_held_pool(submission, num_blocks).allocator
 
     return HeldPool(allocator, num_blocks, free, None, remake)
 
@@ -299,10 +297,11 @@ def workload(pool: HeldPool, rounds: int = ROUNDS) -> Timed:
         return misstep
 
     def again(asked: tuple[int, list[int]]) -> object:
-        allocator = pool.remake()
-        for seed in pool.asked[:-1]:
-            allocator.workload("allocate_free_rounds", allocation_sizes(seed, rounds))
-        return called_here("allocate_free_rounds", allocator, asked[1])
+        with transcript.aside():
+            allocator = pool.remake()
+            for seed in pool.asked[:-1]:
+                called_here("allocate_free_rounds", allocator, allocation_sizes(seed, rounds))
+            return called_here("allocate_free_rounds", allocator, asked[1])
 
     return Timed(sandbox_of(pool.allocator), ask, run, verify, again)
 

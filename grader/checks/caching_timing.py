@@ -233,7 +233,7 @@ class CachedPool:
     cache: Remote
     num_blocks: int
     evictions: Evictions
-    remake: Callable[[], Remote]  # the same cache made again, out of the counterexample
+    remake: Callable[[], Remote]  # the same cache made again
     asked: list[tuple[int, int]] = field(default_factory=list)  # each call's (first, rounds)
     state = "full"
     rounds = ROUNDS
@@ -279,10 +279,11 @@ class CachedPool:
             return what
 
         def again(first: int) -> object:
-            cache = self.remake()
-            for earlier, its_rounds in self.asked[:-1]:
-                cache.workload("prompt_free_rounds", SYSTEM, earlier, its_rounds)
-            return called_here("prompt_free_rounds", cache, SYSTEM, first, rounds)
+            with transcript.aside():
+                cache = self.remake()
+                for earlier, its_rounds in self.asked[:-1]:
+                    called_here("prompt_free_rounds", cache, SYSTEM, earlier, its_rounds)
+                return called_here("prompt_free_rounds", cache, SYSTEM, first, rounds)
 
         return Timed(sandbox_of(self.cache), ask, run, verify, again)
 
@@ -303,8 +304,7 @@ def cached_pool(submission, num_blocks: int) -> CachedPool:
         idle.update(dict.fromkeys(reversed(table)))
 
     def remake() -> Remote:
-        with transcript.aside():
-            return cached_pool(submission, num_blocks).cache
+        return cached_pool(submission, num_blocks).cache
 
     return CachedPool(cache, num_blocks, Evictions(tables[0][:SYSTEM_BLOCKS], idle), remake)
 
@@ -355,7 +355,7 @@ class ChainPool:
     cache: Remote
     num_blocks: int
     tables: list[list[int]]
-    remake: Callable[[], Remote]  # the same cache made again, out of the counterexample
+    remake: Callable[[], Remote]  # the same cache made again
     asked: list[tuple[int, int]] = field(default_factory=list)
     state = "empty"
     rounds = CHAIN_ROUNDS
@@ -402,11 +402,12 @@ class ChainPool:
             return misstep
 
         def again(asked: tuple[int, list[int]]) -> object:
-            cache = self.remake()
-            for seed, its_rounds in self.asked[:-1]:
-                picks = chain_picks(seed, its_rounds)
-                cache.workload("chain_decode_rounds", chains, picks, PROMPT_LEN)
-            return called_here("chain_decode_rounds", cache, chains, asked[1], PROMPT_LEN)
+            with transcript.aside():
+                cache = self.remake()
+                for seed, its_rounds in self.asked[:-1]:
+                    picks = chain_picks(seed, its_rounds)
+                    called_here("chain_decode_rounds", cache, chains, picks, PROMPT_LEN)
+                return called_here("chain_decode_rounds", cache, chains, asked[1], PROMPT_LEN)
 
         return Timed(sandbox_of(self.cache), ask, run, verify, again)
 
@@ -422,8 +423,7 @@ def chain_pool(submission, num_blocks: int) -> ChainPool:
         cache.free(request_id)
 
     def remake() -> Remote:
-        with transcript.aside():
-            return chain_pool(submission, num_blocks).cache
+        return chain_pool(submission, num_blocks).cache
 
     return ChainPool(cache, num_blocks, tables, remake)
 

@@ -20,6 +20,7 @@ manager's own methods give again, called from this process, are its results, not
 """
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,6 +104,7 @@ class LongRequests:
     num_blocks: int
     pool_seed: int
     pool: torch.Tensor | None
+    remake: Callable[[], "LongRequests"]  # the same manager and requests made again
     asked: list[int] = field(default_factory=list)
 
     def expected(self, seed: int) -> list:
@@ -147,7 +149,13 @@ def long_requests(
             transcript.define(line)
         code = f"whole_number_pool({pool_seed}, {num_blocks}, {BLOCK_SIZE}, {HEAD_DIM})"
         manager.ref("physical_kv_cache")[...] = Shown(pool, code)
-    return LongRequests(workload, manager, requests, seq_lens, rounds, num_blocks, pool_seed, pool)
+
+    def remake() -> LongRequests:
+        return long_requests(submission, workload, seq_lens, rounds, pool_seed)
+
+    return LongRequests(
+        workload, manager, requests, seq_lens, rounds, num_blocks, pool_seed, pool, remake
+    )
 
 
 def timed(setup: LongRequests) -> Timed:
@@ -172,8 +180,10 @@ def timed(setup: LongRequests) -> Timed:
         transcript.fail(run_code(setup, seed), repr(expected))
         return misstep(setup.workload, evidence, expected)
 
-    def again(seed: int) -> object:  # the workload reads the pool: the same state
-        return called_here(setup.workload, setup.manager, setup.requests, seed, setup.rounds)
+    def again(seed: int) -> object:
+        with transcript.aside():
+            made = setup.remake()
+            return called_here(setup.workload, made.manager, made.requests, seed, setup.rounds)
 
     return Timed(sandbox_of(setup.manager), lambda: secrets.randbits(32), run, verify, again)
 

@@ -29,7 +29,7 @@ from hypothesis.stateful import (
 
 from grader.checks.allocator import judge_handed_out, new_allocator
 from grader.checks.support.expect import Held, expect, int_list, judged_by, plain_int, raises
-from grader.checks.support.rules import FREE_BLOCKS
+from grader.checks.support.rules import FREE_BLOCKS, REF_COUNTS
 from grader.said import said
 from grader.sandbox.proxy import Submission, attribute, method
 from grader.sandbox.transcript import Shown
@@ -87,18 +87,19 @@ class Counts:
         wrong = {block: got[block] for block in got if got[block] != expected[block]}
         should = {block: expected[block] for block in wrong}
         reads = ", ".join(f"{self.name}.ref_count({self.ids.code(block)})" for block in wrong)
-        expect(
-            self.transcript,
-            not wrong,
-            said(
-                "after {call}, ref_count must be {expected}, got {got}",
-                call=after,
-                expected=should,
-                got=wrong,
-            ),
-            got=f"[{reads}]",
-            expected=repr(list(should.values())),
-        )
+        with judged_by(REF_COUNTS):
+            expect(
+                self.transcript,
+                not wrong,
+                said(
+                    "after {call}, ref_count must be {expected}, got {got}",
+                    call=after,
+                    expected=should,
+                    got=wrong,
+                ),
+                got=f"[{reads}]",
+                expected=repr(list(should.values())),
+            )
         if freed is not None:
             with judged_by(FREE_BLOCKS) if freed else nullcontext():
                 expect(

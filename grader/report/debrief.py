@@ -6,7 +6,8 @@ check run on several cases, most serious first, and once for a cause that fails 
 (a kernel that launches no Triton kernel), a question that asks the candidate to reason
 about the failure and what a good answer mentions; failures with one cause, a rule they all break
 (a check's `cause`), are asked about once, with the question of the check that asks about that
-rule (`causes` in `DEBRIEFS`). For a part passed with full marks, one question that probes depth.
+rule (`causes` in `DEBRIEFS`), and no question is asked twice. For a part passed with full marks,
+one question that probes depth.
 The texts are the hiring team's, in `DEBRIEFS`, which only the full kit has: the candidate kit's
 reports have no debrief.
 """
@@ -15,7 +16,8 @@ import tomllib
 from functools import cache
 
 from grader import KIT_ROOT
-from grader.report.diagnosis import base_id, cause, once_per_cause
+from grader.checks.support.rules import TIMED_RESULTS
+from grader.report.diagnosis import base_id, cause
 from grader.report.formats import ran_and_failed, severity_rank, syntax_failures
 
 DEBRIEFS = KIT_ROOT / "full_kit" / "debriefs.toml"
@@ -49,10 +51,13 @@ def debrief(report: dict, lang: str) -> list[dict]:
         failed = [check for check in graded if ran_and_failed(check, explained)]
         if any(cause(check) for check in failed):  # one cause fails the part: asked once
             failed = [check for check in failed if not cause(check) or base_id(check) in CAUSED]
+        asked_with = {}  # each question once, with the most serious failure it asks about
+        for check in sorted(failed, key=severity_rank):
+            asked_with.setdefault(asked_as(texts, check), check)
         questions = [
             {**text[lang], "check": check}
-            for check in once_per_cause(sorted(failed, key=severity_rank))
-            if (text := texts["checks"].get(asked_as(texts, check)))
+            for asked, check in asked_with.items()
+            if (text := texts["checks"].get(asked))
         ]
         full_marks = graded and all(check.get("status") == "passed" for check in graded)
         if full_marks and (text := texts["parts"].get(part_id)):
@@ -64,5 +69,9 @@ def debrief(report: dict, lang: str) -> list[dict]:
 
 def asked_as(texts: dict[str, dict], check: dict) -> str:
     """The check whose question a failed check is asked with: the one that asks about its cause,
-    where it has one the kit knows; else itself (without its case)."""
-    return texts.get("causes", {}).get(check.get("cause", ""), base_id(check))
+    where it has one the kit knows; none for a timing's results that differ from the contract
+    (`TIMED_RESULTS`: no question fits them all); else itself (without its case)."""
+    cause = check.get("cause", "")
+    if cause == TIMED_RESULTS:
+        return ""
+    return texts.get("causes", {}).get(cause, base_id(check))

@@ -268,13 +268,16 @@ class Transcript:
 
     @contextmanager
     def aside(self) -> Iterator[None]:
-        """Calls made inside stay out of the transcript, even one that fails: calls made after
-        its script was written, which it does not replay."""
-        mark = len(self.lines)
+        """Calls made inside leave the transcript as it was, even one that fails: calls made
+        after its script was written, which it does not replay."""
+        imports = {module: set(names) for module, names in self.imports.items()}
+        kept = (self.lines[:], self.ending[:], imports, set(self.kit_imports), self.uses_torch,
+                self.uses_raises)  # fmt: skip
         try:
             yield
         finally:
-            del self.lines[mark:]
+            (self.lines, self.ending, self.imports, self.kit_imports, self.uses_torch,
+             self.uses_raises) = kept  # fmt: skip
 
     def source(self, value: Any, hint: str = "value") -> str:
         """Code that gives `value` where the script ends: the read that returned it, read again

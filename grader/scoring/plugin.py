@@ -40,7 +40,7 @@ from grader.scoring import shrinking
 from grader.scoring.fixtures import WorkerFixtures, check_id, check_name
 from grader.scoring.profiles import hypothesis_settings
 from grader.scoring.progress import ProgressLines
-from grader.scoring.raised import raised_at
+from grader.scoring.raised import raised_at, remote_error_of
 from grader.scoring.timing import ResultsDiffer
 from grader.severity import SEVERITIES
 
@@ -191,6 +191,9 @@ class GradingPlugin(WorkerFixtures, ProgressLines):
                     result.results_differ = said("it raised {error}", error=error)
             else:
                 result.message = first_lines(message_of(error)) or repr(error)
+                remote = remote_error_of(error)
+                if remote is not None and result.severity == "speed":  # a timed run raised
+                    result.traceback = remote.traceback
             if isinstance(error, RuleBroken):
                 result.rules = error.rules
             if isinstance(error, ResultsDiffer):

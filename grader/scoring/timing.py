@@ -82,9 +82,9 @@ class Timed:
     afresh each time (in this process: nothing the worker can prepare); `run(asked)` is the
     worker call, the only part timed, which returns evidence of its work; `verify(asked,
     evidence)` checks that evidence here: what is wrong with it (its counterexample written),
-    or None. `again(asked)`, where given, makes the same call again on the same state, untimed,
-    each of the workload's calls of the candidate's methods made from this process: the evidence
-    their code gives (`failure`)."""
+    or None. `again(asked)`, where given, makes the same call again on the same state made
+    afresh, untimed, out of the counterexample, each of the workload's calls of the candidate's
+    methods made from this process: the evidence their code gives (`gives_again`)."""
 
     sandbox: Sandbox
     ask: Callable[[], Any]
@@ -138,10 +138,12 @@ class Timed:
             return False
         try:
             evidence = self.again(asked)
-        except RemoteError as error:
+        except RemoteError as error:  # raised in the worker
             return isinstance(outcome, RemoteError) and error.type_name == outcome.type_name
         except AssertionError:  # what made the state again found it wrong
             return False
+        except Exception as error:  # the workload, run here, on what the methods returned
+            return isinstance(outcome, RemoteError) and type(error).__name__ == outcome.type_name
         return not isinstance(outcome, RemoteError) and evidence == outcome
 
 

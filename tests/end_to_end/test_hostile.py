@@ -370,7 +370,7 @@ ATTACKS = {
             Edit("kv_cache_manager.py", SLOT_MAPPING_BODY, SLOT_MAPPING_PER_TOKEN),
         ),
         (Edit("kv_cache_manager.py", MANAGER_IMPORTS, f"{MANAGER_IMPORTS}\n{FEWER_TOKENS_PATCH}"),),
-        "gave shapes",  # of 256 tokens, not the lengths asked
+        NOT_AS_ASKED,  # shapes of 256 tokens, not the lengths asked: other work than its methods'
     ),
 }
 

@@ -19,7 +19,7 @@ import pytest
 
 from grader import grade
 from grader.checks.support.expect import RuleBroken, judged_by
-from grader.checks.support.rules import EVICTION_ORDER, FREE_BLOCKS, FREE_COUNT
+from grader.checks.support.rules import EVICTION_ORDER, FREE_BLOCKS, FREE_COUNT, TIMED_RESULTS
 from grader.grade import score_parts, with_failures, worker_flags
 from grader.said import said
 from grader.sandbox.process import Events
@@ -352,19 +352,20 @@ def test_a_timing_of_results_that_differ_from_the_contract_is_left_to_the_check_
     not pending, its message naming the most serious such check. Where none fails, it is the one
     check that finds the slip: charged here, as a contract slip, not as slow code."""
     checks = allocator(failed={"freed_blocks_are_reused", "random_allocate_and_free"})
+    checks[ALLOCATOR_ORDER.index("freed_blocks_are_reused")].severity = "contract"
     timings = [differing(name) for name in sorted(TIMINGS)]
     grade.not_timed(plugin_of(*checks, *timings))
     assert [(check.status, check.points, check.severity) for check in timings] == [
         ("skipped", 0, "speed")
     ] * 2
     assert timings[0].message == (
-        "not timed: its results differ from the contract (see allocator/freed_blocks_are_reused): "
-        "allocation 0 (of 3) handed out 7, not a free block"
-    )
+        "not timed: its results differ from the contract (see allocator/random_allocate_and_free"
+        "): allocation 0 (of 3) handed out 7, not a free block"
+    )  # the most serious, not the first
     graded = [check for check in checks if check.id.split("/")[1] not in TIMINGS] + timings
     scored = score_parts(graded, options(allocator=15))["allocator"]
     assert [item["id"] for item in scored["ungraded"]] == ["not_timed"]
     assert "provisional" not in scored
     alone = differing("allocate_and_free_speed")
     grade.not_timed(plugin_of(*allocator(), alone))
-    assert (alone.status, alone.severity) == ("failed", "contract")
+    assert (alone.status, alone.severity, alone.cause) == ("failed", "contract", TIMED_RESULTS)

@@ -48,12 +48,14 @@ from grader.checks.support.expect import (
 )
 from grader.checks.support.rows_and_slots import assert_rows
 from grader.checks.support.rules import (
+    COPY_ON_WRITE,
     DECODE_BLOCK,
     FORK_SHARES,
     FREE_BLOCKS,
     FREE_COUNT,
     HELD_ONCE,
     PREFILL_BLOCKS,
+    REF_COUNTS,
     REFUSED_DECODE,
 )
 from grader.said import Said, said
@@ -331,7 +333,7 @@ class ManagerModel:
                 position=position,
                 why=why,
             )
-            with raises(self.transcript, RuntimeError, why):
+            with self.decode_rule(sharers), raises(self.transcript, RuntimeError, why):
                 self.manager.allocate_for_decode(tracked.req)
             self.done(said("{call} (which raised)", call=call), RAISED, refused_decode=True)
             return False
@@ -389,25 +391,26 @@ class ManagerModel:
         elif sharers:
             same_length = len(new_table) == len(table)
             replaced = same_length and new_table[:-1] == table[:-1] and new_table[-1] != table[-1]
-            expect(
-                transcript,
-                replaced,
-                said(
-                    "token {position} goes into block {block}, which {sharers} also "
-                    "holds and which is not full: {call} must first copy it into a free "
-                    "block (copy-on-write) in its place, so block_table {table} must "
-                    "become {kept} + [a free block], got {new}",
-                    position=position,
-                    block=table[-1],
-                    sharers=", ".join(sharers),
-                    call=call,
-                    table=table,
-                    kept=table[:-1],
-                    new=new_table,
-                ),
-                got=lambda: f"(len({new}), {new}[:-1], {new}[-1:] == {old()}[-1:])",
-                expected=lambda: f"(len({old()}), {old()}[:-1], False)",
-            )
+            with self.decode_rule(sharers):
+                expect(
+                    transcript,
+                    replaced,
+                    said(
+                        "token {position} goes into block {block}, which {sharers} also "
+                        "holds and which is not full: {call} must first copy it into a free "
+                        "block (copy-on-write) in its place, so block_table {table} must "
+                        "become {kept} + [a free block], got {new}",
+                        position=position,
+                        block=table[-1],
+                        sharers=", ".join(sharers),
+                        call=call,
+                        table=table,
+                        kept=table[:-1],
+                        new=new_table,
+                    ),
+                    got=lambda: f"(len({new}), {new}[:-1], {new}[-1:] == {old()}[-1:])",
+                    expected=lambda: f"(len({old()}), {old()}[:-1], False)",
+                )
             self.assert_were_free(new_table[-1:], call, f"{new}[-1:]")
             self.done(
                 said(
@@ -627,7 +630,8 @@ class ManagerModel:
             held = len(self.held())
             free = plain_int(transcript, next(reads), "len(manager.free_blocks)")
             live = [f"*{tracked.name}.block_table" for tracked in self.live.values()]
-            with judged_by(FREE_BLOCKS, FREE_COUNT):  # the allocator's count, or a leak
+            # the allocator's count, or a leak; with `sharing`, the references that hold a block
+            with judged_by(FREE_BLOCKS, FREE_COUNT, *([REF_COUNTS] if self.sharing else [])):
                 expect(
                     transcript,
                     free == self.num_blocks - held,
@@ -648,8 +652,8 @@ class ManagerModel:
     def decode_rule(self, sharers: Sequence[str] = ()) -> AbstractContextManager[None]:
         """A decode is judged by part 2's rule (one more token; a new free block exactly when
         it starts one, else the same table; a call that may succeed does), except one that must
-        copy a shared block (`sharers`), which is part 6's to judge."""
-        return nullcontext() if sharers else judged_by(DECODE_BLOCK)
+        copy a shared block (`sharers`), which part 6's rule judges."""
+        return judged_by(COPY_ON_WRITE) if sharers else judged_by(DECODE_BLOCK)
 
     def free_count_wrong(self, free: int, held: int) -> Said:
         """What a wrong count of free blocks says: both counts, and the hint where a call raised."""

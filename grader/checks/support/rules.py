@@ -34,6 +34,12 @@ SLOT_MAPPING = "gather:slots"
 SLOT_DTYPE = "gather:slot_dtype"
 # Part 6: fork gives the child the parent's seq_len and blocks, shared, and its own id.
 FORK_SHARES = "sharing:fork_shares"
+# Part 6: a decode whose token goes into a shared block that is not full copies that block into a
+# free one first, or is refused (RuntimeError) where none is free.
+COPY_ON_WRITE = "sharing:copy_on_write"
+# Part 6: a block's ref_count is how many holders it has: allocate gives one, incref adds one,
+# free drops one, and the block is free again at zero.
+REF_COUNTS = "sharing:ref_counts"
 # Part 7: with no empty block, a take evicts the cached block idle longest; a free makes its
 # request's blocks idle last to first.
 EVICTION_ORDER = "caching:eviction_order"
@@ -71,6 +77,8 @@ CHECKS = {  # the owner's checks that test each rule (their names), run where it
     SLOT_MAPPING: ("slot_mapping_follows_the_block_table", "random_writes_read_back"),
     SLOT_DTYPE: ("slot_mapping_follows_the_block_table",),
     FORK_SHARES: ("fork_shares_every_block", "random_fork_decode_and_free"),
+    COPY_ON_WRITE: ("copy_on_write", "random_fork_decode_and_free"),
+    REF_COUNTS: ("ref_counts_follow_allocate_incref_and_free", "random_incref_and_free"),
     EVICTION_ORDER: ("eviction_takes_the_block_idle_longest", "random_prompts_decodes_and_frees"),
     EMPTY_FIRST: ("random_prompts_decodes_and_frees",),
     TAKES_FREE: ("held_blocks_are_never_evicted", "random_prompts_decodes_and_frees"),
@@ -78,6 +86,9 @@ CHECKS = {  # the owner's checks that test each rule (their names), run where it
     CACHE_TABLE: ("a_shared_prompt_is_reused", "random_prompts_decodes_and_frees"),
     CACHE_REF_COUNTS: ("a_shared_prompt_is_reused", "random_prompts_decodes_and_frees"),
 }
+# Not a rule of the contract's: the cause of a timing whose results, the code's own, differ from
+# the contract where no check of its part that times nothing fails (`grade.not_timed`); contract.
+TIMED_RESULTS = "timed_results"
 # What breaking each rule harms (`grader/severity.py`): safety where the state left is corrupt or
 # leaks, contract where an order or a type the contract fixes is not kept and nothing is corrupt.
 HARMS = {
@@ -92,6 +103,8 @@ HARMS = {
     SLOT_MAPPING: "safety",
     SLOT_DTYPE: "contract",
     FORK_SHARES: "safety",
+    COPY_ON_WRITE: "safety",
+    REF_COUNTS: "safety",
     EVICTION_ORDER: "contract",  # another cached block evicted: a miss later, never a wrong row
     EMPTY_FIRST: "contract",
     TAKES_FREE: "safety",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.said import said
-from grader.sandbox.proxy import Remote, transcript_of
+from grader.sandbox.proxy import Remote
 from grader.sandbox.transcript import Transcript
 from grader.sandbox.workloads import WORKLOADS
 
@@ -37,11 +37,10 @@ LEAST_SECONDS = (
 
 def called_here(name: str, target: Remote, *args: Any) -> Any:
     """The worker's workload `name` run in this process on `target`, an object in the worker:
-    each call of the candidate's methods a round trip, none timed, none in the counterexample
-    (written by then). What the candidate's own code gives, whatever the worker does with its
-    workloads (`Timed.again`)."""
-    with transcript_of(target).aside():
-        return WORKLOADS[name](target, *args)
+    each call of the candidate's methods a round trip, none timed. What the candidate's own
+    code gives, whatever the worker does with its workloads (`Timed.again`, which keeps these
+    calls out of the counterexample written by then: `Transcript.aside`)."""
+    return WORKLOADS[name](target, *args)
 
 
 class PlainMessages(ast.NodeTransformer):

@@ -302,7 +302,7 @@ def requests() -> list[Request]:
 
 def long_requests(workload: str, pool: torch.Tensor | None = None) -> LongRequests:
     """The check's record of `SEQ_LENS` requests for `workload` (no worker: no handles)."""
-    return LongRequests(workload, None, [], SEQ_LENS, 3, NUM_BLOCKS, 11, pool)
+    return LongRequests(workload, None, [], SEQ_LENS, 3, NUM_BLOCKS, 11, pool, remake=None)
 
 
 def gather_run(manager: LoopManager, seed: int, made: list | None = None) -> list:

@@ -31,7 +31,10 @@ TEXTS = {
         "allocator": text("allocator depth"),
         "sharing": text("sharing depth"),
     },
-    "causes": {"decode:pool_dtype": "decode/new_manager_and_request"},
+    "causes": {
+        "decode:pool_dtype": "decode/new_manager_and_request",
+        "decode:free_count": "decode/new_manager_and_request",
+    },
 }
 
 
@@ -65,13 +68,17 @@ def test_failed_checks_are_asked_most_serious_first_and_full_marks_get_depth(tex
 
 def test_failures_with_one_cause_are_asked_once_with_the_question_of_its_rule(texts) -> None:
     """The question of the check that asks about the rule, linked to the most serious of the
-    failures; a cause the texts do not name is asked as its check."""
+    failures, and no question twice; a cause the texts do not name is asked as its check, and a
+    timing's results that differ from the contract, which no question fits, not at all."""
     pool = {"cause": "decode:pool_dtype"}
     report = graded(
         failed("decode/new_manager_and_request", "contract", status="passed"),
         failed("decode/random_prefill_decode_and_free", "contract") | pool,
         failed("decode/free_returns_every_block", "contract") | pool,
+        failed("decode/prefill_takes_ceil_seq_len_over_block_size_blocks", "contract")
+        | {"cause": "decode:free_count"},  # another cause, asked with the same question: once
         failed("allocator/bad_frees_raise_and_free_nothing", "safety") | {"cause": "other"},
+        failed("allocator/allocate_and_free_speed", "contract") | {"cause": "timed_results"},
     )
     assert asked(report) == {
         "allocator": ["double free ask en?"],

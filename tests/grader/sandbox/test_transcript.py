@@ -196,6 +196,24 @@ def test_a_name_given_in_a_quiet_block_that_succeeded_is_forgotten() -> None:
     assert transcript.code(free) == "[2, 3]"
 
 
+def test_calls_made_aside_leave_a_written_script_as_it_was_even_when_one_fails() -> None:
+    """A timing's calls made again after its counterexample was written (`Timed.again`)."""
+    transcript, _ = transcript_of_a_pool()
+    transcript.fail("allocator.num_free", "2")
+    written = transcript.render("wrong")
+
+    def found_wrong_again() -> None:
+        with transcript.aside():
+            transcript.needs("import torch")
+            transcript.record("allocator.allocate(3)", "-> [0, 1, 2]")
+            transcript.fail("allocator.num_free", "0")
+            raise AssertionError("found wrong again")
+
+    with pytest.raises(AssertionError, match="found wrong again"):
+        found_wrong_again()
+    assert transcript.render("wrong") == written
+
+
 def test_a_line_can_be_preceded_by_setup() -> None:
     transcript, ids = transcript_of_a_pool()
     line = transcript.producer(ids)

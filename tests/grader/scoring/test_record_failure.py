@@ -3,8 +3,10 @@ as a script that ends in what failed, and Hypothesis' notes without the advice t
 grader's own test function."""
 
 from grader.sandbox.process import NotSubmitted
+from grader.sandbox.proxy import RemoteError
 from grader.sandbox.transcript import Transcript
 from grader.scoring.plugin import CheckResult, GradingPlugin
+from grader.scoring.timing import ResultsDiffer
 
 REPRODUCE = (
     "You can reproduce this example by temporarily adding @reproduce_failure('6.1', "
@@ -51,3 +53,24 @@ def test_a_check_without_calls_or_a_missing_file_has_no_counterexample() -> None
     assert failed(AssertionError("too slow"), None).counterexample == ""
     missing = failed(NotSubmitted("block_allocator.py was not submitted"), Transcript("pkg"))
     assert (missing.status, missing.counterexample) == ("failed", "")
+
+
+def test_an_exception_a_timing_met_in_the_code_is_its_results_and_keeps_its_traceback() -> None:
+    """A call the timing check made itself (its pool's set-up) raised in the candidate's code:
+    its results, which `grade.not_timed` leaves to a check that times nothing; a timed run that
+    raised keeps the candidate's traceback behind the failure."""
+    speed = CheckResult("allocator/x", "allocator", "x", "error", 0, 2, "speed")
+    raised = RemoteError("ValueError", "block 0 freed twice", "Traceback ...\nValueError: ...")
+    GradingPlugin.record_failure(None, speed, raised, None, None)
+    assert speed.results_differ == "it raised ValueError: block 0 freed twice"
+    assert failed(raised, None).results_differ == ""  # a check that times nothing: its failure
+    timed = CheckResult("allocator/x", "allocator", "x", "error", 0, 2, "speed")
+    try:
+        try:
+            raise raised
+        except RemoteError:
+            raise ResultsDiffer("it raised ValueError: block 0 freed twice") from None
+    except ResultsDiffer as error:
+        GradingPlugin.record_failure(None, timed, error, None, None)
+    assert timed.traceback == raised.traceback
+    assert timed.results_differ == "it raised ValueError: block 0 freed twice"

@@ -311,3 +311,23 @@ def test_an_exception_the_code_raises_again_is_its_results_and_any_other_is_work
             crashing(again).cpu_seconds()
         assert not isinstance(no.value, ResultsDiffer)
         assert isinstance(no.value.__context__, RemoteError)
+
+
+def raises_here(question: str) -> str:
+    raise TypeError("'NoneType' object is not iterable")  # the workload, run on what was returned
+
+
+def test_an_exception_of_the_workload_run_here_is_compared_by_its_type():
+    """The workload run in this process meets the candidate's wrong return value as the worker's
+    did: the same type of exception is the same outcome; wrong evidence is not."""
+    worker = RemoteError("TypeError", "'NoneType' object is not iterable", "")
+
+    def run(question: str) -> str:
+        raise worker
+
+    same = Timed(FakeSandbox([]), lambda: "asked", run, lambda *_: None, raises_here)
+    with pytest.raises(ResultsDiffer, match="it raised TypeError"):
+        same.cpu_seconds()
+    with pytest.raises(AssertionError, match="not done as asked: it shouted") as error:
+        shouting(raises_here).cpu_seconds()
+    assert not isinstance(error.value, ResultsDiffer)
