@@ -7,9 +7,8 @@ check run on several cases, most serious first, and once for a cause that fails 
 about the failure and what a good answer mentions; failures with one cause, a rule they all break
 (a check's `cause`), are asked about once, with the question of the check that asks about that
 rule (`causes` in `DEBRIEFS`), and no question is asked twice. For a part passed with full marks,
-one question that probes depth.
-The texts are the hiring team's, in `DEBRIEFS`, which only the full kit has: the candidate kit's
-reports have no debrief.
+one question that probes depth. The texts are the hiring team's, in `DEBRIEFS`, which only the
+full kit has: the candidate kit's reports have no debrief.
 """
 
 import tomllib

@@ -69,7 +69,8 @@ class CheckResult:
     # `{"file", "line"}`, checked, with the line's `function` and `code`, by `raised.code_marks`.
     raised_at: dict = field(default_factory=dict)
     # The rule of its own part whose break caused the failure (`rules.py`), set by
-    # `grade.name_causes`: its diagnosis, its question and its severity are the rule's.
+    # `grade.name_causes` (and `grade.not_timed`): its diagnosis, question and severity are the
+    # rule's.
     cause: str = ""
     # The rules a failure may have broken, where checks of several parts meet them (`rules.py`),
     # which `grade.leave_to_the_owners` reads. Not in the report.

@@ -34,7 +34,7 @@ from grader.checks.support.rules import (
     EVICTION_ORDER,
     TAKES_FREE,
 )
-from grader.said import said
+from grader.said import Said, said
 from grader.sandbox.proxy import Submission, method
 from kernels.reference import cdiv
 
@@ -261,35 +261,14 @@ class CacheModel:
         empty = self.empty
         for k, (block, must) in enumerate(zip(blocks, self.taken(len(blocks), kept), strict=True)):
             evictable = block in self.idle and block not in kept and block not in blocks[:k]
-            if must is None and evictable:
-                with judged_by(EMPTY_FIRST):
+            took = f"{code}[{k}]"
+            if must is None:
+                with judged_by(EMPTY_FIRST if evictable else TAKES_FREE):
                     expect(
                         self.transcript,
-                        False,
-                        said(
-                            "{call} took block {block}, a cached one, while empty blocks "
-                            "{empty} were there: a block is evicted only where none is empty",
-                            call=call,
-                            block=block,
-                            empty=sorted(empty),
-                        ),
-                        got=f"{code}[{k}] in {sorted(empty)!r}",
-                        expected="True",
-                    )
-            elif must is None:
-                with judged_by(TAKES_FREE):
-                    expect(
-                        self.transcript,
-                        block in empty and block not in blocks[:k],
-                        said(
-                            "{call} took block {block}, which is not empty (held, cached, "
-                            "taken twice or out of range), while empty blocks {empty} were "
-                            "there",
-                            call=call,
-                            block=block,
-                            empty=sorted(empty),
-                        ),
-                        got=f"{code}[{k}] in {sorted(empty)!r} and {code}[{k}] not in {code}[:{k}]",
+                        not evictable and block in empty and block not in blocks[:k],
+                        self.not_empty(call, block, sorted(empty), evictable),
+                        got=f"{took} in {sorted(empty)!r} and {took} not in {code}[:{k}]",
                         expected="True",
                     )
             else:
@@ -306,9 +285,29 @@ class CacheModel:
                             must=must,
                             idle=[b for b in self.idle if b not in kept],
                         ),
-                        got=f"{code}[{k}]",
+                        got=took,
                         expected=repr(must),
                     )
+
+    @staticmethod
+    def not_empty(call: str, block: int, empty: list[int], cached: bool) -> Said:
+        """What a take of `block`, not an empty one, says where `empty` were there: a `cached`
+        idle block evicted too soon, or a block held, taken twice or out of range."""
+        if cached:
+            return said(
+                "{call} took block {block}, a cached one, while empty blocks {empty} were there: "
+                "a block is evicted only where none is empty",
+                call=call,
+                block=block,
+                empty=empty,
+            )
+        return said(
+            "{call} took block {block}, which is not empty (held, cached, taken twice or out of "
+            "range), while empty blocks {empty} were there",
+            call=call,
+            block=block,
+            empty=empty,
+        )
 
     def hold_new(self, block: int) -> None:
         """`block`, taken: out of the idle ones and the cache if it was there; one holder."""

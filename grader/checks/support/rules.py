@@ -1,8 +1,9 @@
-"""Rules that checks of several parts meet, by id (`<part>:<name>`, the part that owns the rule),
-with the owner's checks that test it. An assertion of such a rule is made under `expect.judged_by`
-wherever it is made, so that a failed check records the rules it may have broken
-(`CheckResult.rules`): a check of another part that fails on a rule its owner's checks fail on
-too is left to them (`grade.leave_to_the_owners`), and a bug costs its own part, once.
+"""Rules of the contract that several checks meet, of one part or of several, by id
+(`<part>:<name>`, the part that owns the rule), with the owner's checks that test it. An
+assertion of such a rule is made under `expect.judged_by` wherever it is made, so that a failed
+check records the rules it may have broken (`CheckResult.rules`): a check of another part that
+fails on a rule its owner's checks fail on too is left to them (`grade.leave_to_the_owners`), and
+a bug costs its own part, once.
 
 A rule is also a failure's cause: the failures that break one rule of their own part are one
 diagnosis, named by the rule, with one question for the interviewer (`report/diagnosis.py`,
