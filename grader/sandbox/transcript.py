@@ -271,13 +271,13 @@ class Transcript:
         """Calls made inside leave the transcript as it was, even one that fails: calls made
         after its script was written, which it does not replay."""
         imports = {module: set(names) for module, names in self.imports.items()}
-        kept = (self.lines[:], self.ending[:], imports, set(self.kit_imports), self.uses_torch,
-                self.uses_raises)  # fmt: skip
+        kept = (self.lines[:], self.ending[:], imports, set(self.kit_imports), dict(self.aliases),
+                Counter(self.counts), self.uses_torch, self.uses_raises)  # fmt: skip
         try:
             yield
         finally:
-            (self.lines, self.ending, self.imports, self.kit_imports, self.uses_torch,
-             self.uses_raises) = kept  # fmt: skip
+            (self.lines, self.ending, self.imports, self.kit_imports, self.aliases, self.counts,
+             self.uses_torch, self.uses_raises) = kept  # fmt: skip
 
     def source(self, value: Any, hint: str = "value") -> str:
         """Code that gives `value` where the script ends: the read that returned it, read again

@@ -205,6 +205,7 @@ def test_calls_made_aside_leave_a_written_script_as_it_was_even_when_one_fails()
     def found_wrong_again() -> None:
         with transcript.aside():
             transcript.needs("import torch")
+            transcript.fresh("again")  # a name given aside: given back
             transcript.record("allocator.allocate(3)", "-> [0, 1, 2]")
             transcript.fail("allocator.num_free", "0")
             raise AssertionError("found wrong again")
@@ -212,6 +213,7 @@ def test_calls_made_aside_leave_a_written_script_as_it_was_even_when_one_fails()
     with pytest.raises(AssertionError, match="found wrong again"):
         found_wrong_again()
     assert transcript.render("wrong") == written
+    assert transcript.fresh("again") == "again"
 
 
 def test_a_line_can_be_preceded_by_setup() -> None:
