@@ -205,18 +205,25 @@ def exported(
     """What each file binds by `bound`, and what it imports so of another file relatively
     (`from .a import m` in b, then `from .b import m` in c), by the file's stem."""
     found = {stem_of(name): bound(tree) for name, tree in trees.items()}
+    relative = {
+        stem_of(name): [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+        ]
+        for name, tree in trees.items()
+    }
     changed = True
     while changed:
         changed = False
-        for name, tree in trees.items():
-            mine = found[stem_of(name)]
-            for node in ast.walk(tree):
-                if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-                    theirs = found.get(node.module, {})
-                    for alias in node.names:
-                        local = alias.asname or alias.name
-                        if alias.name in theirs and local not in mine:
-                            mine[local], changed = theirs[alias.name], True
+        for stem, imports in relative.items():
+            mine = found[stem]
+            for node in imports:
+                theirs = found.get(node.module, {})
+                for alias in node.names:
+                    local = alias.asname or alias.name
+                    if alias.name in theirs and local not in mine:
+                        mine[local], changed = theirs[alias.name], True
     return found
 
 
@@ -226,17 +233,16 @@ def stem_of(name: str) -> str:
 
 def defined_classes(tree: ast.Module) -> dict[str, str]:
     """The names `tree` binds by a class statement and by nothing else."""
-    classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
-    others = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
-              and not isinstance(node.ctx, ast.Load)}  # fmt: skip
-    others |= {
-        alias.asname or alias.name.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-    others |= {node.name for node in ast.walk(tree)
-               if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}  # fmt: skip
+    classes, others = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            classes.add(node.name)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            others.add(node.name)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            others.add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            others |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
     return {name: name for name in classes - others}
 
 

@@ -14,7 +14,7 @@ the table also gives the figure summed over the mutants.
 
     .venv/bin/python -m tests.end_to_end.cascade [--out DIR] [--only ID,ID] [--from-reports]
 
-grades every mutant (or those named) on the CPU parts its files reach (`reached`) with the quick
+grades every mutant (or those named) on the CPU parts it reaches (`reach.reached`) with the quick
 profile, two at a time, writes each report to DIR/<id>-report/report.json, and prints each
 mutant's losses and the figure; `--from-reports` recomputes it from reports already in DIR.
 """
@@ -28,26 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.parts import PARTS
-from tests.grading import GRADED_PARTS as CPU_PARTS
-
 CASCADE_LIMIT = 0.10
-(ALLOCATOR,) = PARTS["allocator"].files
-(MANAGER,) = PARTS["decode"].files
-
-
-def reached(files: Iterable[str]) -> tuple[str, ...]:
-    """The CPU parts that run any of `files` as the candidate's (`runs`). Part 5 always runs the
-    answer key's in their place (`swapped`): a mutant of `files` cannot cost a part it does not
-    reach a point, so those are not graded."""
-    return tuple(part for part in CPU_PARTS if set(files) & runs(part))
-
-
-def runs(part: str) -> set[str]:
-    """The submission files a part runs: its own, and the allocator where it runs the manager,
-    which builds one."""
-    own = set(PARTS[part].files)
-    return own | {ALLOCATOR} if MANAGER in own else own
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 rule of the contract's parts 1, 2, 3, 6 and 7, each listed with the part whose rule it breaks.
 
 A mutant is the answer key with exact text edits (each old text must occur exactly once, so the
-table fails loudly when the answer key changes). Each is graded once on every CPU part its files
-reach (`cascade.reached`: a part that runs none of its code cannot lose points to it). Its own part
-must score below its maximum through at least one real failure, with no grader error. The
+table fails loudly when the answer key changes). Each is graded once on every CPU part that runs
+the code it edits (`reach.reached`: a part that runs none of it cannot lose points to it). Its
+own part must score below its maximum through at least one real failure, with no grader error. The
 slow-but-correct mutants (a `list.pop(0)` free list, a Python loop over tokens) must lose points
 through the part's timing checks only. And a bug must cost points in its own part, not in the
 others: for every mutant, the points lost outside its part stay within `cascade.CASCADE_LIMIT`
@@ -32,7 +32,8 @@ from grader.report.debrief import debrief, debriefs
 from grader.report.diagnosis import diagnosis, said
 from grader.scoring.plugin import check_names
 from grader.scoring.profiles import PROFILES
-from tests.end_to_end.cascade import CASCADE_LIMIT, losses, reached, table
+from tests.end_to_end.cascade import CASCADE_LIMIT, losses, table
+from tests.end_to_end.reach import reached
 from tests.grading import (
     CUT_SHORT,
     NOT_AS_ASKED,
@@ -61,7 +62,7 @@ class Mutant:
 
     @property
     def options(self) -> tuple[str, ...]:
-        parts = ",".join(reached({edit.file for edit in self.edits}))
+        parts = ",".join(reached(self.edits))
         return mutant_options(("--parts", parts), self.replayed)
 
 
