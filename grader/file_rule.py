@@ -206,7 +206,7 @@ def exported(
     (`from .a import m` in b, then `from .b import m` in c), by the file's stem."""
     found = {stem_of(name): bound(tree) for name, tree in trees.items()}
     relative = {
-        stem_of(name): [
+        name: [
             node
             for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
@@ -216,8 +216,8 @@ def exported(
     changed = True
     while changed:
         changed = False
-        for stem, imports in relative.items():
-            mine = found[stem]
+        for name, imports in relative.items():
+            mine = found[stem_of(name)]
             for node in imports:
                 theirs = found.get(node.module, {})
                 for alias in node.names:

@@ -1,78 +1,86 @@
 """Which CPU parts a mutant of the answer key can cost points: those whose checks run the code it
-edits (`reached`).
+changes (`reached`).
 
 A part's checks make the same calls on the same examples whatever the submission, for as long as
-every call returns what the answer key's returns: the examples are derandomized, and drawn in the
-grading process. So a part that never calls any function a mutant edits runs it exactly as it
-runs the answer key (its timings time the same work), and gives it the answer key's full marks.
-Grading it would tell nothing; the tests of mutants (`test_buggy.py`, `cascade.py`) grade only
-the parts a mutant reaches.
+every call returns what the answer key's returns: the examples are derandomized and drawn in the
+grading process, and a timing's inputs, drawn afresh each run, go to the same functions whatever
+they are (`grader/sandbox/workloads.py`). So a part that never calls any function a mutant
+changes runs it as it runs the answer key, and gives it the answer key's full marks (each part
+has a worker of its own; the parts share only the grading's time budget). Grading it would tell
+nothing; the tests of mutants (`test_buggy.py`, `cascade.py`) grade only the parts it reaches.
 
-A part reaches a file it runs (its own, and the allocator where it runs the manager, which builds
-one). Within those files, `NEVER_CALLED` lists by part the answer key's functions that its checks
-never call; an edit inside one of them does not reach the part, and an edit anywhere else (a
-function not listed, a class body, the module) does. `test_reach.py` proves each list on the
-examples the tests of mutants grade (the quick profile's, no `--seed`): the part, graded with every
-function in it raising at its first line (`tripwired`), passes every check.
+A mutant is compared with the answer key file by file, as Python reads them. A file it changes
+outside its functions' bodies (the module, a class body, a signature, a decorator), or that does
+not parse, or that the grader refuses to run (`grade.runnable_items`), reaches every part that
+runs the file: its own, and the allocator's where it runs the manager, which builds one. Else it
+reaches the parts that may call a function whose body it changes: `NEVER_CALLED` lists by part
+the answer key's functions its checks never call. `test_reach.py` proves each list on the
+examples the tests of mutants grade (the quick profile's, no `--seed`): the part, graded with
+every function in it raising at its first line, passes every check.
 """
 
 import ast
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Mapping
 
+from grader.grade import runnable_items
 from grader.parts import PARTS
 from tests.grading import GRADED_PARTS as CPU_PARTS
-from tests.grading import SOLUTIONS, Edit
+from tests.grading import Edit, submission_texts
 
 (ALLOCATOR,) = PARTS["allocator"].files
 (MANAGER,) = PARTS["decode"].files
-ALLOCATOR_CALLS = ("num_free", "allocate", "free", "incref", "ref_count", "_checked_id")
 
-# By part, the answer key's functions (qualified names: a class's methods and their nesting) of
-# the files it runs that its checks never call.
+
+def methods(cls: str, *names: str) -> frozenset[str]:
+    """The qualified names of methods `names` of class `cls`."""
+    return frozenset(f"{cls}.{name}" for name in names)
+
+
+# By part, the answer key's functions (qualified names: "Class.method") of the files it runs
+# that its checks never call.
 NEVER_CALLED: Mapping[str, frozenset[str]] = {
     # reference counts are part 6's
-    "allocator": frozenset({"BlockAllocator.incref", "BlockAllocator.ref_count"}),
-    "decode": frozenset(
-        {
-            "BlockAllocator.incref",
-            "KVCacheManager.get_physical_cache",
-            "KVCacheManager.slot_mapping",
-            "KVCacheManager.fork",
-            "KVCacheManager._copy_on_write",
-        }
-    ),
+    "allocator": methods("BlockAllocator", "incref", "ref_count"),
+    "decode": methods("BlockAllocator", "incref")
+    | methods("KVCacheManager", "get_physical_cache", "slot_mapping", "fork", "_copy_on_write"),
     # its requests are built from plain data: no allocation, no prefill, decode or free
-    "gather": frozenset(
-        {f"BlockAllocator.{name}" for name in ALLOCATOR_CALLS}
-        | {f"FreeBlocks.{name}" for name in ("__init__", "__len__", "__contains__", "__iter__")}
-        | {
-            f"KVCacheManager.{name}"
-            for name in (
-                "free_blocks",
-                "allocate_for_prefill",
-                "allocate_for_decode",
-                "free",
-                "fork",
-                "_copy_on_write",
-            )
-        }
+    "gather": methods(
+        "BlockAllocator", "num_free", "allocate", "free", "incref", "ref_count", "_checked_id"
+    )
+    | methods("FreeBlocks", "__init__", "__len__", "__contains__", "__iter__")
+    | methods(
+        "KVCacheManager",
+        "free_blocks",
+        "allocate_for_prefill",
+        "allocate_for_decode",
+        "free",
+        "fork",
+        "_copy_on_write",
     ),
-    "sharing": frozenset({"KVCacheManager.get_physical_cache", "KVCacheManager.slot_mapping"}),
+    "sharing": methods("KVCacheManager", "get_physical_cache", "slot_mapping"),
 }
-TRIPWIRE = "tripwire: a function this part's checks are said never to call"
 
 
-def reached(edits: Iterable[Edit]) -> tuple[str, ...]:
-    """The CPU parts that run code `edits` change. Part 5 runs the answer key's allocator and
-    manager in place of the candidate's (`swapped`): no mutant of them reaches it."""
-    edits = list(edits)
-    return tuple(part for part in CPU_PARTS if any(reaches(part, edit) for edit in edits))
-
-
-def reaches(part: str, edit: Edit) -> bool:
-    """Whether `part` runs code `edit` changes: in a file it runs, outside the functions it never
-    calls."""
-    return edit.file in runs(part) and edited_function(edit) not in NEVER_CALLED.get(part, ())
+@functools.cache
+def reached(edits: tuple[Edit, ...]) -> tuple[str, ...]:
+    """The CPU parts that run code `edits` (applied to the answer key in turn) change. Part 5
+    runs the answer key's allocator and manager in place of the candidate's (`swapped`): no
+    mutant of them reaches it."""
+    key, mutant = submission_texts(), submission_texts(edits=edits)
+    runnable = dict(runnable_items(tuple((name, text.encode()) for name, text in mutant.items())))
+    changed = {
+        file: changes(key[file], mutant[file], runnable[file] == mutant[file].encode())
+        for file in key
+    }
+    return tuple(
+        part
+        for part in CPU_PARTS
+        if any(
+            changed[file] is None or changed[file] - NEVER_CALLED.get(part, frozenset())
+            for file in runs(part)
+        )
+    )
 
 
 def runs(part: str) -> set[str]:
@@ -82,53 +90,46 @@ def runs(part: str) -> set[str]:
     return own | {ALLOCATOR} if MANAGER in own else own
 
 
-def functions(source: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
-    """Each function `source` defines, by qualified name ("Class.method", "f.inner")."""
-    found = {}
+def changes(before: str, after: str, runs_as_written: bool) -> frozenset[str] | None:
+    """The functions whose bodies `after` changes from `before`, by qualified name; None where it
+    changes anything else, does not parse, or is not run as written (`runs_as_written`)."""
+    if before == after:
+        return frozenset()
+    try:
+        old, new = functions(before), functions(after)
+    except SyntaxError:
+        return None
+    if not runs_as_written or skeleton(before) != skeleton(after):
+        return None
+    return frozenset(
+        name
+        for (name, was), (_, now) in zip(old, new, strict=True)
+        if ast.dump(was) != ast.dump(now)
+    )
+
+
+def functions(source: str) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Each function `source` defines, in order, by qualified name ("Class.method",
+    "f.inner"); a name defined twice (a property's getter and setter) is there twice."""
+    found = []
 
     def visit(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
                 name = f"{prefix}{child.name}"
                 if not isinstance(child, ast.ClassDef):
-                    found[name] = child
+                    found.append((name, child))
                 visit(child, f"{name}.")
 
     visit(ast.parse(source), "")
     return found
 
 
-def edited_function(edit: Edit) -> str | None:
-    """The innermost function of the answer key's file whose lines hold all of `edit`'s old
-    text; None where no function does (a class body, the module)."""
-    source = (SOLUTIONS / edit.file).read_text()
-    first = source[: source.index(edit.old)].count("\n") + 1
-    last = first + edit.old.rstrip("\n").count("\n")
-    holding = [
-        (node.lineno, name)
-        for name, node in functions(source).items()
-        if node.lineno <= first and last <= node.end_lineno
-    ]
-    return max(holding)[1] if holding else None
-
-
-def tripwired(part: str) -> dict[str, str]:
-    """The answer key's files that `part` runs, each function of `NEVER_CALLED[part]` in them
-    raising `NotImplementedError(TRIPWIRE)` as its first statement (`with_tripwires`); fails
-    where the answer key defines no function of that name."""
-    sources = {file: (SOLUTIONS / file).read_text() for file in sorted(runs(part))}
-    named = {file: NEVER_CALLED[part] & set(functions(text)) for file, text in sources.items()}
-    missing = sorted(NEVER_CALLED[part] - set().union(*named.values()))
-    assert not missing, f"the answer key defines no {missing}: update NEVER_CALLED[{part!r}]"
-    return {file: with_tripwires(text, named[file]) for file, text in sources.items()}
-
-
-def with_tripwires(source: str, names: Iterable[str]) -> str:
-    """`source` with each of its functions `names` raising `NotImplementedError(TRIPWIRE)` as
-    its first statement."""
-    defined, lines = functions(source), source.splitlines(keepends=True)
-    firsts = sorted((defined[name].body[0] for name in names), key=lambda node: -node.lineno)
-    for first in firsts:  # from the bottom up: the line numbers above stay right
-        indent = " " * first.col_offset
-        lines.insert(first.lineno - 1, f"{indent}raise NotImplementedError({TRIPWIRE!r})\n")
-    return "".join(lines)
+def skeleton(source: str) -> str:
+    """`source` as Python reads it, every function's body set aside: what a change outside the
+    bodies changes."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            node.body = [ast.Pass()]
+    return ast.dump(tree)
