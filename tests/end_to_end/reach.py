@@ -11,12 +11,13 @@ nothing; the tests of mutants (`test_buggy.py`, `cascade.py`) grade only the par
 
 A mutant is compared with the answer key file by file, as Python reads them. A file it changes
 outside its functions' bodies (the module, a class body, a signature, a decorator), or that does
-not parse, or that the grader refuses to run (`grade.runnable_items`), reaches every part that
-runs the file: its own, and the allocator's where it runs the manager, which builds one. Else it
-reaches the parts that may call a function whose body it changes: `NEVER_CALLED` lists by part
-the answer key's functions its checks never call. `test_reach.py` proves each list on the
-examples the tests of mutants grade (the quick profile's, no `--seed`): the part, graded with
-every function in it raising at its first line, passes every check.
+not parse, or that the grader refuses to run (`grade.runnable_items`, given the files the CPU
+parts run), reaches every part that runs the file: its own, and the allocator's where it runs
+the manager, which builds one. Else it reaches the parts that may call a function whose body it
+changes: `NEVER_CALLED` lists by part the answer key's functions its checks never call.
+`test_reach.py` proves each list on the examples the tests of mutants grade (the quick profile's,
+no `--seed`): the part, graded with every function in it raising at its first line, passes every
+check.
 """
 
 import ast
@@ -68,10 +69,14 @@ def reached(edits: tuple[Edit, ...]) -> tuple[str, ...]:
     runs the answer key's allocator and manager in place of the candidate's (`swapped`): no
     mutant of them reaches it."""
     key, mutant = submission_texts(), submission_texts(edits=edits)
-    runnable = dict(runnable_items(tuple((name, text.encode()) for name, text in mutant.items())))
+    # The kernel's file is not among them: the file rule would import Triton to read it, here,
+    # before a test sets Triton's interpreter on (`TRITON_INTERPRET`, read as its own kernels
+    # are defined).
+    files = {file: mutant[file].encode() for file in sorted(set().union(*map(runs, CPU_PARTS)))}
+    runnable = dict(runnable_items(tuple(files.items())))
     changed = {
-        file: changes(key[file], mutant[file], runnable[file] == mutant[file].encode())
-        for file in key
+        file: changes(key[file], mutant[file], runnable[file] == text)
+        for file, text in files.items()
     }
     return tuple(
         part

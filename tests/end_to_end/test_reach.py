@@ -5,6 +5,8 @@ proof therefore refuses; and a mutant is graded on exactly the parts that run wh
 """
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterable
 from concurrent.futures import Future
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 
 from tests.end_to_end.reach import ALLOCATOR, MANAGER, NEVER_CALLED, functions, reached, runs
 from tests.grading import (
+    KIT_ROOT,
     SOLUTIONS,
     VERDICTS_ONLY,
     Edit,
@@ -226,3 +229,19 @@ def test_a_mutant_reaches_the_parts_that_run_what_it_changes(
     edits: tuple[Edit, ...], parts: tuple[str, ...]
 ) -> None:
     assert reached(edits) == parts
+
+
+def test_reaching_imports_no_triton() -> None:
+    """Test modules compute a mutant's parts as they are collected (its grading's options), some
+    before a later one sets Triton's interpreter on: imported then, Triton would define its own
+    kernels compiled, and every kernel the tests interpret would fail."""
+    script = (
+        "import sys\nfrom tests.end_to_end.reach import reached\n"
+        "from tests.end_to_end.test_buggy import MUTANTS\n"
+        "for mutant in MUTANTS:\n    reached(mutant.edits)\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'triton'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=KIT_ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout
