@@ -10,7 +10,9 @@ environment or source tree on their path.
 - The candidate kit: built by that clone's `make candidate-kit`, unpacked into an empty folder,
   set up by its own Makefile; `make test` and `make grade` on the stubs, and on a finished
   submission (the answer key copied into `exercises/`), in a second unpacked copy that shares
-  the first one's `.venv`.
+  the first one's `.venv`. There `make test TESTS=tests/exercises` runs the tests of the contract
+  the candidate's files keep: the kit's other tests are the grader's, which take `exercises/`
+  only as a folder to grade or to name, whatever it holds, and the stubs' copy runs them all.
 
 Every command runs as a user types it, in a shell environment without this test's Python
 (`VIRTUAL_ENV`, `PYTHONPATH`, `GIT_*`, this kit's `.venv/bin` taken off `PATH`); pip's cache is
@@ -47,6 +49,7 @@ LAST_LINES = 40
 REPORT_FILES = ("report.json", "report.html", "report.md")
 CANDIDATE, FINISHED = "candidate kit", "candidate kit, finished"  # the kits' names in messages
 GRADE_KEY = ("grade", "SUBMISSION=solutions")
+CONTRACT_TESTS = ("test", "TESTS=tests/exercises")  # the tests of the candidate's files
 EXTRAS = {"grader.drive.cluster": "ray"}  # modules that need an optional extra: its package
 OUTER = ("PYTEST_", "MAKE", "MFLAGS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "GIT_")
 
@@ -170,7 +173,7 @@ def shipped() -> Iterator[Shipped]:
             full_kit = pool.submit(steps, "full kit", full, ("grade",), GRADE_KEY)
             made |= steps(CANDIDATE, stubs, ("grade",))  # the first command sets it up
             link_venv(finished, stubs / ".venv")
-            done = pool.submit(steps, FINISHED, finished, ("grade",), ("test",))
+            done = pool.submit(steps, FINISHED, finished, ("grade",), CONTRACT_TESTS)
             made |= steps(CANDIDATE, stubs, ("test",))
             made |= full_kit.result() | done.result()
         yield Shipped(made, full, stubs, finished)
@@ -193,7 +196,7 @@ STEPS = [
     "candidate kit: make grade",
     "candidate kit: make test",
     "candidate kit, finished: make grade",
-    "candidate kit, finished: make test",
+    "candidate kit, finished: make test TESTS=tests/exercises",
 ]
 
 
