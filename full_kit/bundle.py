@@ -11,7 +11,10 @@ or new and not ignored; a walk of the tree where there is no git):
 
 So a test in a shipped folder must run without `solutions/` and `full_kit/`, and on a finished
 submission as well as on the stubs: the bundle's `make test` runs them
-(`tests/full_kit/test_shipped_kits.py` checks both).
+(`tests/full_kit/test_shipped_kits.py` runs each on the stubs, and the contract's, under
+`tests/exercises/`, on a finished submission too; the others read `exercises/` only as a folder
+to grade or to name, or as the stubs' code, where a finished submission only widens what they
+allow).
 
 Before writing, every function body of `solutions/*.py` that the stubs do not give, and every
 large statement in one, is compared (as a syntax tree: formatting and comments aside) with every

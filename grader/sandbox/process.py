@@ -65,8 +65,8 @@ REPLY_BYTES = 64 << 20  # the largest reply a worker may send
 # the kit's checks holds up to 200,000 ids, or a thousand lists): no reply the grading process
 # decodes takes it past a few hundred MiB.
 REPLY_VALUES, REPLY_CONTAINERS = 2_000_000, 100_000
-# A read of the worker's pipe: its capacity (a read returns no more). Each read allocates this much
-# first: 1 MiB cost about 30 us a round trip, a third of the proxy's own cost of a call.
+# A read of the worker's pipe: a Linux pipe's default capacity (a read returns no more). Each read
+# allocates this much first: 1 MiB cost about 30 us a round trip, a third of a call's own cost.
 READ_BYTES = 1 << 16
 EVENTS_PER_REPLY, EVENT_CHARS = 20, 300  # integrity events a reply may add, and their length
 EVENTS_SHOWN = 10  # distinct integrity events a part's report lists; the others are counted

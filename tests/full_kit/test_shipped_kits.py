@@ -11,8 +11,10 @@ environment or source tree on their path.
   set up by its own Makefile; `make test` and `make grade` on the stubs, and on a finished
   submission (the answer key copied into `exercises/`), in a second unpacked copy that shares
   the first one's `.venv`. There `make test TESTS=tests/exercises` runs the tests of the contract
-  the candidate's files keep: the kit's other tests are the grader's, which take `exercises/`
-  only as a folder to grade or to name, whatever it holds, and the stubs' copy runs them all.
+  the candidate's files keep: the kit's other tests are the grader's, which read `exercises/`
+  only as a folder to grade or to name, or as the stubs' code (the contract's names, the
+  similarity's base), where a finished submission only widens what they allow; the stubs' copy
+  runs them all.
 
 Every command runs as a user types it, in a shell environment without this test's Python
 (`VIRTUAL_ENV`, `PYTHONPATH`, `GIT_*`, this kit's `.venv/bin` taken off `PATH`); pip's cache is
