@@ -14,7 +14,8 @@ environment or source tree on their path.
   the candidate's files keep: the kit's other tests are the grader's, which read `exercises/`
   only as a folder to grade or to name, or as the stubs' code (the contract's names, the
   similarity's base), where a finished submission only widens what they allow; the stubs' copy
-  runs them all.
+  runs them all. They run there only: a whole run of this kit's tests deselects them
+  (`conftest.py`), and the candidate kit must collect every one of them.
 
 Every command runs as a user types it, in a shell environment without this test's Python
 (`VIRTUAL_ENV`, `PYTHONPATH`, `GIT_*`, this kit's `.venv/bin` taken off `PATH`); pip's cache is
@@ -33,6 +34,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +44,7 @@ from pathlib import Path
 import pytest
 
 from full_kit.bundle import DEFAULT_OUT, TOP_FOLDER, kit_files
+from full_kit.bundle import shipped as shipped_file
 from grader import KIT_ROOT, provenance, seal_key, tarball
 from grader.parts import PARTS, SUBMISSION_FILES
 from tests.grading import NEEDS_CUDA, Graded
@@ -66,11 +69,15 @@ class Made:
     output: str
 
     def assert_ok(self) -> "Made":
-        """Passes when the command exited 0, else fails saying which, where, and its end."""
-        tail = "\n".join(self.output.splitlines()[-LAST_LINES:])
+        """Passes when the command exited 0, else fails saying which, where, the tests it
+        failed (pytest's summary lines, however long its output), and its end."""
+        lines = self.output.splitlines()
+        failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
+        tail = "\n".join(lines[-LAST_LINES:])
         assert self.returncode == 0, (
             f"in the {self.kit}, `{self.command}` failed with exit status {self.returncode}; "
-            f"the last {LAST_LINES} lines of its output:\n{tail}"
+            + ("the tests it failed:\n" + "\n".join(failed) + "\n" if failed else "")
+            + f"the last {LAST_LINES} lines of its output:\n{tail}"
         )
         return self
 
@@ -205,6 +212,23 @@ STEPS = [
 @pytest.mark.parametrize("step", STEPS)
 def test_each_command_of_each_kit_succeeds(shipped: Shipped, step: str) -> None:
     shipped.made[step].assert_ok()
+
+
+def test_the_candidate_kit_runs_every_test_it_ships(shipped: Shipped) -> None:
+    """Every test of a shipped file that this kit collects, the candidate kit's `make test`
+    collects too: a whole run deselects them here and leaves them to it (`conftest.py`)."""
+    ours = collected(KIT_ROOT, sys.executable, "--ignore=tests/full_kit")  # no deselection
+    theirs = collected(shipped.stubs, ".venv/bin/python")
+    assert {test for test in ours if shipped_file(test.split("::")[0])} == theirs
+
+
+def collected(root: Path, python: str, *options: str) -> set[str]:
+    """The ids of the tests `make test` would run in `root`."""
+    listed = subprocess.run(
+        [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *options],
+        cwd=root, env=users_environment(), capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return {line for line in listed.splitlines() if "::" in line}
 
 
 def graded(made: Made, root: Path, name: str) -> Graded:

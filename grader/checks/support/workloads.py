@@ -11,6 +11,7 @@ run on the machine that graded, the counterexample fails as the check did.
 """
 
 import ast
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +56,12 @@ class PlainMessages(ast.NodeTransformer):
         return node
 
 
-def function_source(name: str, module: Path = WORKER_WORKLOADS) -> list[str]:
+@functools.cache
+def function_source(name: str, module: Path = WORKER_WORKLOADS) -> tuple[str, ...]:
     """The function `name` of `module` (the worker's by default) as plain lines, then a blank
     one (the REPL's end of a definition): without its docstring and annotations, which need the
-    module's imports or hold blank lines, and its messages plain (`PlainMessages`)."""
+    module's imports or hold blank lines, and its messages plain (`PlainMessages`). Made once
+    per grading process: a timing check asks for the same ones for each pool it makes."""
     tree = ast.parse(module.read_text())
     function = next(
         node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name
@@ -77,7 +80,7 @@ def function_source(name: str, module: Path = WORKER_WORKLOADS) -> list[str]:
         returns=None,
         type_params=[],
     )
-    return [*ast.unparse(ast.fix_missing_locations(plain)).splitlines(), ""]
+    return (*ast.unparse(ast.fix_missing_locations(plain)).splitlines(), "")
 
 
 def replay(
