@@ -34,7 +34,12 @@ CONFIG_FOLDER = pytest.StashKey[str]()  # the session's own XDG_CONFIG_HOME
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The session's own config folder (see the module), made by its first process."""
+    """The session's own config folder (see the module), made by its first process; `both_kits`,
+    the marker of a shipped test that checks more where the full kit's folders are: the full
+    kit runs it itself, where a whole run leaves the other shipped tests to the candidate kit."""
+    config.addinivalue_line(
+        "markers", "both_kits: a shipped test that checks more in the full kit (solutions/...)"
+    )
     if not hasattr(config, "workerinput"):
         folder = tempfile.mkdtemp(prefix="kit-tests-config-")
         config.stash[CONFIG_FOLDER] = os.environ["XDG_CONFIG_HOME"] = folder

@@ -14,8 +14,8 @@ environment or source tree on their path.
   the candidate's files keep: the kit's other tests are the grader's, which read `exercises/`
   only as a folder to grade or to name, or as the stubs' code (the contract's names, the
   similarity's base), where a finished submission only widens what they allow; the stubs' copy
-  runs them all. They run there only: a whole run of this kit's tests deselects them
-  (`conftest.py`), and the candidate kit must collect every one of them.
+  runs them all. A whole run of this kit's tests leaves them to it (`conftest.py`): a test checks
+  that the candidate kit collects every one of them.
 
 Every command runs as a user types it, in a shell environment without this test's Python
 (`VIRTUAL_ENV`, `PYTHONPATH`, `GIT_*`, this kit's `.venv/bin` taken off `PATH`); pip's cache is
@@ -34,7 +34,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -44,13 +43,14 @@ from pathlib import Path
 import pytest
 
 from full_kit.bundle import DEFAULT_OUT, TOP_FOLDER, kit_files
-from full_kit.bundle import shipped as shipped_file
 from grader import KIT_ROOT, provenance, seal_key, tarball
 from grader.parts import PARTS, SUBMISSION_FILES
+from tests.full_kit.conftest import LEFT
 from tests.grading import NEEDS_CUDA, Graded
 
 SAFETY_NET = 1800  # seconds for one command (a set-up on a loaded machine included)
 LAST_LINES = 40
+SUMMARY = "short test summary info"  # the heading of pytest's list of what did not pass
 REPORT_FILES = ("report.json", "report.html", "report.md")
 CANDIDATE, FINISHED = "candidate kit", "candidate kit, finished"  # the kits' names in messages
 GRADE_KEY = ("grade", "SUBMISSION=solutions")
@@ -72,7 +72,7 @@ class Made:
         """Passes when the command exited 0, else fails saying which, where, the tests it
         failed (pytest's summary lines, however long its output), and its end."""
         lines = self.output.splitlines()
-        failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
+        failed = failed_tests(lines)
         tail = "\n".join(lines[-LAST_LINES:])
         assert self.returncode == 0, (
             f"in the {self.kit}, `{self.command}` failed with exit status {self.returncode}; "
@@ -80,6 +80,14 @@ class Made:
             + f"the last {LAST_LINES} lines of its output:\n{tail}"
         )
         return self
+
+
+def failed_tests(lines: list[str]) -> list[str]:
+    """The FAILED and ERROR lines of pytest's short summary in `lines`, at most `LAST_LINES`."""
+    start = next((at for at, line in enumerate(lines) if SUMMARY in line), len(lines))
+    failed = [line for line in lines[start:] if line.startswith(("FAILED ", "ERROR "))]
+    more = len(failed) - LAST_LINES
+    return failed[:LAST_LINES] + ([f"... and {more} more"] if more > 0 else [])
 
 
 def users_environment() -> dict[str, str]:
@@ -203,7 +211,7 @@ STEPS = [
     "full kit: make grade",
     "full kit: make grade SUBMISSION=solutions",
     "candidate kit: make grade",
-    "candidate kit: make test",
+    pytest.param("candidate kit: make test", marks=pytest.mark.runs_the_shipped_tests),
     "candidate kit, finished: make grade",
     "candidate kit, finished: make test TESTS=tests/exercises",
 ]
@@ -214,21 +222,23 @@ def test_each_command_of_each_kit_succeeds(shipped: Shipped, step: str) -> None:
     shipped.made[step].assert_ok()
 
 
-def test_the_candidate_kit_runs_every_test_it_ships(shipped: Shipped) -> None:
-    """Every test of a shipped file that this kit collects, the candidate kit's `make test`
-    collects too: a whole run deselects them here and leaves them to it (`conftest.py`)."""
-    ours = collected(KIT_ROOT, sys.executable, "--ignore=tests/full_kit")  # no deselection
-    theirs = collected(shipped.stubs, ".venv/bin/python")
-    assert {test for test in ours if shipped_file(test.split("::")[0])} == theirs
+def test_the_candidate_kit_collects_every_test_this_run_left_to_it(
+    shipped: Shipped, pytestconfig: pytest.Config
+) -> None:
+    """The tests this session deselected for the candidate kit's `make test` (`conftest.py`; a
+    whole run, all the shipped tests but those marked `both_kits`) are all among those it runs."""
+    left = set(pytestconfig.stash[LEFT])
+    assert not left - collected(shipped.stubs)
 
 
-def collected(root: Path, python: str, *options: str) -> set[str]:
-    """The ids of the tests `make test` would run in `root`."""
+def collected(kit: Path) -> set[str]:
+    """The ids of the tests that `kit`'s pytest, run as its `make test` runs it, selects."""
     listed = subprocess.run(
-        [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *options],
-        cwd=root, env=users_environment(), capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    return {line for line in listed.splitlines() if "::" in line}
+        [".venv/bin/python", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=kit, env=users_environment(), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert listed.returncode == 0, f"collecting in {kit} failed\n{listed.stdout[-3000:]}"
+    return {line for line in listed.stdout.splitlines() if "::" in line}
 
 
 def graded(made: Made, root: Path, name: str) -> Graded:

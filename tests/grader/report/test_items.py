@@ -140,6 +140,7 @@ def stubs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(attempts, "stub_digests", lambda: {"block_allocator.py": STUB})
 
 
+@pytest.mark.both_kits  # only the full kit has an answer key
 def test_the_kit_knows_its_stubs_by_their_digests_where_it_has_the_answer_key() -> None:
     """In the full kit, each stub's sha256 as `exercises/` holds it; in the candidate kit, whose
     `exercises/` is the candidate's own work, none."""

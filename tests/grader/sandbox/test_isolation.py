@@ -223,6 +223,7 @@ def test_a_worker_sees_and_signals_only_its_own_processes(worker):
     assert module.signal_process(sandbox.process.pid) in ("ProcessLookupError", "PermissionError")
 
 
+@pytest.mark.both_kits  # the full kit has solutions/ and full_kit/ to hide
 def test_a_worker_sees_no_kit_file_and_writes_only_its_tmpfs(worker, tmp_path):
     module, _ = worker
     for path in (KIT_ROOT / "solutions", KIT_ROOT / "grader", tmp_path):

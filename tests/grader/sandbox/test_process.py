@@ -133,6 +133,7 @@ def impatient(submission: Submission) -> Iterator[None]:
         sandbox.limits = patient
 
 
+@pytest.mark.both_kits  # the full kit has solutions/ and full_kit/ to hide
 def test_the_kit_is_not_importable_and_an_attempt_is_recorded(probe):
     module = probe.module("probe")
     assert module.can_import("torch")
