@@ -29,6 +29,7 @@ def left_to_the_candidate_kit(item: pytest.Item) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """The marker of the test whose verdict is the candidate kit's `make test`."""
     config.addinivalue_line(
         "markers", "runs_the_shipped_tests: passes only where the candidate kit's `make test` does"
     )
