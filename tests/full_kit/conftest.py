@@ -18,6 +18,11 @@ from grader import KIT_ROOT
 LEFT = pytest.StashKey[list[str]]()  # the ids of the tests this session left to the candidate kit
 
 
+def kits_testable() -> bool:
+    """Whether the kits can be tested as they ship: the full kit is tested from a git clone."""
+    return (KIT_ROOT / ".git").exists()
+
+
 def left_to_the_candidate_kit(item: pytest.Item) -> bool:
     """Whether `item` is a test of a file the candidate kit ships, run only there."""
     path = item.path
@@ -38,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)  # after -k, -m and --deselect: only a test still selected counts
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Deselect the tests left to the candidate kit, where its `make test` is tested."""
-    kit_tested = (KIT_ROOT / ".git").exists() and any(
+    kit_tested = kits_testable() and any(
         item.get_closest_marker("runs_the_shipped_tests") for item in items
     )
     left, kept = [], []

@@ -45,7 +45,7 @@ import pytest
 from full_kit.bundle import DEFAULT_OUT, TOP_FOLDER, kit_files
 from grader import KIT_ROOT, provenance, seal_key, tarball
 from grader.parts import PARTS, SUBMISSION_FILES
-from tests.full_kit.conftest import LEFT
+from tests.full_kit.conftest import LEFT, kits_testable
 from tests.grading import NEEDS_CUDA, Graded
 
 SAFETY_NET = 1800  # seconds for one command (a set-up on a loaded machine included)
@@ -175,7 +175,7 @@ def steps(kit: str, root: Path, *commands: tuple[str, ...]) -> dict[str, Made]:
 
 @pytest.fixture(scope="module")
 def shipped() -> Iterator[Shipped]:
-    if not (KIT_ROOT / ".git").exists():
+    if not kits_testable():
         pytest.skip("the full kit is tested from a git clone: this kit is not a git repository")
     with empty_folder("full-kit-") as full_place, empty_folder("candidate-kit-") as place:
         full = clone(full_place / "kit")
