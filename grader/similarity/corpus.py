@@ -84,7 +84,7 @@ SOURCES = (
         "vllm",
         "https://github.com/vllm-project/vllm",
         "vllm/v1/core/block_pool.py",
-        "ced6857afa0ea7b2e3f0846a62e1394e90f15607",  # tag v0.30.0
+        "6bc6f2d86d7800f878a4a13495b51a6e3b728c37",  # #45939, 2026-06-21
         (PREFIX_CACHE_FILE,),
     ),
     Source(
@@ -92,7 +92,7 @@ SOURCES = (
         "vllm",
         "https://github.com/vllm-project/vllm",
         "vllm/v1/core/kv_cache_utils.py",
-        "ced6857afa0ea7b2e3f0846a62e1394e90f15607",  # tag v0.30.0
+        "6bc6f2d86d7800f878a4a13495b51a6e3b728c37",  # #45939, 2026-06-21
         (PREFIX_CACHE_FILE,),
     ),
 )

@@ -1,15 +1,18 @@
 """Winnowed fingerprints of a Python file's normalized token stream (MOSS's winnowing).
 
-`tokens(source)` keeps the code only, as a syntax tree would see it: comments, docstrings, line
-breaks, line joins, indentation, statement separators (`;`), `pass` and grouping parentheses (not a
-call's) go; every identifier becomes `V`, every number `N` and every string (f-strings whole,
-adjacent strings one) `S`; keywords, operators and other brackets stay; a comma just before a
-closing bracket goes (a re-wrap adds one), but the one of a one-element tuple. Then each run of
-assignments that follow one another in a block is put in one canonical order that keeps every
-statement after those it depends on (`canonical_order`), so that reordering independent assignments
-changes nothing. Renaming, re-commenting, re-wrapping, semicolons and added parentheses leave a
-file's stream unchanged (every grouping parenthesis goes, needed or not: `(a + b) * c` reads as
-`a + b * c`, a loss a comparison of code can bear).
+`tokens(source)` first puts the program in one normal form (`normalize.py`: dead code gone, one
+spelling of each construct, commutative operands in one order) and takes its tokens as the
+unparser writes them (`written.py`), where the file parses (up to a syntax error: `parsed`);
+else the tokens as written. Then it keeps the code only, as a syntax tree would see it:
+comments, docstrings, line breaks, line joins, indentation, statement separators (`;`), `pass`
+and grouping parentheses (not a call's) go; every identifier becomes `V`, every number `N` and
+every string (f-strings whole, adjacent strings one) `S`; keywords, operators and other brackets
+stay; a comma just before a closing bracket goes (a re-wrap adds one), but the one of a
+one-element tuple. Then each run of assignments that follow one another in a block is put in one
+canonical order that keeps every statement after those it depends on (`canonical_order`), so
+that reordering independent assignments changes nothing. Renaming, re-commenting, re-wrapping,
+semicolons and added parentheses leave a file's stream unchanged (every grouping parenthesis
+goes, needed or not: `(a + b) * c` reads as `a + b * c`, a loss a comparison of code can bear).
 
 This is JPlag's and Dolos's idea (compare what the code does, not how it is laid out), taken
 lighter: they tokenize a parse tree (JPlag into statement tokens, `ASSIGN`, `APPLY`, `IF_BEGIN`;
@@ -23,20 +26,24 @@ class with its decorators, or the code between them: see `Token`) (blake2b, 64 b
 across runs and machines, unlike `hash()`) and keeps the smallest hash of every `W` consecutive
 ones (the rightmost on ties). Any run of `K + W - 1` tokens that two files share yields at least
 one fingerprint they share; a run (or a segment) shorter than `K` yields none. Each fingerprint
-keeps the lines its tokens span in the original file, for highlighting. A file that does not
-tokenize (a syntax error) is fingerprinted up to the error.
+keeps the lines its tokens span in the original file (its statements' lines), for highlighting.
+A file that does not tokenize (a syntax error) is fingerprinted up to the error.
 """
 
 import io
 import keyword
 import tokenize
+from collections.abc import Sequence
 from dataclasses import dataclass
 from hashlib import blake2b
 from itertools import accumulate, groupby
 
+from grader.similarity.normalize import normal_form
+from grader.similarity.written import written_tokens
+
 K = 25  # tokens per hashed run: about three lines of code
 W = 8  # winnowing window: a shared run of K + W - 1 = 32 tokens is always caught
-NORMALIZATION = 2  # the token stream's version: fingerprints of another are not comparable
+NORMALIZATION = 3  # the token stream's version: fingerprints of another are not comparable
 
 SKIPPED = frozenset(
     {
@@ -100,31 +107,35 @@ def raw_tokens(source: bytes) -> list[tokenize.TokenInfo]:
     return found
 
 
-def is_docstring(raw: list[tokenize.TokenInfo], at: int, before: int) -> bool:
+def is_docstring(raw: Sequence[tuple], at: int, before: int) -> bool:
     """Whether the STRING at `raw[at]`, after a token of type `before`, starts a statement made
     of strings only."""
     if before not in STATEMENT_START:
         return False
     after = at
-    while after < len(raw) and raw[after].type in (tokenize.STRING, tokenize.NL, tokenize.COMMENT):
+    while after < len(raw) and raw[after][0] in (tokenize.STRING, tokenize.NL, tokenize.COMMENT):
         after += 1
-    ends = after == len(raw) or raw[after].type in (tokenize.NEWLINE, tokenize.ENDMARKER)
-    return ends or raw[after].string == ";"
+    ends = after == len(raw) or raw[after][0] in (tokenize.NEWLINE, tokenize.ENDMARKER)
+    return ends or raw[after][1] == ";"
 
 
 def tokens(source: bytes) -> list[Token]:
-    """The normalized token stream of a Python file (see the module docstring)."""
-    return canonical_order(layout_free(raw_tokens(source)))
+    """The normalized token stream of a Python file (see the module docstring): of its normal
+    form where it parses, each token on the line of the file its statement comes from."""
+    tree = normal_form(source)
+    raw = raw_tokens(source) if tree is None else written_tokens(tree)
+    return canonical_order(layout_free(raw))
 
 
-def layout_free(raw: list[tokenize.TokenInfo]) -> list[Token]:
-    """The normalized tokens of `raw` in their order: all but `canonical_order`."""
+def layout_free(raw: Sequence[tuple]) -> list[Token]:
+    """The normalized tokens of `raw` (`tokenize`'s, or `written_tokens`', read by index: type,
+    text, start) in their order: all but `canonical_order`."""
     out: list[Token] = []
     before, in_docstring, fstring_depth = tokenize.ENCODING, False, 0
     segment, decorated, statement, block = 0, False, 0, 0
     last, brackets = "", []  # the last code token's text; each open bracket: [groups, commas]
     for at, token in enumerate(raw):
-        kind, text, line = token.type, token.string, token.start[0]
+        kind, text, (line, _) = token[0], token[1], token[2]
         if kind == tokenize.OP and text == ";":
             kind = tokenize.NEWLINE  # a statement's end, as a line break
         previous = before
@@ -289,11 +300,11 @@ def kgram_hashes(texts: list[str], k: int = K) -> list[int]:
 def winnow(hashes: list[int], w: int = W) -> list[int]:
     """Indices of the selected hashes: the rightmost minimum of each window of `w`, once each."""
     if len(hashes) <= w:
-        return [min(range(len(hashes)), key=lambda i: (hashes[i], -i))] if hashes else []
+        return [len(hashes) - 1 - hashes[::-1].index(min(hashes))] if hashes else []
     selected: list[int] = []
     for start in range(len(hashes) - w + 1):
-        window = range(start, start + w)
-        best = min(window, key=lambda i: (hashes[i], -i))
+        window = hashes[start : start + w]
+        best = start + w - 1 - window[::-1].index(min(window))
         if not selected or selected[-1] != best:
             selected.append(best)
     return selected

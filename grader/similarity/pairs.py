@@ -15,6 +15,7 @@ Nothing here changes a score: the pairs are for a reviewer to judge.
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from grader import KIT_ROOT
@@ -26,6 +27,9 @@ from grader.similarity.index import Index
 
 DEFAULT_THRESHOLD = 0.6
 MIN_MATCHES = 8
+# Unmatched fingerprints between two matches, at most this many on each side, that are counted
+# as matched: an inserted statement costs a copy the k-grams around it (`merged`).
+MERGE_GAP = 6
 MIN_MAX_DF = 10  # `max_df` is max(MIN_MAX_DF, 5% of the submissions) unless given
 
 Span = tuple[int, int]  # first and last line, 1-based
@@ -113,6 +117,23 @@ def join(one: Span, two: Span) -> Span:
     return min(one[0], two[0]), max(one[1], two[1])
 
 
+def merged(one: Sequence[Fingerprint], other: Sequence[Fingerprint], matched: set[int]) -> set[int]:
+    """The hashes of `one` between two matches that are neighbours in both files: at most
+    `MERGE_GAP` unmatched fingerprints apart in `one`, and in the same order at most as far
+    apart in `other`. Their k-grams hold code inserted into a copy (JPlag's match merging),
+    which would otherwise cut it into pieces each too short to match."""
+    at_other: dict[int, int] = {}
+    for at, p in enumerate(other):
+        at_other.setdefault(p.hash, at)
+    hits = [at for at, p in enumerate(one) if p.hash in matched]
+    found: set[int] = set()
+    for start, end in pairwise(hits):
+        apart = at_other[one[end].hash] - at_other[one[start].hash]
+        if 1 < end - start <= MERGE_GAP + 1 and 0 < apart <= MERGE_GAP + 1:
+            found.update(p.hash for p in one[start + 1 : end])
+    return found - matched
+
+
 def file_match(
     file: str,
     left: Sequence[Fingerprint],
@@ -121,11 +142,14 @@ def file_match(
     base: frozenset[int],
     reference: Reference | None = None,
 ) -> FileMatch:
+    """One file of a pair: each side's share counts its matched fingerprints and those
+    `merged` between them."""
+    mine, theirs = own(left, base), own(right, base)
     return FileMatch(
         file=file,
         matched=len(matched),
-        share_left=len(matched) / max(1, len(own(left, base))),
-        share_right=len(matched) / max(1, len(own(right, base))),
+        share_left=len(matched | merged(left, right, matched) & mine) / max(1, len(mine)),
+        share_right=len(matched | merged(right, left, matched) & theirs) / max(1, len(theirs)),
         regions=regions(left, right, matched),
         reference=reference,
     )

@@ -36,10 +36,10 @@ def test_tokens_drop_comments_docstrings_and_names() -> None:
         ")",
         ":",
         "return",
-        "V",
-        "+",
         "N",
-    ]
+        "+",
+        "V",
+    ]  # the operands of `+` in one order, by their shape
 
 
 def texts(source: bytes) -> list[str]:

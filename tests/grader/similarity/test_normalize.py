@@ -1,0 +1,135 @@
+"""The normal form (`grader.similarity.normalize`): each rewrite the module names makes two
+spellings of one program give one token stream; code that does something else keeps its own; and
+the tokens written from a tree are those `tokenize` reads from its text."""
+
+import ast
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from grader import KIT_ROOT
+from grader.similarity.fingerprints import layout_free, raw_tokens, tokens
+from grader.similarity.normalize import normal_form
+from grader.similarity.written import written_tokens
+
+
+def texts(source: str) -> list[str]:
+    return [token.text for token in tokens(source.encode())]
+
+
+def function(*lines: str) -> str:
+    """A function whose body is `lines`, returning what they compute."""
+    body = "".join(f"    {line}\n" for line in lines)
+    return f"def f(a, b, c, xs):\n{body}    return a, b, c, xs\n"
+
+
+SAME = {
+    "an assignment to a name never read": (
+        function("_ = 0", "a = b", "_ = 0"),
+        function("a = b"),
+    ),
+    "its call kept": (function("unused = g(a)"), function("g(a)")),
+    "an expression that calls nothing": (function("'.'", "a.b", "a = b"), function("a = b")),
+    "getattr, setattr, delattr with a literal name": (
+        function("a = getattr(b, 'size')", "setattr(b, 'size', c)", "delattr(b, 'x')"),
+        function("a = b.size", "b.size = c", "del b.x"),
+    ),
+    "a double negation where only truth counts": (
+        function("if not not (a < b):", "    a = c", "while bool(c):", "    c = g(c)"),
+        function("if a < b:", "    a = c", "while c:", "    c = g(c)"),
+    ),
+    "a comparison the other way round": (
+        function("a = b > c", "a = b >= 1 > c"),
+        function("a = c < b", "a = c < 1 <= b"),
+    ),
+    "commutative operands in any order": (
+        function("a = b * (c + 1) | xs", "a = (b == c) and g(a) or c"),
+        function("a = xs | (1 + c) * b", "a = c or g(a) and (c == b)"),
+    ),
+    "an augmented assignment": (
+        function("a = a + b", "b = c * b", "xs[0] = xs[0] - 1"),
+        function("a += b", "b *= c", "xs[0] -= 1"),
+    ),
+    "constant arithmetic": (function("a = 2 * 3 + b", "c = -(-1)"), function("a = 6 + b", "c = 1")),
+    "while True that starts with a break": (
+        function("while True:", "    if not c:", "        break", "    c = g(c)"),
+        function("while c:", "    c = g(c)"),
+    ),
+    "a counted while": (
+        function("i = 0", "while i < b:", "    xs.append(i)", "    i += 1"),
+        function("for i in range(0, b, 1):", "    xs.append(i)"),
+    ),
+    "else: if": (
+        function("if a:", "    b = 1", "else:", "    if c:", "        b = 2", "    pass"),
+        function("if a:", "    b = 1", "elif c:", "    b = 2"),
+    ),
+}
+
+
+@pytest.mark.parametrize("rewrite", SAME)
+def test_one_program_spelled_two_ways_gives_one_stream(rewrite: str) -> None:
+    one, two = SAME[rewrite]
+    assert texts(one) == texts(two), rewrite
+
+
+DIFFERENT = {
+    "another operator": (function("a = b - c"), function("a = b + c")),
+    "a name that is read": (function("a = 0", "b = a"), function("b = a")),
+    "a module attribute": ("LIMIT = 5\n", ""),
+    "a class attribute": ("class C:\n    max_live = 5\n", "class C:\n    pass\n"),
+    "a call": (function("g(a)"), function("a = b")),
+    "a while that does not count": (
+        function("i = 0", "while i < b:", "    i += 2"),
+        function("for i in range(b):", "    pass"),
+    ),
+    "a while that ends with a break": (
+        function("while True:", "    c = g(c)", "    if not c:", "        break"),
+        function("while c:", "    c = g(c)"),
+    ),
+}
+
+
+@pytest.mark.parametrize("change", DIFFERENT)
+def test_code_that_does_something_else_keeps_its_own_stream(change: str) -> None:
+    one, two = DIFFERENT[change]
+    assert texts(one) != texts(two), change
+
+
+FILES = sorted(
+    path
+    for folder in ("exercises", "grader/similarity", "grader/checks")
+    for path in (KIT_ROOT / folder).glob("*.py")
+)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_the_tokens_written_from_a_tree_are_those_of_its_text(path: Path) -> None:
+    """`written_tokens` gives what `tokenize` reads from `ast.unparse` of the same normal form,
+    as the fingerprints read tokens."""
+    tree = normal_form(path.read_bytes())
+    assert tree is not None
+    read = layout_free(raw_tokens(ast.unparse(tree).encode()))
+    written = layout_free(written_tokens(tree))
+    assert [token.text for token in written] == [token.text for token in read]
+    assert [token.statement for token in written] == [token.statement for token in read]
+
+
+def test_each_token_is_on_the_line_its_statement_comes_from() -> None:
+    source = "import os\n\n\n# a comment\ndef f(a):\n    '''Doc.'''\n    return a > 1\n"
+    lines = {token.text: token.line for token in tokens(source.encode())}
+    assert (lines["import"], lines["def"], lines["return"]) == (1, 5, 7)
+
+
+def test_a_file_too_deep_to_rewrite_is_read_as_written() -> None:
+    deep = "x = " + "-" * 3000 + "1\n"  # parses, but nests past Python's recursion limit
+    assert normal_form(deep.encode()) is None
+    assert texts(deep) == ["V", "=", *["-"] * 3000, "N"]
+
+
+def test_the_unparser_writes_every_kind_of_token() -> None:
+    """Strings (f-strings whole), numbers, keywords, operators, and blocks."""
+    tree = normal_form(b"def f(a):\n    if a:\n        return f'{a!r}' + 'x' * 2 ** -1.5\n")
+    kinds = {token[0] for token in written_tokens(tree)}
+    assert {tokenize.STRING, tokenize.NUMBER, tokenize.NAME, tokenize.OP} <= kinds
+    assert {tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE, tokenize.ENDMARKER} <= kinds
