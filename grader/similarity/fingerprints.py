@@ -121,9 +121,14 @@ def is_docstring(raw: Sequence[tuple], at: int, before: int) -> bool:
 
 def tokens(source: bytes) -> list[Token]:
     """The normalized token stream of a Python file (see the module docstring): of its normal
-    form where it parses, each token on the line of the file its statement comes from."""
+    form where it has one, each token on the line of the file its statement comes from; as
+    written where it has none, or the unparser fails on it (a hostile file must not stop the
+    comparison of a whole drive)."""
     tree = normal_form(source)
-    raw = raw_tokens(source) if tree is None else written_tokens(tree)
+    try:
+        raw = raw_tokens(source) if tree is None else written_tokens(tree)
+    except (RecursionError, ValueError, TypeError):
+        raw = raw_tokens(source)
     return canonical_order(layout_free(raw))
 
 

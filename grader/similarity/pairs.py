@@ -1,8 +1,9 @@
 """Similar pairs: which submissions share code, file by file, and how much of each side.
 
 A file's share is the part of its own fingerprints (the stubs' left out) that the other side
-also holds, counting only evidence (`Index.evidence`): 0.8 means four fifths of the code the
-candidate wrote in that file is also in the other file. A file is flagged when either side's
+also holds, counting only evidence (`Index.evidence`), and those merged between two runs of
+them (`merged`): 0.8 means four fifths of the code the candidate wrote in that file is also in
+the other file, give or take a few inserted lines. A file is flagged when either side's
 share reaches `threshold` on at least `MIN_MATCHES` shared fingerprints (so a file of three
 lines is never flagged on one match); a pair is reported when one of its files is. Submissions
 are compared with each other per file name, and with each reference on the files it lists: the
@@ -119,17 +120,20 @@ def join(one: Span, two: Span) -> Span:
 
 def merged(one: Sequence[Fingerprint], other: Sequence[Fingerprint], matched: set[int]) -> set[int]:
     """The hashes of `one` between two matches that are neighbours in both files: at most
-    `MERGE_GAP` unmatched fingerprints apart in `one`, and in the same order at most as far
-    apart in `other`. Their k-grams hold code inserted into a copy (JPlag's match merging),
-    which would otherwise cut it into pieces each too short to match."""
+    `MERGE_GAP` unmatched fingerprints apart in `one`, in the same order at most as far apart in
+    `other`, and one of them the end of a run of at least two matches in `one` (two lone matches
+    anchor nothing). Their k-grams hold code inserted into a copy (JPlag's match merging), which
+    would otherwise cut it into pieces each too short to match."""
     at_other: dict[int, int] = {}
     for at, p in enumerate(other):
         at_other.setdefault(p.hash, at)
     hits = [at for at, p in enumerate(one) if p.hash in matched]
+    anchored = set(hits)
     found: set[int] = set()
     for start, end in pairwise(hits):
+        runs = start - 1 in anchored or end + 1 in anchored
         apart = at_other[one[end].hash] - at_other[one[start].hash]
-        if 1 < end - start <= MERGE_GAP + 1 and 0 < apart <= MERGE_GAP + 1:
+        if runs and 1 < end - start <= MERGE_GAP + 1 and 0 < apart <= MERGE_GAP + 1:
             found.update(p.hash for p in one[start + 1 : end])
     return found - matched
 

@@ -13,6 +13,7 @@ part of fingerprinting.
 
 import ast
 import functools
+import math
 import re
 import tokenize
 from typing import Any
@@ -66,8 +67,9 @@ class TokenWriter(Unparser):
     def visit_Name(self, node: ast.Name) -> None:
         self.tokens.append((tokenize.NAME, node.id, self.at))
 
-    def fill(self, text: str = "") -> None:
-        """A new statement line: the last one ends, blocks open or close to its indentation."""
+    def fill(self, text: str = "", **_: object) -> None:
+        """A new statement line: the last one ends, blocks open or close to its indentation.
+        (Python 3.14's unparser passes `allow_semicolon`: no semicolon is a token here.)"""
         self.end_line()
         while self.indents < self._indent:
             self.indents += 1
@@ -98,15 +100,15 @@ class TokenWriter(Unparser):
             self.add(tokenize.NAME, repr(value))
         elif value is ...:
             self.add(tokenize.OP, "...")
-        elif isinstance(value, tuple):
-            super().visit_Constant(node)
         else:
-            if isinstance(value, int | float) and value < 0:  # a folded constant
+            if isinstance(value, int | float) and math.copysign(1, value) < 0:  # folded: -1, -0.0
                 self.add(tokenize.OP, "-")
             self.add(tokenize.NUMBER, "0")
 
-    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+    def visit_JoinedStr(self, node: ast.AST) -> None:
         self.add(tokenize.STRING, "f''")
+
+    visit_TemplateStr = visit_JoinedStr  # Python 3.14's t-strings
 
 
 @functools.lru_cache(maxsize=4096)

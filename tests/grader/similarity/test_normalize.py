@@ -4,12 +4,13 @@ the tokens written from a tree are those `tokenize` reads from its text."""
 
 import ast
 import tokenize
+import warnings
 from pathlib import Path
 
 import pytest
 
 from grader import KIT_ROOT
-from grader.similarity.fingerprints import layout_free, raw_tokens, tokens
+from grader.similarity.fingerprints import canonical_order, layout_free, raw_tokens, tokens
 from grader.similarity.normalize import normal_form
 from grader.similarity.written import written_tokens
 
@@ -30,6 +31,14 @@ SAME = {
         function("a = b"),
     ),
     "its call kept": (function("unused = g(a)"), function("g(a)")),
+    "names dead but for each other": (
+        function("_ = 0", "t = _ + 1", "_ = t", "a = b", "_ += 2"),
+        function("a = b"),
+    ),
+    "what follows a return": (
+        "def f(a):\n    _ = 0\n    return a\n    _ = _\n    print(_)\n",
+        "def f(a):\n    return a\n",
+    ),
     "an expression that calls nothing": (function("'.'", "a.b", "a = b"), function("a = b")),
     "getattr, setattr, delattr with a literal name": (
         function("a = getattr(b, 'size')", "setattr(b, 'size', c)", "delattr(b, 'x')"),
@@ -83,6 +92,19 @@ DIFFERENT = {
         function("i = 0", "while i < b:", "    i += 2"),
         function("for i in range(b):", "    pass"),
     ),
+    "a subtraction the other way round": (function("a = b - a"), function("a -= b")),
+    "a while True with an else": (
+        function("while True:", " if not c:", "  break", " c = g(c)", "else:", " g(a)"),
+        function("while c:", " c = g(c)", "else:", " g(a)"),
+    ),
+    "a while whose bound changes": (
+        function("i = 0", "while i < b:", "    b = g(b)", "    i += 1"),
+        function("for i in range(b):", "    b = g(b)"),
+    ),
+    "a private name, which a class mangles": (
+        function("a = getattr(b, '__size')"),
+        function("a = b.__size"),
+    ),
     "a while that ends with a break": (
         function("while True:", "    c = g(c)", "    if not c:", "        break"),
         function("while c:", "    c = g(c)"),
@@ -119,6 +141,48 @@ def test_each_token_is_on_the_line_its_statement_comes_from() -> None:
     source = "import os\n\n\n# a comment\ndef f(a):\n    '''Doc.'''\n    return a > 1\n"
     lines = {token.text: token.line for token in tokens(source.encode())}
     assert (lines["import"], lines["def"], lines["return"]) == (1, 5, 7)
+
+
+HOSTILE = {
+    "a list 200 deep": b"x = " + b"[" * 200 + b"a" + b"]" * 200 + b"\n",
+    "a sum of 300 terms": b"x = " + b" + ".join([b"a"] * 300) + b"\n",
+    "300 attributes": b"x = a" + b".b" * 300 + b"\n",
+    "300 nested lambdas": b"f = " + b"lambda: " * 300 + b"0\n",
+    "300 nested conditionals": b"x = " + b"a if b else " * 300 + b"c\n",
+    "a null byte": b"x = 1\n\x00\n",
+    "a syntax error on the first line": b"}\nx = 1\n",
+}
+
+
+@pytest.mark.parametrize("source", HOSTILE.values(), ids=HOSTILE)
+def test_a_file_with_no_normal_form_is_read_as_written(source: bytes) -> None:
+    """Too deep to rewrite or unparse within a fixed depth, or no statement before its error:
+    read as written, whatever the stack of the caller."""
+    assert normal_form(source) is None
+    assert tokens(source) == tokens_as_written(source)
+
+
+ODD = {
+    "match": "match x:\n case [1, *rest] if rest:\n  g(rest)\n case {'a': y}:\n  g(y)\n",
+    "async": "async def f(x):\n async with x as y:\n  async for z in y:\n   await z\n",
+    "walrus": "if (n := len(xs)) > 1:\n    g(n)\n",
+    "except*": "try:\n    g()\nexcept* ValueError:\n    raise\nelse:\n    pass\n",
+    "constants that do not fold": "x = ~1.5\ny = 1.0 | 2\nz = 10 ** 10 ** 10\nw = 1 / 0\n",
+    "nonlocal": "def f():\n x = 0\n def g():\n  nonlocal x\n  x = 1\n return g\n",
+    "an invalid escape": "x = '\\d'\n",
+}
+
+
+@pytest.mark.parametrize("source", ODD.values(), ids=ODD)
+def test_any_python_has_a_normal_form(source: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing printed, not even a warning
+        assert normal_form(source.encode()) is not None
+        assert texts(source)
+
+
+def tokens_as_written(source: bytes) -> list:
+    return canonical_order(layout_free(raw_tokens(source)))
 
 
 def test_a_file_too_deep_to_rewrite_is_read_as_written() -> None:
