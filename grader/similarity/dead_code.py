@@ -7,8 +7,9 @@ value that calls nothing, or in the value of such an assignment to a live name (
 dead name goes (one whose value calls something stays as the call); so does an expression that
 calls nothing, `pass`, and whatever follows a `return`, `raise`, `break` or `continue` in its
 block (`reachable`: cut before the function's reads are collected). At module or class level an
-assignment defines an attribute, and stays. A name a function declares global or nonlocal is
-live.
+assignment defines an attribute, and stays. A name a function declares global or nonlocal,
+deletes, or augments in place (`x += y`, which may change what another name holds), is live; so
+is every name of a function that may read any (`locals()`, `vars()`, `eval`, `exec`).
 """
 
 import ast
@@ -23,13 +24,18 @@ EFFECTS = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
 @dataclass
 class Reads:
     """What one function reads: `free`, the names it reads where a read counts; `uses`, for each
-    name, the names read by the call-free values assigned to it."""
+    name, the names read by the call-free values assigned to it; `dynamic`, whether it may read
+    any name (`locals()`, `vars()`, `eval`, `exec`)."""
 
     free: set[str] = field(default_factory=set)
     uses: dict[str, set[str]] = field(default_factory=dict)
+    dynamic: bool = False
 
     def live(self) -> set[str]:
-        """The names read where it counts, and those their assigned values read, transitively."""
+        """The names read where it counts, and those their assigned values read, transitively
+        (every name, where the function may read any)."""
+        if self.dynamic:
+            return self.everything().union(self.uses)
         live, todo = set(self.free), list(self.free)
         while todo:
             for name in self.uses.get(todo.pop(), ()):

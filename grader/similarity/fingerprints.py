@@ -32,6 +32,7 @@ A file that does not tokenize (a syntax error) is fingerprinted up to the error.
 
 import io
 import keyword
+import threading
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -121,15 +122,30 @@ def is_docstring(raw: Sequence[tuple], at: int, before: int) -> bool:
 
 def tokens(source: bytes) -> list[Token]:
     """The normalized token stream of a Python file (see the module docstring): of its normal
-    form where it has one, each token on the line of the file its statement comes from; as
-    written where it has none, or the unparser fails on it (a hostile file must not stop the
-    comparison of a whole drive)."""
-    tree = normal_form(source)
-    try:
-        raw = raw_tokens(source) if tree is None else written_tokens(tree)
-    except (RecursionError, ValueError, TypeError):
-        raw = raw_tokens(source)
-    return canonical_order(layout_free(raw))
+    form where it has one, each token on the line of the file its statement comes from, else
+    as written."""
+    raw = normal_tokens(source)
+    return canonical_order(layout_free(raw_tokens(source) if raw is None else raw))
+
+
+def normal_tokens(source: bytes) -> list[tuple] | None:
+    """The tokens of `source`'s normal form; None where it has none, or the rewriting or the
+    unparser fails on it (a hostile file must not stop the comparison of a whole drive). Made
+    on a thread of its own, on a stack of its own: how deep its caller's stack is changes
+    nothing."""
+    found: list[list[tuple] | None] = [None]
+
+    def make() -> None:
+        try:
+            tree = normal_form(source)
+            found[0] = None if tree is None else written_tokens(tree)
+        except Exception:  # any failure: the file is compared as written
+            found[0] = None
+
+    thread = threading.Thread(target=make, name="normal form")
+    thread.start()
+    thread.join()
+    return found[0]
 
 
 def layout_free(raw: Sequence[tuple]) -> list[Token]:

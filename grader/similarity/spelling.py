@@ -2,10 +2,12 @@
 (`normalize.py`, whose docstring lists the rewrites).
 
 `Rewriter` rewrites expressions and single statements, children first, and on the way collects
-what each function reads (`dead_code.Reads`), cuts the code after a `return`, `raise`, `break` or
-`continue` in its block before it is read, and stops (`TooDeep`) where the tree nests deeper than
-`MAX_DEPTH` levels, so that no rewriting or unparsing of a hostile file recurses past Python's
-limit. `loops` then rewrites loops, block by block.
+what each function reads (`dead_code.Reads`) and cuts the code after a `return`, `raise`, `break`
+or `continue` in its block before it is read. A statement nested deeper than `MAX_DEPTH` levels
+(a chain of one operator counting as deep as the balanced tree it is rebuilt as) is left out of
+the normal form, alone, so that no rewriting or unparsing recurses past a fixed depth, and one
+deep line does not keep the rest of a file from its normal form. `loops` then rewrites loops,
+block by block.
 """
 
 import ast
@@ -13,15 +15,16 @@ import keyword
 import operator
 from collections.abc import Callable
 
-from grader.similarity.dead_code import Reads, assigned, reachable
+from grader.similarity.dead_code import Reads, assigned, has_effect, reachable
 
 # Operators whose operands are put in one order, and comparisons that read the same either way.
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitOr, ast.BitAnd, ast.BitXor)
 SYMMETRIC = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
 FLIPPED: dict[type, type] = {ast.Gt: ast.Lt, ast.GtE: ast.LtE}
 HOLDERS = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For,
-           ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.ExceptHandler,
-           ast.match_case)  # fmt: skip
+           ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.TryStar,
+           ast.ExceptHandler, ast.match_case)  # fmt: skip
+DYNAMIC = frozenset({"locals", "vars", "eval", "exec"})  # calls that may read any name
 BODIES = ("body", "orelse", "finalbody")
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 KEYWORDS = (None, True, False, ...)  # constants the token stream keeps as they are written
@@ -40,7 +43,7 @@ MAX_DEPTH = 100  # levels of nesting (a chain of one operator counts its operand
 
 
 class TooDeep(Exception):
-    """The tree nests deeper than `MAX_DEPTH`: the file is compared as written."""
+    """The tree nests deeper than `MAX_DEPTH` here: the statement is left out."""
 
 
 class Rewriter(ast.NodeTransformer):
@@ -50,15 +53,22 @@ class Rewriter(ast.NodeTransformer):
     def __init__(self) -> None:
         self.depth = 0
         self.lives: dict[ast.AST, set[str]] = {}
-        self.functions: list[Reads] = [Reads()]  # the module's (not used), then each function's
+        # The module's (not used), then each function's around; None for a class body.
+        self.functions: list[Reads | None] = [Reads()]
         self.sinks: list[set[str]] = [self.functions[0].free]  # where a name read now goes
 
-    def visit(self, node: ast.AST) -> ast.AST:
+    def visit(self, node: ast.AST) -> ast.AST | None:
+        """`node` rewritten; None for a statement too deep to rewrite (`TooDeep`), which its
+        body then leaves out."""
         self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise TooDeep
         try:
+            if self.depth > MAX_DEPTH:
+                raise TooDeep
             return super().visit(node)
+        except TooDeep:
+            if isinstance(node, ast.stmt):
+                return None
+            raise
         finally:
             self.depth -= 1
 
@@ -76,17 +86,28 @@ class Rewriter(ast.NodeTransformer):
         reads = Reads()
         self.functions.append(reads)
         self.sinks.append(reads.free)
-        self.generic_visit(node)
-        self.sinks.pop()
-        self.functions.pop()
+        try:
+            self.generic_visit(node)
+        finally:
+            self.sinks.pop()
+            self.functions.pop()
         self.lives[node] = reads.live()
         self.sinks[-1] |= reads.everything()
         return node
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.stmt:
+        """A class body's assignments define attributes and stay: what they read counts."""
+        self.functions.append(None)
+        try:
+            self.generic_visit(node)
+        finally:
+            self.functions.pop()
+        return node
+
     def visit_Name(self, node: ast.Name) -> ast.Name:
-        if isinstance(node.ctx, ast.Load):
+        if not isinstance(node.ctx, ast.Store):  # a read, or a `del`, which needs the name set
             self.sinks[-1].add(node.id)
         return node
 
@@ -100,18 +121,22 @@ class Rewriter(ast.NodeTransformer):
         """Visit an assignment, its reads counted as uses of the one name it assigns, where its
         value calls nothing (`Reads.uses`); as reads that count otherwise."""
         target, value = assigned(node)
-        if target is None or value is None:
-            self.generic_visit(node)
+        reads = self.functions[-1]
+        if target is None or value is None or reads is None or isinstance(node, ast.AugAssign):
+            self.generic_visit(node)  # what it reads counts (an augmented target included)
+            if isinstance(node, ast.AugAssign) and target is not None:
+                self.sinks[-1].add(target)
             return
-        read: set[str] = {target} if isinstance(node, ast.AugAssign) else set()
+        read: set[str] = set()
         self.sinks.append(read)
-        self.generic_visit(node)
-        self.sinks.pop()
-        if any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr))
-               for n in ast.walk(node.value)):  # fmt: skip
+        try:
+            self.generic_visit(node)
+        finally:
+            self.sinks.pop()
+        if has_effect(node.value):
             self.sinks[-1] |= read
         else:
-            self.functions[-1].uses.setdefault(target, set()).update(read)
+            reads.uses.setdefault(target, set()).update(read)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
         self.assignment(node)
@@ -123,6 +148,10 @@ class Rewriter(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in DYNAMIC:
+            for reads in self.functions[1:]:
+                if reads is not None:
+                    reads.dynamic = True
         name = literal_attribute(node, "getattr", 2)
         if name is not None:
             return ast.copy_location(ast.Attribute(node.args[0], name, ast.Load()), node)
@@ -161,7 +190,7 @@ class Rewriter(ast.NodeTransformer):
             self.generic_visit(node)
             return folded(node)
         terms = operands(node)
-        if self.depth + len(terms) > MAX_DEPTH:
+        if self.depth + len(terms).bit_length() > MAX_DEPTH:
             raise TooDeep
         terms = [self.visit(term) for term in terms]
         whole = folded(chain(node.op, terms)) if len(terms) == 2 else None
@@ -326,11 +355,13 @@ def operands(node: ast.BinOp) -> list[ast.expr]:
 
 
 def chain(op: ast.operator, terms: list[ast.expr]) -> ast.expr:
-    """`terms` joined by `op`, left to right."""
-    node = terms[0]
-    for term in terms[1:]:
-        node = ast.BinOp(node, op, term)
-    return node
+    """`terms` joined by `op`, left to right, as a balanced tree (a long chain nests only as
+    deep as its length's logarithm; grouping parentheses, which unparsing a right-hand group
+    writes, are not tokens)."""
+    if len(terms) == 1:
+        return terms[0]
+    half = len(terms) // 2
+    return ast.BinOp(chain(op, terms[:half]), op, chain(op, terms[half:]))
 
 
 def same_bool_op(node: ast.expr, op: ast.boolop) -> bool:
@@ -339,16 +370,22 @@ def same_bool_op(node: ast.expr, op: ast.boolop) -> bool:
 
 def shape(node: ast.AST) -> str:
     """What `node` looks like with its names and literals set aside, as the token stream sets
-    them aside: the order of two operands of one shape does not change the stream."""
+    them aside: the order of two operands of one shape does not change the stream. Kept on the
+    node (`_shape`), so that sorting at every level of a nest costs each subtree once."""
+    known = getattr(node, "_shape", None)
+    if known is not None:
+        return known
     if isinstance(node, ast.Name):
-        return "V"
-    if isinstance(node, ast.Constant):
+        found = "V"
+    elif isinstance(node, ast.Constant):
         value = node.value
-        if isinstance(value, str | bytes):
-            return "S"
-        return repr(value) if any(value is word for word in KEYWORDS) else "N"
-    children = ",".join(shape(child) for child in ast.iter_child_nodes(node))
-    return f"{type(node).__name__}({children})"
+        found = "S" if isinstance(value, str | bytes) else "N"
+        found = repr(value) if any(value is word for word in KEYWORDS) else found
+    else:
+        children = ",".join(shape(child) for child in ast.iter_child_nodes(node))
+        found = f"{type(node).__name__}({children})"
+    node._shape = found
+    return found
 
 
 # -- loops ---------------------------------------------------------------------------------------
@@ -392,7 +429,7 @@ def counted(body: list[ast.stmt]) -> list[ast.stmt]:
 
 def as_for(start: ast.Assign, loop: ast.stmt) -> ast.For | None:
     """`for i in range(a, b):` for `start`, `i = a`, and `loop`, `while i < b:` that ends with
-    `i += 1`, where the loop neither assigns `i` nor its bound `b` (a name or a constant)
+    `i += 1`, where `a` and `b` are names or integers and the loop neither assigns `i` nor `b`
     elsewhere, has no `else:` and no `continue` of its own; None for any other pair."""
     name, first = assigned(start)
     if name is None or not isinstance(loop, ast.While) or loop.orelse:
@@ -403,7 +440,8 @@ def as_for(start: ast.Assign, loop: ast.stmt) -> ast.For | None:
         and isinstance(test.left, ast.Name)
         and test.left.id == name
         and [type(op) for op in test.ops] == [ast.Lt]
-        and isinstance(test.comparators[0], ast.Name | ast.Constant)
+        and integral(test.comparators[0])
+        and integral(first)
     )
     steps = (
         isinstance(last, ast.AugAssign)
@@ -422,6 +460,13 @@ def as_for(start: ast.Assign, loop: ast.stmt) -> ast.For | None:
     iterated = ast.Call(ast.Name("range", ast.Load()), limits, [])
     body = loop.body[:-1] or [ast.copy_location(ast.Pass(), loop)]
     return ast.copy_location(ast.For(ast.Name(name, ast.Store()), iterated, body, []), start)
+
+
+def integral(node: ast.expr | None) -> bool:
+    """A name, or an integer constant: what `range` may take where a `while` counted."""
+    return isinstance(node, ast.Name) or (
+        isinstance(node, ast.Constant) and type(node.value) is int
+    )
 
 
 def writes(body: list[ast.stmt], name: str) -> bool:

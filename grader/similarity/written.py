@@ -29,7 +29,7 @@ RawToken = tuple[int, str, tuple[int, int]]
 
 # The pieces the unparser writes between the names and literals it takes from the tree.
 PIECE = re.compile(
-    r"\s+|(?P<name>[^\W\d]\w*)|(?P<number>\d[\w.]*)"
+    r"\s+|(?P<name>(?:[^\W\d]|[^\x00-\x7f])(?:\w|[^\x00-\x7f])*)|(?P<number>\d[\w.]*)"
     r"|(?P<op>\*\*=|//=|>>=|<<=|\.\.\.|->|:=|\*\*|//|<<|>>|<=|>=|==|!=|[-+*/%&|^@]="
     r"|[-+*/%&|^@~<>()\[\]{}:;,.=!])"
 )
@@ -101,7 +101,8 @@ class TokenWriter(Unparser):
         elif value is ...:
             self.add(tokenize.OP, "...")
         else:
-            if isinstance(value, int | float) and math.copysign(1, value) < 0:  # folded: -1, -0.0
+            negative = value < 0 if isinstance(value, int) else math.copysign(1, value) < 0
+            if isinstance(value, int | float) and negative:  # folded: -1, -0.0
                 self.add(tokenize.OP, "-")
             self.add(tokenize.NUMBER, "0")
 
