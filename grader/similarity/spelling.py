@@ -398,7 +398,7 @@ def loops(node: ast.AST) -> None:
     for field in (*BODIES, "handlers", "cases"):
         for child in getattr(node, field, ()):
             loops(child)
-    if isinstance(node, ast.While) and not node.orelse:
+    if isinstance(node, ast.While) and not node.orelse and node.body:  # (a statement left out)
         first = node.body[0]
         truthy = isinstance(node.test, ast.Constant) and bool(node.test.value)
         if truthy and isinstance(first, ast.If) and not first.orelse and breaks(first.body):
@@ -432,7 +432,7 @@ def as_for(start: ast.Assign, loop: ast.stmt) -> ast.For | None:
     `i += 1`, where `a` and `b` are names or integers and the loop neither assigns `i` nor `b`
     elsewhere, has no `else:` and no `continue` of its own; None for any other pair."""
     name, first = assigned(start)
-    if name is None or not isinstance(loop, ast.While) or loop.orelse:
+    if name is None or not isinstance(loop, ast.While) or loop.orelse or not loop.body:
         return None
     test, last = loop.test, loop.body[-1]
     bounded = (

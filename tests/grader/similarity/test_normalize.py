@@ -174,6 +174,12 @@ def test_a_statement_too_deep_is_left_out_and_the_rest_keeps_its_normal_form(lin
     )
 
 
+def test_a_loop_left_empty_by_a_statement_too_deep_keeps_its_normal_form() -> None:
+    deep = "x = " + "[" * 120 + "a" + "]" * 120
+    source = function("i = 0", "while i < b:", f"    {deep}", "while True:", f"    {deep}")
+    assert normal_form(source.encode()) is not None
+
+
 def test_how_deep_the_callers_stack_is_changes_no_token() -> None:
     nested = "".join(f"{'    ' * depth}if a{depth}:\n" for depth in range(60))
     source = (nested + "    " * 60 + "g(a + b * c)\n").encode()
