@@ -15,7 +15,7 @@ import keyword
 import operator
 from collections.abc import Callable
 
-from grader.similarity.dead_code import Reads, assigned, has_effect, reachable
+from grader.similarity.dead_code import BODIES, Reads, assigned, blocks, has_effect, reachable
 
 # Operators whose operands are put in one order, and comparisons that read the same either way.
 COMMUTATIVE = (ast.Add, ast.Mult, ast.BitOr, ast.BitAnd, ast.BitXor)
@@ -25,7 +25,6 @@ HOLDERS = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.
            ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.TryStar,
            ast.ExceptHandler, ast.match_case)  # fmt: skip
 DYNAMIC = frozenset({"locals", "vars", "eval", "exec"})  # calls that may read any name
-BODIES = ("body", "orelse", "finalbody")
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 KEYWORDS = (None, True, False, ...)  # constants the token stream keeps as they are written
 
@@ -395,9 +394,8 @@ def loops(node: ast.AST) -> None:
     """In every body under `node` (statements only, innermost first): `while True:` that starts
     with `if c: break` (and has no `else:`) as `while not c:`, and a counted `while` as the
     `for` over a `range` it counts through (`counted`). Run after the dead code is gone."""
-    for field in (*BODIES, "handlers", "cases"):
-        for child in getattr(node, field, ()):
-            loops(child)
+    for child in blocks(node):
+        loops(child)
     if isinstance(node, ast.While) and not node.orelse and node.body:  # (a statement left out)
         first = node.body[0]
         truthy = isinstance(node.test, ast.Constant) and bool(node.test.value)
