@@ -53,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
                      help=f"comma-separated part ids (default all: {','.join(PARTS)})")  # fmt: skip
     cli.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                      help="quick for the candidate loop (about 12 s on 2 idle cores), full "
-                          "for a hiring decision (about 48 s; a slow submission or a busy "
+                          "for a hiring decision (about 45 s; a slow submission or a busy "
                           "machine takes longer)")  # fmt: skip
     cli.add_argument("--seed", type=int, help="a private seed: a fresh set of hidden examples")
     cli.add_argument("--shrinks", type=whole_number,

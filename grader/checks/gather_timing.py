@@ -38,7 +38,14 @@ from grader.checks.support.workloads import (
 from grader.said import said
 from grader.sandbox.proxy import Remote, RemoteError, sandbox_of, transcript_of
 from grader.sandbox.transcript import Shown, commented
-from grader.scoring.timing import Timed, implausible, judge_ratio, time_confirmed
+from grader.scoring.timing import (
+    Timed,
+    clearly_passes,
+    implausible,
+    judge_ratio,
+    speed_ratio,
+    time_confirmed,
+)
 from kernels.reference import cdiv
 
 pytestmark = pytest.mark.part("gather")
@@ -287,6 +294,7 @@ def compare(submission, reference, benchmark, profile, limit: float, *workload: 
     best = time_confirmed(
         benchmark, calls, profile.timing_rounds,
         fails=lambda best: best["candidate"] > limit * best["reference"],
+        clear=lambda best: clearly_passes(best, speed_ratio, limit),
     )  # fmt: skip
     transcript = submission.transcript
     transcript.reset()

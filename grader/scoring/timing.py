@@ -28,12 +28,16 @@ Each round runs every measured call once, one after the other, interleaved so th
 worker's call follows the same calls of its own each time; pytest-benchmark drives the rounds.
 The least CPU time of each over the rounds is kept, the least disturbed one. A verdict that fails
 is confirmed before it stands: the rounds are run again and each call keeps its least time over
-both (`time_confirmed`). Where a round costs more than `ROUND_SECONDS` of CPU, a measurement runs
-only as many rounds as that pays for, never fewer than `MIN_ROUNDS` (`affordable`): the
-reference's rounds cost hundredths of a second, so only a candidate tens of times slower gets
-there (an eviction that scans 100,000 cached blocks: its check took 51 s, not 282, with the same
-verdict). The report's timing table shows these
-very CPU times.
+both (`time_confirmed`). A verdict that passes by far is not measured further: where, after a
+third of the rounds (`CLEAR_AFTER`), every ratio is within half its limit and no candidate call
+is near implausibly fast (`clearly_passes`), the measurement stops there (more rounds would
+overturn that pass only if the reference's least time fell by half); a ratio nearer its limit,
+or over it, gets every round. Where a
+round costs more than `ROUND_SECONDS` of CPU, a measurement runs only as many rounds as that pays
+for, never fewer than `MIN_ROUNDS` (`affordable`): the reference's rounds cost hundredths of a
+second, so only a candidate tens of times slower gets there (an eviction that scans 100,000
+cached blocks: its check took 51 s, not 282, with the same verdict). The report's timing table
+shows these very CPU times.
 
 Every timing check ends in the same verdict (`judge_ratio`): its benchmark recorded for the report
 whatever the outcome, then a candidate implausibly faster than the reference flagged and not
@@ -60,6 +64,11 @@ IMPLAUSIBLE_SPEEDUP = 10.0
 # it runs however slow they are (`affordable`).
 ROUND_SECONDS = 1.0
 MIN_ROUNDS = 3
+# A measurement stops after a third of its rounds (at least MIN_ROUNDS) where its verdict passes by
+# CLEAR_MARGIN: every ratio at most its limit / CLEAR_MARGIN, no candidate call within
+# CLEAR_MARGIN of implausibly fast (`clearly_passes`).
+CLEAR_AFTER = 3
+CLEAR_MARGIN = 2.0
 
 # `record_benchmark(name, candidate_seconds, reference_seconds, ratio, limit)`: the fixture that
 # puts a timing in the report (`grader.scoring.fixtures`).
@@ -258,12 +267,16 @@ def time_states(
     limit: float,
 ) -> dict[str, dict[str, float]]:
     """`time_confirmed` of `calls`, named "<call>, <state>", a failing verdict where `ratio` of
-    any state's times is over `limit`: each state's least seconds (`by_state`)."""
+    any state's times is over `limit`, a clear one where every state's `clearly_passes`: each
+    state's least seconds (`by_state`)."""
 
     def fails(best: dict[str, float]) -> bool:
         return any(ratio(times) > limit for times in by_state(best).values())
 
-    return by_state(time_confirmed(benchmark, calls, rounds, fails))
+    def clear(best: dict[str, float]) -> bool:
+        return all(clearly_passes(times, ratio, limit) for times in by_state(best).values())
+
+    return by_state(time_confirmed(benchmark, calls, rounds, fails, clear))
 
 
 def state_timings(
@@ -311,15 +324,40 @@ def affordable(rounds: int, round_seconds: float) -> int:
     return min(rounds, max(MIN_ROUNDS, paid_for))
 
 
-def time_interleaved(benchmark: Any, calls: dict[str, Timed], rounds: int) -> dict[str, float]:
+def clearly_passes(
+    best: dict[str, float], ratio: Callable[[dict[str, float]], float], limit: float
+) -> bool:
+    """Whether `best` (least seconds of calls named "candidate..." and "reference...") passes by
+    `CLEAR_MARGIN`: `ratio` of them at most `limit / CLEAR_MARGIN`, and each candidate call at
+    least `CLEAR_MARGIN / IMPLAUSIBLE_SPEEDUP` of its reference call's time."""
+    if ratio(best) > limit / CLEAR_MARGIN:
+        return False
+    pairs = [(best[name], best[name.replace("candidate", "reference")]) for name in best
+             if name.startswith("candidate")]  # fmt: skip
+    return all(candidate * IMPLAUSIBLE_SPEEDUP >= CLEAR_MARGIN * reference
+               for candidate, reference in pairs)  # fmt: skip
+
+
+def time_interleaved(
+    benchmark: Any,
+    calls: dict[str, Timed],
+    rounds: int,
+    clear: Callable[[dict[str, float]], bool] | None = None,
+) -> dict[str, float]:
     """The least CPU seconds per call of each of `calls`, over the `affordable` part of `rounds`
     interleaved rounds after one warm-up round: the first, which prices them (past the first
-    calls' one-off costs), then the others, which pytest-benchmark drives."""
+    calls' one-off costs), then the others, which pytest-benchmark drives. Where `clear` says
+    the least seconds after a third of the rounds (`CLEAR_AFTER`, at least `MIN_ROUNDS`) pass by
+    far, no more are run."""
     one_round(fresh(calls))  # the warm-up
     measured = [one_round(calls)]
-    more = affordable(rounds, sum(measured[0].values())) - 1
-    if more:
-        benchmark.pedantic(lambda: measured.append(one_round(calls)), rounds=more)
+    planned = affordable(rounds, sum(measured[0].values()))
+    first = planned if clear is None else min(planned, max(MIN_ROUNDS, rounds // CLEAR_AFTER))
+    if first > 1:
+        benchmark.pedantic(lambda: measured.append(one_round(calls)), rounds=first - 1)
+    if clear is not None and clear(least(measured)):
+        return least(measured)
+    measured += [one_round(calls) for _ in range(planned - first)]
     return least(measured)
 
 
@@ -328,11 +366,12 @@ def time_confirmed(
     calls: dict[str, Timed],
     rounds: int,
     fails: Callable[[dict[str, float]], bool],
+    clear: Callable[[dict[str, float]], bool] | None = None,
 ) -> dict[str, float]:
-    """`time_interleaved`; where its figures `fails` the check, the rounds once more (those
-    `affordable`) and each call's least time over both: a failing verdict stands only if it is
-    measured twice."""
-    best = time_interleaved(benchmark, calls, rounds)
+    """`time_interleaved` (its rounds cut short where `clear`); where its figures `fails` the
+    check, the rounds once more (those `affordable`) and each call's least time over both: a
+    failing verdict stands only if it is measured twice."""
+    best = time_interleaved(benchmark, calls, rounds, clear)
     if not fails(best):
         return best
     again = affordable(rounds, sum(best.values()))

@@ -1,6 +1,6 @@
-"""CPU-time measurement: the worker's CPU time read from outside, rounds, and confirmation; wrong
-evidence told apart, the code's own results from work not done as asked; and the verdict every
-timing check ends in (`judge_ratio`, `judge_states` over a pool's states)."""
+"""CPU-time measurement: the worker's CPU time read from outside, rounds, confirmation, and a clear
+pass cut short; wrong evidence told apart, the code's own results from work not done as asked; and
+the verdict every timing check ends in (`judge_ratio`, `judge_states` over a pool's states)."""
 
 import time
 
@@ -9,12 +9,15 @@ import pytest
 from grader.sandbox.process import Limits, Sandbox
 from grader.sandbox.proxy import RemoteError, Submission
 from grader.scoring.timing import (
+    CLEAR_AFTER,
+    IMPLAUSIBLE_SPEEDUP,
     MIN_ROUNDS,
     ROUND_SECONDS,
     ResultsDiffer,
     StateTiming,
     Timed,
     affordable,
+    clearly_passes,
     confirmed_probe,
     growth_calls,
     growth_ratio,
@@ -167,6 +170,66 @@ def test_rounds_that_cost_more_than_their_budget_are_fewer_but_never_under_the_m
     best = time_confirmed(FakeBenchmark(), calls, 15, fails=lambda best: True)
     assert best == {"reference": 0.0, "candidate": slow - 1}
     assert calls["candidate"].cpu_seconds() == 1.0  # the next cost: no round more was run
+
+
+NEXT = 99.0  # the cost a call draws after those a measurement may use: none of them was run
+
+
+def drawn(cost: float, rounds: int) -> Timed:
+    """A call costing `cost` in the warm-up and each of `rounds` rounds, then `NEXT`: rounds
+    that cost hundredths of a second, like the reference's, are all `affordable`."""
+    return timed([cost] * (1 + rounds) + [NEXT])
+
+
+def clear_within(limit: float):
+    return lambda best: clearly_passes(best, speed_ratio, limit)
+
+
+def test_a_clear_pass_stops_after_a_third_of_its_rounds():
+    first = 15 // CLEAR_AFTER
+    calls = {"reference": drawn(0.01, first), "candidate": drawn(0.02, first)}
+    best = time_interleaved(FakeBenchmark(), calls, 15, clear=clear_within(5.0))
+    assert best == pytest.approx({"reference": 0.01, "candidate": 0.02})
+    assert [call.cpu_seconds() for call in calls.values()] == pytest.approx([NEXT, NEXT])
+    few = {"reference": drawn(0.01, MIN_ROUNDS), "candidate": drawn(0.01, MIN_ROUNDS)}
+    time_interleaved(FakeBenchmark(), few, 6, clear=clear_within(5.0))  # never under MIN_ROUNDS
+    assert [call.cpu_seconds() for call in few.values()] == pytest.approx([NEXT, NEXT])
+
+
+@pytest.mark.parametrize(
+    "candidate", [0.03, 0.015 / IMPLAUSIBLE_SPEEDUP], ids=["near_the_limit", "near_implausible"]
+)
+def test_a_pass_that_is_not_clear_gets_every_round(candidate: float):
+    calls = {"reference": drawn(0.01, 15), "candidate": drawn(candidate, 15)}
+    best = time_interleaved(FakeBenchmark(), calls, 15, clear=clear_within(5.0))
+    assert best == pytest.approx({"reference": 0.01, "candidate": candidate})
+    assert [call.cpu_seconds() for call in calls.values()] == pytest.approx([NEXT, NEXT])
+
+
+def test_a_pool_passes_clearly_only_where_every_state_does():
+    def pool(candidate_when_empty: float) -> dict[str, Timed]:
+        return {
+            "candidate, full": drawn(0.01, 15),
+            "reference, full": drawn(0.01, 15),
+            "candidate, empty": drawn(candidate_when_empty, 15),
+            "reference, empty": drawn(0.01, 15),
+        }
+
+    clear, near = pool(0.01), pool(0.03)
+    time_states(FakeBenchmark(), clear, 15, speed_ratio, 5.0)
+    assert [call.cpu_seconds() for call in clear.values()] == pytest.approx([0.01] * 4)  # unrun
+    best = time_states(FakeBenchmark(), near, 15, speed_ratio, 5.0)
+    assert best["empty"] == pytest.approx({"candidate": 0.03, "reference": 0.01})
+    assert [call.cpu_seconds() for call in near.values()] == pytest.approx([NEXT] * 4)
+
+
+def test_a_growth_passes_clearly_with_each_pool_plausible():
+    growth = {"candidate small": 1.0, "reference small": 1.0, "candidate large": 2.0,
+              "reference large": 1.0}  # fmt: skip
+    assert clearly_passes(growth, growth_ratio, 5.0)
+    assert not clearly_passes(growth, growth_ratio, 3.0)  # 2x the reference's growth: over 1.5
+    fast = growth | {"candidate small": 0.1, "candidate large": 0.1}
+    assert not clearly_passes(fast, growth_ratio, 5.0)  # 10x faster: near implausible
 
 
 def test_a_hopeless_probe_is_measured_again_and_a_hopeful_one_is_not():
