@@ -286,7 +286,8 @@ def run_code(setup: LongRequests, seed: int) -> str:
 
 def compare(submission, reference, benchmark, profile, limit: float, *workload: object) -> dict:
     """Least CPU seconds per call of the candidate's workload and the reference's, measured
-    again before a ratio over `limit` stands; the counterexample of the verdict written."""
+    again before a ratio over `limit` stands, and no further once it is clearly within it
+    (`timing.clearly_passes`); the counterexample of the verdict written."""
     pool_seed = secrets.randbits(32)  # the same pool for both
     candidate = long_requests(submission, *workload, pool_seed)
     reference_requests = long_requests(reference, *workload, pool_seed)

@@ -25,19 +25,21 @@ ungraded where a check of the part that times nothing fails too (`grade.not_time
 
 Each round runs every measured call once, one after the other, interleaved so that drift
 (frequency scaling, caches) hits all alike, and in the same order every round, so that each
-worker's call follows the same calls of its own each time; pytest-benchmark drives the rounds.
-The least CPU time of each over the rounds is kept, the least disturbed one. A verdict that fails
-is confirmed before it stands: the rounds are run again and each call keeps its least time over
-both (`time_confirmed`). A verdict that passes by far is not measured further: where, after a
-third of the rounds (`CLEAR_AFTER`), every ratio is within half its limit and no candidate call
-is near implausibly fast (`clearly_passes`), the measurement stops there (more rounds would
-overturn that pass only if the reference's least time fell by half); a ratio nearer its limit,
-or over it, gets every round. Where a
-round costs more than `ROUND_SECONDS` of CPU, a measurement runs only as many rounds as that pays
-for, never fewer than `MIN_ROUNDS` (`affordable`): the reference's rounds cost hundredths of a
-second, so only a candidate tens of times slower gets there (an eviction that scans 100,000
-cached blocks: its check took 51 s, not 282, with the same verdict). The report's timing table
-shows these very CPU times.
+worker's call follows the same calls of its own each time; pytest-benchmark drives the rounds up
+to the first decision. The least CPU time of each over the rounds is kept, the least disturbed
+one. A verdict that fails is confirmed before it stands: the rounds are run again and each call
+keeps its least time over both (`time_confirmed`). A verdict that passes by far is not measured
+further: where, after a third of the rounds (`rounds_before_clear`), every ratio is within half
+its limit and no candidate call is near implausibly fast (`clearly_passes`), the measurement
+stops there; a ratio nearer its limit, or over it, gets every round. More rounds would have
+turned such a pass into a failure only where the least times moved by a factor 2 in the
+reference's favour after the first third, and into a flag for an implausibly fast candidate only
+where the candidate's least time fell by half: no honest candidate fails for the rounds not run.
+Where a round costs more than `ROUND_SECONDS` of CPU, a measurement runs only as many rounds as
+that pays for, never fewer than `MIN_ROUNDS` (`affordable`): the reference's rounds cost
+hundredths of a second, so only a candidate tens of times slower gets there (an eviction that
+scans 100,000 cached blocks: its check took 51 s, not 282, with the same verdict). The report's
+timing table shows these very CPU times.
 
 Every timing check ends in the same verdict (`judge_ratio`): its benchmark recorded for the report
 whatever the outcome, then a candidate implausibly faster than the reference flagged and not
@@ -64,10 +66,9 @@ IMPLAUSIBLE_SPEEDUP = 10.0
 # it runs however slow they are (`affordable`).
 ROUND_SECONDS = 1.0
 MIN_ROUNDS = 3
-# A measurement stops after a third of its rounds (at least MIN_ROUNDS) where its verdict passes by
-# CLEAR_MARGIN: every ratio at most its limit / CLEAR_MARGIN, no candidate call within
-# CLEAR_MARGIN of implausibly fast (`clearly_passes`).
-CLEAR_AFTER = 3
+# A measurement stops early where its verdict passes by CLEAR_MARGIN: every ratio at most its
+# limit / CLEAR_MARGIN, no candidate call within CLEAR_MARGIN of implausibly fast
+# (`clearly_passes`).
 CLEAR_MARGIN = 2.0
 
 # `record_benchmark(name, candidate_seconds, reference_seconds, ratio, limit)`: the fixture that
@@ -324,16 +325,23 @@ def affordable(rounds: int, round_seconds: float) -> int:
     return min(rounds, max(MIN_ROUNDS, paid_for))
 
 
+def rounds_before_clear(rounds: int) -> int:
+    """How many of `rounds` a measurement runs before it may stop as a clear pass: a third of
+    them, at least `MIN_ROUNDS`."""
+    return max(MIN_ROUNDS, rounds // 3)
+
+
 def clearly_passes(
     best: dict[str, float], ratio: Callable[[dict[str, float]], float], limit: float
 ) -> bool:
     """Whether `best` (least seconds of calls named "candidate..." and "reference...") passes by
     `CLEAR_MARGIN`: `ratio` of them at most `limit / CLEAR_MARGIN`, and each candidate call at
-    least `CLEAR_MARGIN / IMPLAUSIBLE_SPEEDUP` of its reference call's time."""
+    least `CLEAR_MARGIN / IMPLAUSIBLE_SPEEDUP` of its reference call's time (stricter than the
+    flag, which holds only the judged calls to it)."""
     if ratio(best) > limit / CLEAR_MARGIN:
         return False
-    pairs = [(best[name], best[name.replace("candidate", "reference")]) for name in best
-             if name.startswith("candidate")]  # fmt: skip
+    pairs = [(seconds, best["reference" + name.removeprefix("candidate")])
+             for name, seconds in best.items() if name.startswith("candidate")]  # fmt: skip
     return all(candidate * IMPLAUSIBLE_SPEEDUP >= CLEAR_MARGIN * reference
                for candidate, reference in pairs)  # fmt: skip
 
@@ -346,19 +354,19 @@ def time_interleaved(
 ) -> dict[str, float]:
     """The least CPU seconds per call of each of `calls`, over the `affordable` part of `rounds`
     interleaved rounds after one warm-up round: the first, which prices them (past the first
-    calls' one-off costs), then the others, which pytest-benchmark drives. Where `clear` says
-    the least seconds after a third of the rounds (`CLEAR_AFTER`, at least `MIN_ROUNDS`) pass by
-    far, no more are run."""
+    calls' one-off costs), then the others, driven by pytest-benchmark up to
+    `rounds_before_clear`, where the measurement stops if `clear` says its least seconds pass by
+    far, and in a plain loop after that."""
     one_round(fresh(calls))  # the warm-up
     measured = [one_round(calls)]
     planned = affordable(rounds, sum(measured[0].values()))
-    first = planned if clear is None else min(planned, max(MIN_ROUNDS, rounds // CLEAR_AFTER))
+    first = planned if clear is None else min(planned, rounds_before_clear(rounds))
     if first > 1:
         benchmark.pedantic(lambda: measured.append(one_round(calls)), rounds=first - 1)
-    if clear is not None and clear(least(measured)):
-        return least(measured)
-    measured += [one_round(calls) for _ in range(planned - first)]
-    return least(measured)
+    best = least(measured)
+    if first == planned or (clear is not None and clear(best)):
+        return best
+    return least([best, *(one_round(calls) for _ in range(planned - first))])
 
 
 def time_confirmed(

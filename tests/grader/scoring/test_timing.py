@@ -3,13 +3,13 @@ pass cut short; wrong evidence told apart, the code's own results from work not 
 the verdict every timing check ends in (`judge_ratio`, `judge_states` over a pool's states)."""
 
 import time
+from collections.abc import Callable
 
 import pytest
 
 from grader.sandbox.process import Limits, Sandbox
 from grader.sandbox.proxy import RemoteError, Submission
 from grader.scoring.timing import (
-    CLEAR_AFTER,
     IMPLAUSIBLE_SPEEDUP,
     MIN_ROUNDS,
     ROUND_SECONDS,
@@ -23,6 +23,7 @@ from grader.scoring.timing import (
     growth_ratio,
     judge_ratio,
     judge_states,
+    rounds_before_clear,
     speed_ratio,
     state_timings,
     time_confirmed,
@@ -181,12 +182,13 @@ def drawn(cost: float, rounds: int) -> Timed:
     return timed([cost] * (1 + rounds) + [NEXT])
 
 
-def clear_within(limit: float):
+def clear_within(limit: float) -> Callable[[dict[str, float]], bool]:
+    """`clearly_passes` for a speed ratio held to `limit`."""
     return lambda best: clearly_passes(best, speed_ratio, limit)
 
 
 def test_a_clear_pass_stops_after_a_third_of_its_rounds():
-    first = 15 // CLEAR_AFTER
+    first = rounds_before_clear(15)
     calls = {"reference": drawn(0.01, first), "candidate": drawn(0.02, first)}
     best = time_interleaved(FakeBenchmark(), calls, 15, clear=clear_within(5.0))
     assert best == pytest.approx({"reference": 0.01, "candidate": 0.02})
@@ -223,13 +225,29 @@ def test_a_pool_passes_clearly_only_where_every_state_does():
     assert [call.cpu_seconds() for call in near.values()] == pytest.approx([NEXT] * 4)
 
 
+def test_a_clear_pass_is_within_half_the_limit_and_a_fifth_of_the_reference_time_or_more():
+    assert clearly_passes({"candidate": 2.5, "reference": 1.0}, speed_ratio, 5.0)
+    assert not clearly_passes({"candidate": 2.5, "reference": 1.0}, speed_ratio, 4.0)
+    assert clearly_passes({"candidate": 0.25, "reference": 1.25}, speed_ratio, 5.0)  # a fifth
+    assert not clearly_passes({"candidate": 0.25, "reference": 1.5}, speed_ratio, 5.0)
+
+
 def test_a_growth_passes_clearly_with_each_pool_plausible():
     growth = {"candidate small": 1.0, "reference small": 1.0, "candidate large": 2.0,
               "reference large": 1.0}  # fmt: skip
     assert clearly_passes(growth, growth_ratio, 5.0)
     assert not clearly_passes(growth, growth_ratio, 3.0)  # 2x the reference's growth: over 1.5
-    fast = growth | {"candidate small": 0.1, "candidate large": 0.1}
-    assert not clearly_passes(fast, growth_ratio, 5.0)  # 10x faster: near implausible
+    fast_small = growth | {"candidate small": 0.125, "candidate large": 0.25}
+    assert growth_ratio(fast_small) == 2.0
+    assert not clearly_passes(fast_small, growth_ratio, 5.0)  # the small pool 8x faster
+
+
+def test_a_clear_pass_of_slow_rounds_runs_only_those_affordable():
+    slow = 2 * ROUND_SECONDS  # each call: the round costs 4 x ROUND_SECONDS, MIN_ROUNDS are paid
+    calls = {"reference": drawn(slow, MIN_ROUNDS), "candidate": drawn(slow, MIN_ROUNDS)}
+    assert affordable(15, 2 * slow) < rounds_before_clear(15)
+    time_interleaved(FakeBenchmark(), calls, 15, clear=clear_within(5.0))
+    assert [call.cpu_seconds() for call in calls.values()] == pytest.approx([NEXT, NEXT])
 
 
 def test_a_hopeless_probe_is_measured_again_and_a_hopeful_one_is_not():
