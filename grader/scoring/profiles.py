@@ -3,8 +3,8 @@
 Typical wall time of a whole grading (`python -m grader SUBMISSION`, every part, the engine check
 included) on a 2-core machine without a GPU (the kernel's GPU checks skipped), on idle cores,
 measured several times over an hour in which the machine's speed drifted, the parts split
-between two processes (`grader/beside.py`): the answer key takes 11 to 12 s with `quick` and 43
-to 47 s with `full`; the stubs take 3 s. A slow submission takes longer (its timing rounds, its
+between two processes (`grader/beside.py`): the answer key takes about 12 s with `quick` and 43 to
+47 s with `full`; the stubs take 3 s. A slow submission takes longer (its timing rounds, its
 calls up to `--call-timeout`), as does one whose failures take long to shrink: each part's checks
 stop at its budget (`--part-timeout`), and the whole grading at the profile's
 (`budget_seconds`).
