@@ -100,9 +100,12 @@ class TokenWriter(Unparser):
             self.add(tokenize.NAME, repr(value))
         elif value is ...:
             self.add(tokenize.OP, "...")
-        else:
-            negative = value < 0 if isinstance(value, int) else math.copysign(1, value) < 0
-            if isinstance(value, int | float) and negative:  # folded: -1, -0.0
+        else:  # a number: a folded negative one keeps its sign (-1, -0.0); a complex has none
+            if isinstance(value, int):
+                negative = value < 0  # exact, however large
+            else:
+                negative = isinstance(value, float) and math.copysign(1, value) < 0
+            if negative:
                 self.add(tokenize.OP, "-")
             self.add(tokenize.NUMBER, "0")
 

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from grader import KIT_ROOT
-from grader.similarity.fingerprints import canonical_order, layout_free, raw_tokens, tokens
+from grader.similarity.fingerprints import (
+    canonical_order,
+    layout_free,
+    normal_tokens,
+    raw_tokens,
+    tokens,
+)
 from grader.similarity.normalize import normal_form
 from grader.similarity.written import written_tokens
 
@@ -209,6 +215,7 @@ ODD = {
     "walrus": "if (n := len(xs)) > 1:\n    g(n)\n",
     "except*": "try:\n    g()\nexcept* ValueError:\n    raise\nelse:\n    pass\n",
     "constants that do not fold": "x = ~1.5\ny = 1.0 | 2\nz = 10 ** 10 ** 10\nw = 1 / 0\n",
+    "complex and negative numbers": "def f(x):\n    return x * 2j - -3.5 + -(10 ** 30)\n",
     "nonlocal": "def f():\n x = 0\n def g():\n  nonlocal x\n  x = 1\n return g\n",
     "an invalid escape": "x = '\\d'\n",
 }
@@ -219,6 +226,7 @@ def test_any_python_has_a_normal_form(source: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing printed, not even a warning
         assert normal_form(source.encode()) is not None
+        assert normal_tokens(source.encode()) is not None  # the unparser writes it too
         assert texts(source)
 
 
